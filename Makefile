@@ -1,0 +1,29 @@
+# Two entry points (see README): `make demo` and `make test`.
+# Both create .venv on first use and install the project into it.
+PY ?= python3
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: venv system test demo bench-splits bench-collectors bench-analysis tpcds-bench clean
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(PYTHON) -m pip install -q --upgrade pip
+	$(PYTHON) -m pip install -q -e '.[test,tpcds]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+system:
+	./scripts/ensure_system.sh
+
+# Runs the whole suite; exit code 5 ("no tests collected") is a failure, like any other.
+test: venv system
+	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+demo: venv system
+	$(PYTHON) -m dpp.demo
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,202 @@
+"""Shared fixtures: one local Spark session, one real redis-server, Parquet builders.
+
+Spark local mode takes seconds to start, so every test shares the one session; tests must
+not change global Spark conf they do not restore (use the ``spark_conf`` helper).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+# The Python that runs pytest is the one Spark's workers must use.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def spark_tmp() -> Iterator[Path]:
+    d = Path(tempfile.mkdtemp(prefix="dpp-spark-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def spark(spark_tmp: Path):
+    """One local[2] SparkSession with Hive support (embedded Derby) for the whole run."""
+    from pyspark.sql import SparkSession
+
+    warehouse = spark_tmp / "warehouse"
+    metastore = spark_tmp / "metastore_db"
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("dpp-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "4")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={spark_tmp}")
+        .config("javax.jdo.option.ConnectionURL",
+                f"jdbc:derby:;databaseName={metastore};create=true")
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL",
+                f"jdbc:derby:;databaseName={metastore};create=true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    )
+    try:
+        builder = builder.enableHiveSupport()
+    except Exception:  # pragma: no cover - Hive classes are part of the pyspark wheel
+        pass
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+class RedisServer:
+    """A real redis-server process on a loopback port, in its own temporary folder."""
+
+    def __init__(self, workdir: Path, port: int | None = None, password: str | None = None,
+                 acl_users: Sequence[str] = ()) -> None:
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.password = password
+        self.acl_users = list(acl_users)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
+
+    def start(self) -> "RedisServer":
+        exe = shutil.which("redis-server")
+        if exe is None:
+            pytest.exit("redis-server is not on PATH; run `make test` (scripts/ensure_system.sh "
+                        "installs it) or `apt-get install redis-server`", returncode=3)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        args = [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.workdir),
+                "--save", "", "--appendonly", "no", "--protected-mode", "yes",
+                "--notify-keyspace-events", "", "--loglevel", "warning"]
+        if self.password:
+            args += ["--requirepass", self.password]
+        for user in self.acl_users:
+            args += ["--user", user]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                raise RuntimeError(f"redis-server exited at start: {err}")
+            with contextlib.suppress(OSError):
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            time.sleep(0.05)
+        raise RuntimeError(f"redis-server did not listen on 127.0.0.1:{self.port} within 10 s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def client(self, **kw: Any):
+        import redis
+
+        return redis.Redis.from_url(self.url, **kw)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """The shared redis-server; tests that stop or restart Redis use ``fresh_redis`` instead."""
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fresh_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of the test's own, free to be killed and restarted."""
+    server = RedisServer(tmp_path / "redis").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_factory(tmp_path: Path):
+    """Builds extra redis-servers (with passwords or ACL users); all are stopped at the end."""
+    servers: list[RedisServer] = []
+
+    def make(**kw: Any) -> RedisServer:
+        s = RedisServer(tmp_path / f"redis{len(servers)}", **kw).start()
+        servers.append(s)
+        return s
+
+    yield make
+    for s in servers:
+        s.stop()
+
+
+# --------------------------------------------------------------------------- Parquet builders
+
+def write_parquet(path: Path, columns: Mapping[str, Sequence[Any]],
+                  schema: pa.Schema | None = None) -> Path:
+    """Writes one Parquet file from column lists (pyarrow infers types unless given)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.table(dict(columns), schema=schema) if schema is not None else pa.table(dict(columns))
+    pq.write_table(table, path)
+    return path
+
+
+def make_partitioned_table(root: Path, partitions: Mapping[tuple[tuple[str, str], ...],
+                                                          Mapping[str, Sequence[Any]]],
+                           files_per_partition: int = 1,
+                           schema: pa.Schema | None = None) -> Path:
+    """Writes a Hive-partitioned Parquet table.
+
+    ``partitions`` maps a tuple of (column, folder value) pairs to the data columns of that
+    partition, e.g. ``{(("d", "1"),): {"x": [1, 2]}}`` → ``root/d=1/part-00000.parquet``.
+    Folder values are written as given (already escaped).
+    """
+    for spec, cols in partitions.items():
+        folder = root.joinpath(*[f"{k}={v}" for k, v in spec])
+        n = len(next(iter(cols.values()))) if cols else 0
+        chunks = max(1, files_per_partition)
+        step = max(1, -(-n // chunks)) if n else 1
+        for i in range(chunks):
+            part = {k: list(v)[i * step:(i + 1) * step] for k, v in cols.items()}
+            write_parquet(folder / f"part-{i:05d}.parquet", part, schema)
+    return root
+
+
+@pytest.fixture
+def parquet_builder(tmp_path: Path):
+    """``parquet_builder(name, partitions)`` → a partitioned table under the test's tmp_path."""
+
+    def build(name: str, partitions: Mapping[tuple[tuple[str, str], ...], Mapping[str, Sequence[Any]]],
+              **kw: Any) -> Path:
+        return make_partitioned_table(tmp_path / name, partitions, **kw)
+
+    return build
