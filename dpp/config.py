@@ -1,0 +1,178 @@
+"""``spark.dpp.*`` settings: names, defaults, parsing and the errors that name the key.
+
+Defaults, and why:
+- ``enabled=true``: the runtime only ever keeps more than needed; turning it off is for A/B.
+- ``coordinator=embedded``: no extra service to run; Redis is for sharing filters across
+  applications and for executors publishing directly.
+- ``maxDistinctValues=10000``: a partition column rarely has more distinct values than this
+  (TPC-DS date keys: 73,049 days in all, a year is 366); 10k encoded values stay ~100 KB.
+- ``bloomFilter.enabled=true``, ``fpp=0.01``: beyond maxDistinct a min/max range alone prunes
+  little for scattered keys; a 1% bloom costs ~1.2 bytes per value.
+- ``waitTimeout=30s``: dimension build sides finish in seconds; waiting longer than a fact
+  scan's listing would cost is pointless, and a late filter only means no pruning.
+- ``statsPruning.enabled=false``: reading footers costs a request per kept file and pays
+  only when data columns are clustered; Spark's reader already skips row groups for pushed
+  static filters.
+- ``filterCache.enabled=true``: fingerprints include the dimension files' sizes and
+  modification times, so a changed dimension never reuses a stale filter.
+- ``maxFilterBytes=16m`` (an addition to DESIGN's keys): the bound on an encoded filter.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Mapping, Optional
+
+from dpp.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+PREFIX = "spark.dpp."
+
+
+def _parse_bool(key: str, raw: str) -> bool:
+    low = raw.strip().lower()
+    if low in ("true", "1", "yes", "on"):
+        return True
+    if low in ("false", "0", "no", "off"):
+        return False
+    raise ConfigError(f"{key}={raw!r}: expected true or false")
+
+
+def _parse_positive_int(key: str, raw: str) -> int:
+    try:
+        v = int(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{key}={raw!r}: expected a positive integer") from None
+    if v < 1:
+        raise ConfigError(f"{key}={raw!r}: expected a positive integer")
+    return v
+
+
+def _parse_fpp(key: str, raw: str) -> float:
+    try:
+        v = float(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{key}={raw!r}: expected a probability between 0 and 1, "
+                          f"e.g. 0.01") from None
+    if not (0.0 < v < 1.0):
+        raise ConfigError(f"{key}={raw!r}: expected a probability strictly between 0 and 1, "
+                          f"e.g. 0.01")
+    return v
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$", re.I)
+_UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def _parse_duration(key: str, raw: str) -> float:
+    m = _DURATION.match(raw)
+    if not m:
+        raise ConfigError(f"{key}={raw!r}: expected a duration such as 30s, 500ms or 2min")
+    return float(m.group(1)) * _UNITS[m.group(2).lower() if m.group(2) else None]
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmg]i?b?|b)?\s*$", re.I)
+
+
+def _parse_size(key: str, raw: str) -> int:
+    m = _SIZE.match(raw)
+    if not m:
+        raise ConfigError(f"{key}={raw!r}: expected a size such as 16m, 512k or 1048576")
+    unit = (m.group(2) or "b").lower()[0]
+    mult = {"b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[unit]
+    v = int(m.group(1)) * mult
+    if v < 1024:
+        raise ConfigError(f"{key}={raw!r}: the bound must be at least 1k")
+    return v
+
+
+def _parse_coordinator(key: str, raw: str) -> str:
+    v = raw.strip()
+    if v.lower() == "embedded":
+        return "embedded"
+    if re.match(r"^rediss?://[^\s]+$", v):
+        return v
+    raise ConfigError(f"{key}={raw!r}: expected 'embedded' or a redis:// or rediss:// URL")
+
+
+def _parse_path(key: str, raw: str) -> Optional[str]:
+    v = raw.strip()
+    return v or None
+
+
+@dataclass(frozen=True)
+class DppConfig:
+    enabled: bool = True
+    coordinator: str = "embedded"
+    max_distinct_values: int = 10_000
+    bloom_enabled: bool = True
+    bloom_fpp: float = 0.01
+    wait_timeout: float = 30.0
+    stats_pruning: bool = False
+    filter_cache: bool = True
+    report_path: Optional[str] = None
+    max_filter_bytes: int = 16 * 1024 * 1024
+
+    @classmethod
+    def from_mapping(cls, conf: Mapping[str, str]) -> "DppConfig":
+        """Reads the ``spark.dpp.*`` entries of ``conf``; warns about unknown ones."""
+        values: dict[str, Any] = {}
+        for key, raw in conf.items():
+            if not key.startswith(PREFIX):
+                continue
+            spec = _KEYS.get(key)
+            if spec is None:
+                close = [k for k in _KEYS if k.lower() == key.lower()]
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                log.warning("unknown setting %s ignored%s; known: %s", key, hint,
+                            ", ".join(sorted(_KEYS)))
+                continue
+            field_name, parse = spec
+            values[field_name] = parse(key, str(raw))
+        return cls(**values)
+
+    @classmethod
+    def from_spark(cls, spark: Any) -> "DppConfig":
+        pairs = spark.sparkContext.getConf().getAll()
+        conf = {k: v for k, v in pairs if k.startswith(PREFIX)}
+        # session-level settings (spark.conf.set) override the context's
+        try:
+            jconf = spark._jsparkSession.conf().getAll()
+            it = jconf.iterator()
+            while it.hasNext():
+                kv = it.next()
+                k = kv._1()
+                if k.startswith(PREFIX):
+                    conf[k] = kv._2()
+        except Exception:  # pragma: no cover - only on exotic Spark builds
+            log.debug("could not read session conf through py4j", exc_info=True)
+        return cls.from_mapping(conf)
+
+    def as_settings(self) -> dict[str, Any]:
+        """The effective settings under their Spark key names (for reports)."""
+        d = asdict(self)
+        d["coordinator"] = redact_url(d["coordinator"])
+        return {key: d[name] for key, (name, _) in _KEYS.items()}
+
+
+def redact_url(url: str) -> str:
+    """``redis://user:secret@host`` → ``redis://user:***@host``: reports never hold secrets."""
+    return re.sub(r"^(rediss?://)([^:@/]*):([^@/]*)@", r"\1\2:***@", url)
+
+
+_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "spark.dpp.enabled": ("enabled", _parse_bool),
+    "spark.dpp.coordinator": ("coordinator", _parse_coordinator),
+    "spark.dpp.maxDistinctValues": ("max_distinct_values", _parse_positive_int),
+    "spark.dpp.bloomFilter.enabled": ("bloom_enabled", _parse_bool),
+    "spark.dpp.bloomFilter.fpp": ("bloom_fpp", _parse_fpp),
+    "spark.dpp.waitTimeout": ("wait_timeout", _parse_duration),
+    "spark.dpp.statsPruning.enabled": ("stats_pruning", _parse_bool),
+    "spark.dpp.filterCache.enabled": ("filter_cache", _parse_bool),
+    "spark.dpp.report.path": ("report_path", _parse_path),
+    "spark.dpp.maxFilterBytes": ("max_filter_bytes", _parse_size),
+}
+
+KNOWN_KEYS = tuple(_KEYS)

@@ -1,0 +1,631 @@
+"""``DppSession``: the user's entry point, joining analysis, build sides, the filter service and
+the split loaders around an ordinary ``spark.sql`` call.
+
+The flow of one query: analyze the SQL into a pruning plan; start every build-side job at
+once (one thread each); start every split loader at once, each waiting on the filter service
+for its dynamic filters (bounded by ``spark.dpp.waitTimeout``); substitute each pruned table
+reference by a DataFrame over its surviving files, under a temporary view name of its own;
+run the rewritten query through ``spark.sql`` with the user's settings. Anything that fails
+on the pruning path falls back to *no pruning*, reported — never to a failed query or a
+different answer.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+from dpp.config import DppConfig
+from dpp.domain import DataType, Domain, TupleDomain
+from dpp.errors import ConfigError, DppError, LayoutError
+from dpp.reconcile import reconcile
+
+log = logging.getLogger(__name__)
+
+_VIEW_PREFIX = "__dpp_"
+_FILTER_TTL = 600.0
+_JOIN_HOWS = {
+    "inner": "inner", "cross": None, "left": "left", "leftouter": "left", "left_outer": "left",
+    "right": "right", "rightouter": "right", "right_outer": "right", "full": "full",
+    "outer": "full", "fullouter": "full", "full_outer": "full", "semi": "left_semi",
+    "leftsemi": "left_semi", "left_semi": "left_semi", "anti": "left_anti",
+    "leftanti": "left_anti", "left_anti": "left_anti",
+}
+# how the fact (left) side of dpp.join may be pruned: only where its rows are needed only
+# when they match
+_PRUNABLE_HOWS = {"inner", "left_semi", "right"}
+
+
+@dataclass
+class _FilterRun:
+    """One dynamic filter of one query: its build job and what came of it."""
+
+    filter_id: str
+    build_query: Optional[str]
+    build_label: str
+    probe_type: Optional[DataType]
+    started: float = 0.0
+    future: Optional[cf.Future] = None
+    build_result: Any = None
+    cache_hit: bool = False
+    error: Optional[str] = None
+    build_seconds: Optional[float] = None
+    wait_result: Any = None
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+class DppSession:
+    """Dynamic partition pruning around a SparkSession.
+
+    >>> dpp = DppSession(spark)                            # doctest: +SKIP
+    >>> dpp.register_table("store_sales", "data/tpcds/store_sales")   # doctest: +SKIP
+    >>> dpp.sql("SELECT ... FROM store_sales JOIN date_dim ...")      # doctest: +SKIP
+    """
+
+    def __init__(self, spark: Any, config: Optional[DppConfig] = None) -> None:
+        self.spark = spark
+        self._fixed_config = config
+        self._tables: dict[str, Any] = {}           # registered path tables: name -> Table
+        self._view_ready: set[str] = set()
+        self._lock = threading.RLock()
+        self._service: Any = None
+        self._service_spec: Optional[str] = None
+        self._local = threading.local()
+        self.last_report: Any = None
+        self.config  # validate settings now: a bad value is an error at construction
+
+    # ------------------------------------------------------------------ configuration
+    @property
+    def config(self) -> DppConfig:
+        """The effective settings, re-read from the Spark conf so ``spark.conf.set`` applies."""
+        if self._fixed_config is not None:
+            return self._fixed_config
+        return DppConfig.from_spark(self.spark)
+
+    @property
+    def app_id(self) -> str:
+        return str(self.spark.sparkContext.applicationId)
+
+    def _filter_service(self, cfg: DppConfig) -> Any:
+        from coordinator import make_service
+
+        with self._lock:
+            if self._service is None or self._service_spec != cfg.coordinator:
+                if self._service is not None:
+                    try:
+                        self._service.close()
+                    except Exception:  # pragma: no cover
+                        log.debug("closing the old filter service failed", exc_info=True)
+                self._service = make_service(
+                    cfg.coordinator, app_id=self.app_id,
+                    max_distinct=cfg.max_distinct_values,
+                    bloom_fpp=cfg.bloom_fpp if cfg.bloom_enabled else None,
+                    max_bytes=cfg.max_filter_bytes)
+                self._service_spec = cfg.coordinator
+            return self._service
+
+    def close(self) -> None:
+        with self._lock:
+            if self._service is not None:
+                self._service.close()
+                self._service = None
+
+    # ------------------------------------------------------------------ tables
+    def register_table(self, name: str, path: str, *,
+                       partition_types: Optional[dict[str, str]] = None) -> Any:
+        """Registers a Hive-partitioned Parquet folder under ``name``.
+
+        Nothing is listed beyond the first partition path and one footer; the Spark view of the
+        same name is created only when a query needs the whole table (``spark.sql`` fallback).
+        """
+        from hive_splits import table_from_path
+
+        key = _norm_name(name)
+        table = table_from_path(path, name=key, partition_types=partition_types)
+        with self._lock:
+            self._tables[key] = table
+            self._view_ready.discard(key)
+        return table
+
+    def _table(self, name: str) -> Optional[Any]:
+        """A registered path table, or a partitioned table of Spark's catalog, or None."""
+        key = _norm_name(name)
+        with self._lock:
+            t = self._tables.get(key)
+        if t is not None:
+            return t
+        if self._is_temp_view(key):
+            return None  # the user's own view: never second-guessed
+        try:
+            if not self.spark.catalog.tableExists(key):
+                return None
+            cols = self.spark.catalog.listColumns(key)
+        except Exception:
+            return None
+        if not any(c.isPartition for c in cols):
+            return None
+        from hive_splits import table_from_catalog
+
+        try:
+            return table_from_catalog(self.spark, key)
+        except Exception as exc:
+            log.warning("dpp: catalog table %s cannot be used for pruning: %s", key, exc)
+            return None
+
+    def _is_temp_view(self, name: str) -> bool:
+        if "." in name:
+            return False
+        try:
+            return any(t.isTemporary and t.name.lower() == name
+                       for t in self.spark.catalog.listTables())
+        except Exception:
+            return False
+
+    def _resolver(self, cache: dict[str, Any]) -> Callable[[str], Any]:
+        from dpp.analysis import TableInfo
+
+        def resolve(name: str) -> Optional[TableInfo]:
+            key = _norm_name(name)
+            if key not in cache:
+                cache[key] = self._table(key)
+            t = cache[key]
+            if t is None:
+                return None
+            cols = dict(_table_columns(t))
+            return TableInfo(name=key, columns=cols,
+                             partition_columns=tuple(c.name for c in t.partition_columns))
+
+        return resolve
+
+    def _ensure_views(self, names: Iterable[str]) -> None:
+        """Creates the plain Spark view of each registered table the query needs unpruned."""
+        for n in names:
+            key = _norm_name(n)
+            with self._lock:
+                t = self._tables.get(key)
+                if t is None or key in self._view_ready:
+                    continue
+            from hive_splits import full_dataframe
+
+            full_dataframe(self.spark, t).createOrReplaceTempView(key)
+            with self._lock:
+                self._view_ready.add(key)
+
+    # ------------------------------------------------------------------ public API
+    def sql(self, query: str) -> Any:
+        """A DataFrame with exactly the rows of ``spark.sql(query)``, reading less."""
+        df, _ = self._run_sql(query, execute=False)
+        return df
+
+    def collect(self, query: str) -> list[Any]:
+        """Runs the query and returns its rows; the report then holds execution metrics."""
+        rows, _ = self._run_sql(query, execute=True)
+        return rows
+
+    def explain(self, query: str) -> str:
+        """The pruning plan as text: per table reference, what prunes it, or why nothing does."""
+        from dpp.analysis import analyze
+
+        cfg = self.config
+        head = [f"dpp: enabled={cfg.enabled}, coordinator={_redact(cfg.coordinator)}, "
+                f"waitTimeout={cfg.wait_timeout:g}s, maxDistinctValues={cfg.max_distinct_values}"]
+        if not cfg.enabled:
+            head.append("spark.dpp.enabled=false: the query runs as spark.sql(query), unpruned")
+        plan = analyze(query, self._resolver({}))
+        return "\n".join(head + [plan.explain()])
+
+    def join(self, fact: str, dim_df: Any, on: Sequence[tuple[str, str]],
+             how: str = "inner") -> Any:
+        """``fact ⋈ dim_df`` for jobs without SQL; the fact side pruned where that is sound.
+
+        ``on`` pairs a fact column with a dimension column. The result has the columns of both
+        sides, as ``fact_df.join(dim_df, cond, how)`` would.
+        """
+        return self._run_join(fact, dim_df, list(on), how)
+
+    # ------------------------------------------------------------------ SQL path
+    def _run_sql(self, query: str, execute: bool) -> tuple[Any, Any]:
+        from dpp.report import JobReport
+
+        cfg = self.config
+        report = JobReport.start(query_text=query, kind="sql", settings=cfg.as_settings(),
+                                 enabled=cfg.enabled)
+        t0 = time.perf_counter()
+        temp_views: list[str] = []
+        try:
+            if not cfg.enabled:
+                self._ensure_views(_referenced_names(query, self._tables))
+                report.analysis_notes.append("spark.dpp.enabled=false: no pruning")
+                df = self.spark.sql(query)
+            else:
+                df = self._plan_and_rewrite(query, cfg, report, temp_views)
+            return self._finish(df, report, cfg, t0, execute)
+        finally:
+            for v in temp_views:
+                try:
+                    self.spark.catalog.dropTempView(v)
+                except Exception:  # pragma: no cover
+                    log.debug("dropping %s failed", v, exc_info=True)
+
+    def _plan_and_rewrite(self, query: str, cfg: DppConfig, report: Any,
+                          temp_views: list[str]) -> Any:
+        from dpp.analysis import analyze, rewrite
+
+        ta = time.perf_counter()
+        tables_cache: dict[str, Any] = {}
+        try:
+            plan = analyze(query, self._resolver(tables_cache))
+        except Exception as exc:  # the analyzer must never cost the user their query
+            log.warning("dpp: analysis failed, running unpruned: %s", exc)
+            report.analysis_notes.append(f"analysis failed: {exc}")
+            plan = None
+        report.phases["analysis"] = time.perf_counter() - ta
+        if plan is None or plan.parse_error:
+            if plan is not None:
+                report.analysis_notes.append(f"unparsable SQL: {plan.parse_error}")
+            self._ensure_views(_referenced_names(query, self._tables))
+            return self.spark.sql(query)
+        report.analysis_notes.extend(plan.notes)
+        pruned = [r for r in plan.refs if r.pruning]
+        for r in plan.refs:
+            if not r.pruning:
+                report.add_table_unpruned(r.table, r.alias, r.reason or "no usable predicate")
+        # every registered table the rewritten query still names needs its plain view
+        unpruned_names = {r.table for r in plan.refs if not r.pruning}
+        self._ensure_views(unpruned_names | set(_referenced_names(query, self._tables)) -
+                           {r.table for r in pruned if r.table not in unpruned_names})
+        if not pruned:
+            return self.spark.sql(query)
+
+        service = self._filter_service(cfg)
+        qid = report.query_id[:8]
+        runs: dict[str, _FilterRun] = {}
+        ref_filters: dict[str, list[tuple[Any, _FilterRun]]] = {}
+        for ref in pruned:
+            table = tables_cache[_norm_name(ref.table)]
+            ref_filters[ref.ref_id] = []
+            for spec in ref.dynamic:
+                col = _column_type(table, spec.probe_column)
+                if not _is_partition_column(table, spec.probe_column) and not cfg.stats_pruning:
+                    continue  # a data-column filter only helps statistics pruning
+                run = runs.get(spec.build_query)
+                if run is None:
+                    run = _FilterRun(filter_id=f"{qid}-{spec.filter_id}",
+                                     build_query=spec.build_query,
+                                     build_label=spec.build_column, probe_type=col)
+                    runs[spec.build_query] = run
+                ref_filters[ref.ref_id].append((spec, run))
+        # all build sides at once; each in its own thread (Spark job groups are per thread)
+        self._ensure_views(_referenced_names(" ".join(runs), self._tables))
+        pool = cf.ThreadPoolExecutor(max_workers=max(1, len(runs) + len(pruned)),
+                                     thread_name_prefix="dpp")
+        try:
+            for run in runs.values():
+                run.started = time.perf_counter()
+                run.future = pool.submit(self._build_filter_sql, run, cfg, service)
+            loads = {ref.ref_id: pool.submit(self._load_ref, ref, tables_cache, ref_filters,
+                                             cfg, service) for ref in pruned}
+            replacements: dict[str, str] = {}
+            for ref in pruned:
+                try:
+                    load = loads[ref.ref_id].result()
+                except Exception as exc:
+                    if isinstance(exc, LayoutError):
+                        raise
+                    log.warning("dpp: loading %s failed, not pruned: %s", ref.table, exc)
+                    report.add_table_unpruned(ref.table, ref.alias, f"split loader failed: {exc}")
+                    self._ensure_views([ref.table])
+                    continue
+                table, result, df = load
+                view = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(ref.table)}"
+                df.createOrReplaceTempView(view)
+                temp_views.append(view)
+                replacements[ref.ref_id] = view
+                report.add_table_result(ref.table, ref.alias, table, result)
+            for run in runs.values():
+                self._settle_filter(run, service, cfg)
+                report.add_filter(run.report)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        report.phases["build"] = max((r.build_seconds or 0.0 for r in runs.values()), default=0.0)
+        report.phases["wait"] = max((t.get("wait_seconds") or 0.0 for t in report.tables),
+                                    default=0.0)
+        rewritten = rewrite(plan, replacements)
+        for ref in pruned:
+            if ref.ref_id not in replacements:
+                self._ensure_views([ref.table])
+        return self.spark.sql(rewritten)
+
+    # ------------------------------------------------------------------ build sides
+    def _build_filter_sql(self, run: _FilterRun, cfg: DppConfig, service: Any) -> None:
+        df = self.spark.sql(run.build_query)
+        key = df.columns[0]
+        self._build_filter_df(run, df, key, cfg, service, fingerprint_text=run.build_query)
+
+    def _build_filter_df(self, run: _FilterRun, df: Any, key: str, cfg: DppConfig,
+                         service: Any, fingerprint_text: Optional[str]) -> None:
+        """Runs one build side into the filter service; failures are recorded, never raised."""
+        from collectors import build_filter, dataframe_files
+        from coordinator import fingerprint
+
+        t0 = time.perf_counter()
+        key_type = _spark_type_to_domain(df.schema[key].dataType)
+        run.report.update(build_column=run.build_label, build_query=run.build_query)
+        try:
+            if key_type is None:
+                raise DppError(f"build key {run.build_label} has type "
+                               f"{df.schema[key].dataType.simpleString()}, not supported")
+            fp = None
+            if cfg.filter_cache and fingerprint_text is not None:
+                fp = fingerprint(fingerprint_text, [key], dataframe_files(df))
+                cached = service.cache_get(fp)
+                if cached is not None:
+                    run.cache_hit = True
+                    service.register(run.filter_id, 1, {key: key_type}, _FILTER_TTL)
+                    service.publish(run.filter_id, 0, cached)
+                    run.build_seconds = time.perf_counter() - t0
+                    return
+            service.register(run.filter_id, 0, {key: key_type}, _FILTER_TTL)
+            result = build_filter(
+                df, [key], filter_id=run.filter_id, max_distinct=cfg.max_distinct_values,
+                bloom_enabled=cfg.bloom_enabled, bloom_fpp=cfg.bloom_fpp,
+                bloom_capacity=None, sink=service.sink(run.filter_id))
+            run.build_result = result
+            run.build_seconds = time.perf_counter() - t0
+            if fp is not None:
+                waited = service.wait(run.filter_id, 0.0)
+                if waited.outcome == "complete" and waited.domain is not None:
+                    service.cache_put(fp, waited.domain, _FILTER_TTL)
+        except Exception as exc:  # a failed build side means no pruning, reported
+            run.error = f"{type(exc).__name__}: {exc}"
+            run.build_seconds = time.perf_counter() - t0
+            log.warning("dpp: build side %s failed, no pruning by it: %s", run.build_label, exc)
+            try:
+                service.fail(run.filter_id, run.error)
+            except Exception:  # pragma: no cover
+                log.debug("marking %s failed", run.filter_id, exc_info=True)
+
+    def _waiter(self, run: _FilterRun, cfg: DppConfig, service: Any, deadline: float
+                ) -> Callable[[float], tuple[Optional[Domain], str, Optional[str]]]:
+        """The split loader's view of one filter: wait, then reconcile to the probe type."""
+
+        def wait(timeout: float) -> tuple[Optional[Domain], str, Optional[str]]:
+            res = service.wait(run.filter_id, max(0.0, min(timeout, deadline - time.monotonic())))
+            run.wait_result = res
+            if res.outcome != "complete" or res.domain is None:
+                return None, res.outcome, res.reason or run.error
+            td: TupleDomain = res.domain
+            if td.is_none():
+                dom = Domain.none(run.probe_type) if run.probe_type else None
+                return dom, "complete", None
+            cols = td.columns
+            if not cols:
+                return None, "complete", "the build side constrains nothing"
+            d = td.get(cols[0])
+            assert d is not None
+            if run.probe_type is None:
+                return None, "type_mismatch", "probe column type unknown"
+            # equi-joins never match NULL keys: the NULL partition is never needed by them
+            d = Domain(d.type, d.value_set, False)
+            conv, why = reconcile(d, run.probe_type)
+            if conv is None:
+                return None, "type_mismatch", why
+            return conv, "complete", None
+
+        return wait
+
+    def _load_ref(self, ref: Any, tables_cache: dict[str, Any],
+                  ref_filters: dict[str, list[tuple[Any, _FilterRun]]], cfg: DppConfig,
+                  service: Any) -> tuple[Any, Any, Any]:
+        from hive_splits import DynamicFilter, SplitLoader, to_dataframe
+
+        table = tables_cache[_norm_name(ref.table)]
+        deadline = time.monotonic() + cfg.wait_timeout
+        dyn = [DynamicFilter(filter_id=run.filter_id, column=spec.probe_column,
+                             wait=self._waiter(run, cfg, service, deadline))
+               for spec, run in ref_filters[ref.ref_id]]
+        static = ref.static if cfg.stats_pruning else _partition_only(ref.static, table)
+        loader = SplitLoader(table, static, dyn, wait_timeout=cfg.wait_timeout,
+                             stats_pruning=cfg.stats_pruning)
+        result = loader.load()
+        return table, result, to_dataframe(self.spark, table, result)
+
+    def _settle_filter(self, run: _FilterRun, service: Any, cfg: DppConfig) -> None:
+        """Fills the filter's report; stops a build side nobody waits for any more."""
+        res = run.wait_result
+        if res is None:
+            res = service.wait(run.filter_id, 0.0)
+            run.wait_result = res
+        if run.future is not None and not run.future.done():
+            try:
+                self.spark.sparkContext.cancelJobGroup(f"dpp-{run.filter_id}")
+            except Exception:  # pragma: no cover
+                log.debug("cancel %s", run.filter_id, exc_info=True)
+        td = res.domain if res.outcome == "complete" else None
+        dom = None
+        if td is not None and not td.is_none() and td.columns:
+            dom = td.get(td.columns[0])
+        br = run.build_result
+        outcome = res.outcome
+        if run.error and outcome in ("timeout", "failed", "unavailable"):
+            outcome = "failed" if outcome != "unavailable" else outcome
+        run.report.update(
+            filter_id=run.filter_id, build_column=run.build_label, build_query=run.build_query,
+            build_rows=getattr(br, "rows", None),
+            distinct_values=dom.value_count() if dom is not None else
+            (0 if td is not None and td.is_none() else None),
+            kind=(dom.kind if dom is not None else ("none" if td is not None else "unknown")),
+            encoded_bytes=getattr(res, "encoded_bytes", None),
+            parts_expected=getattr(res, "parts_expected", 0) or 0,
+            parts_reported=getattr(res, "parts_reported", 0) or 0,
+            cache_hit=run.cache_hit, outcome=outcome,
+            reason=res.reason or run.error, build_seconds=run.build_seconds,
+            wait_seconds=getattr(res, "seconds", None))
+
+    # ------------------------------------------------------------------ DataFrame path
+    def _run_join(self, fact: str, dim_df: Any, on: list[tuple[str, str]], how: str) -> Any:
+        from dpp.report import JobReport
+        from pyspark.sql import functions as F
+
+        cfg = self.config
+        norm_how = _JOIN_HOWS.get(how.lower().replace(" ", ""))
+        if norm_how is None or not on:
+            raise ConfigError(f"dpp.join how={how!r} on={on!r}: expected an equi-join "
+                              f"(inner, left, right, full, semi, anti) with at least one "
+                              f"(fact_column, dim_column) pair")
+        text = f"JOIN {fact} ON {on} HOW {norm_how}"
+        report = JobReport.start(query_text=text, kind="join", settings=cfg.as_settings(),
+                                 enabled=cfg.enabled)
+        t0 = time.perf_counter()
+        table = self._table(fact)
+        if table is None:
+            raise LayoutError(f"dpp.join: unknown table {fact!r}; register it with "
+                              f"register_table(name, path) or create it in Spark's catalog")
+        for fcol, dcol in on:
+            if fcol not in dict(_table_columns(table)):
+                raise ConfigError(f"dpp.join: table {fact!r} has no column {fcol!r}")
+            if dcol not in dim_df.columns:
+                raise ConfigError(f"dpp.join: the dimension DataFrame has no column {dcol!r}")
+
+        def plain() -> Any:
+            from hive_splits import full_dataframe
+
+            return full_dataframe(self.spark, table)
+
+        prunable = cfg.enabled and norm_how in _PRUNABLE_HOWS
+        if not prunable:
+            why = ("spark.dpp.enabled=false" if not cfg.enabled else
+                   f"{norm_how} join: the fact side is preserved or anti-joined")
+            report.add_table_unpruned(fact, None, why)
+            fact_df = plain()
+        else:
+            service = self._filter_service(cfg)
+            qid = report.query_id[:8]
+            runs = []
+            pool = cf.ThreadPoolExecutor(max_workers=len(on) + 1, thread_name_prefix="dpp")
+            try:
+                dyn = []
+                deadline = time.monotonic() + cfg.wait_timeout
+                for i, (fcol, dcol) in enumerate(on):
+                    if not _is_partition_column(table, fcol) and not cfg.stats_pruning:
+                        continue
+                    run = _FilterRun(filter_id=f"{qid}-j{i + 1}", build_query=None,
+                                     build_label=f"dataframe.{dcol}",
+                                     probe_type=_column_type(table, fcol))
+                    run.started = time.perf_counter()
+                    run.future = pool.submit(self._build_filter_df, run,
+                                             dim_df.select(F.col(dcol)), dcol, cfg, service, None)
+                    runs.append(run)
+                    dyn.append(self._dynamic(run, fcol, cfg, service, deadline))
+                from hive_splits import SplitLoader, to_dataframe
+
+                result = SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
+                                     stats_pruning=cfg.stats_pruning).load()
+                fact_df = to_dataframe(self.spark, table, result)
+                report.add_table_result(fact, None, table, result)
+                for run in runs:
+                    self._settle_filter(run, service, cfg)
+                    report.add_filter(run.report)
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+            report.phases["build"] = max((r.build_seconds or 0.0 for r in runs), default=0.0)
+        cond = None
+        for fcol, dcol in on:
+            c = fact_df[fcol] == dim_df[dcol]
+            cond = c if cond is None else cond & c
+        df = fact_df.join(dim_df, cond, norm_how)
+        out, _ = self._finish(df, report, cfg, t0, execute=False)
+        return out
+
+    def _dynamic(self, run: _FilterRun, column: str, cfg: DppConfig, service: Any,
+                 deadline: float) -> Any:
+        from hive_splits import DynamicFilter
+
+        return DynamicFilter(filter_id=run.filter_id, column=column,
+                             wait=self._waiter(run, cfg, service, deadline))
+
+    # ------------------------------------------------------------------ reporting
+    def _finish(self, df: Any, report: Any, cfg: DppConfig, t0: float,
+                execute: bool) -> tuple[Any, Any]:
+        rows = None
+        if execute:
+            te = time.perf_counter()
+            rows = df.collect()
+            report.phases["execution"] = time.perf_counter() - te
+            from dpp.spark_metrics import scan_metrics
+
+            m = scan_metrics(df)
+            report.spark_scan = {"files_read": m.files_read, "bytes_read": m.bytes_read,
+                                 "partitions_read": m.partitions_read}
+        report.phases["total"] = time.perf_counter() - t0
+        if "split_enumeration" not in report.phases:
+            report.phases["split_enumeration"] = sum(
+                (t.get("enumeration_seconds") or 0.0) for t in report.tables)
+        self.last_report = report
+        report.log(log)
+        if cfg.report_path:
+            from dpp.report import append_jsonl
+
+            try:
+                append_jsonl(report, cfg.report_path)
+            except OSError as exc:
+                log.warning("dpp: could not append the report to %s: %s", cfg.report_path, exc)
+        return (rows if execute else df), report
+
+
+# ---------------------------------------------------------------------- helpers
+
+def _norm_name(name: str) -> str:
+    return name.strip().strip("`").lower()
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)[:40]
+
+
+def _redact(url: str) -> str:
+    from dpp.config import redact_url
+
+    return redact_url(url)
+
+
+def _table_columns(table: Any) -> list[tuple[str, Optional[DataType]]]:
+    """(name, type) of every column of a hive_splits Table, partition columns included."""
+    out: list[tuple[str, Optional[DataType]]] = []
+    for name, typ in table.columns():
+        out.append((name.lower(), typ))
+    return out
+
+
+def _column_type(table: Any, column: str) -> Optional[DataType]:
+    return dict(_table_columns(table)).get(column.lower())
+
+
+def _is_partition_column(table: Any, column: str) -> bool:
+    return column.lower() in {c.name.lower() for c in table.partition_columns}
+
+
+def _partition_only(td: TupleDomain, table: Any) -> TupleDomain:
+    if td.is_none():
+        return td
+    parts = {c.name.lower() for c in table.partition_columns}
+    doms = td.domains or {}
+    return TupleDomain.of({k: v for k, v in doms.items() if k.lower() in parts})
+
+
+def _referenced_names(query: str, registered: dict[str, Any]) -> list[str]:
+    """Registered table names the query text mentions (a cheap, conservative scan)."""
+    low = query.lower()
+    return [n for n in registered if re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", low)]
+
+
+def _spark_type_to_domain(dt: Any) -> Optional[DataType]:
+    try:
+        return DataType.parse(dt.simpleString())
+    except Exception:
+        return None
