@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 
 _VIEW_PREFIX = "__dpp_"
 _FILTER_TTL = 600.0
+# Registered before the build job knows its task count, so that no waiter can see the
+# filter complete early; the build job sets the exact count (expect_parts) before it runs.
+_PENDING_PARTS = 1 << 30
 _JOIN_HOWS = {
     "inner": "inner", "cross": None, "left": "left", "leftouter": "left", "left_outer": "left",
     "right": "right", "rightouter": "right", "right_outer": "right", "full": "full",
@@ -71,7 +74,7 @@ class DppSession:
         self.spark = spark
         self._fixed_config = config
         self._tables: dict[str, Any] = {}           # registered path tables: name -> Table
-        self._view_ready: set[str] = set()
+        self._own_views: set[str] = set()           # plain views this session created
         self._lock = threading.RLock()
         self._service: Any = None
         self._service_spec: Optional[str] = None
@@ -129,7 +132,10 @@ class DppSession:
         table = table_from_path(path, name=key, partition_types=partition_types)
         with self._lock:
             self._tables[key] = table
-            self._view_ready.discard(key)
+            stale = key in self._own_views
+            self._own_views.discard(key)
+        if stale:  # a view we made over the previous registration must not outlive it
+            self.spark.catalog.dropTempView(key)
         return table
 
     def _table(self, name: str) -> Optional[Any]:
@@ -183,18 +189,19 @@ class DppSession:
         return resolve
 
     def _ensure_views(self, names: Iterable[str]) -> None:
-        """Creates the plain Spark view of each registered table the query needs unpruned."""
+        """Creates the plain Spark view of each registered table the query needs unpruned.
+
+        Only when no table or view of that name exists: a user's own view is never replaced.
+        """
         for n in names:
             key = _norm_name(n)
             with self._lock:
                 t = self._tables.get(key)
-                if t is None or key in self._view_ready:
-                    continue
-            from hive_splits import full_dataframe
-
+            if t is None or self.spark.catalog.tableExists(key):
+                continue
             full_dataframe(self.spark, t).createOrReplaceTempView(key)
             with self._lock:
-                self._view_ready.add(key)
+                self._own_views.add(key)
 
     # ------------------------------------------------------------------ public API
     def sql(self, query: str) -> Any:
@@ -307,7 +314,16 @@ class DppSession:
         try:
             for run in runs.values():
                 run.started = time.perf_counter()
-                run.future = pool.submit(self._build_filter_sql, run, cfg, service)
+                try:
+                    bdf = self.spark.sql(run.build_query)
+                    key = bdf.columns[0]
+                    self._register(run, bdf, key, service)
+                except Exception as exc:  # no filter: its waiters see "unavailable"
+                    run.error = f"{type(exc).__name__}: {exc}"
+                    log.warning("dpp: build side %s cannot start: %s", run.build_label, exc)
+                    continue
+                run.future = pool.submit(self._build_filter_df, run, bdf, key, cfg, service,
+                                         run.build_query)
             loads = {ref.ref_id: pool.submit(self._load_ref, ref, tables_cache, ref_filters,
                                              cfg, service) for ref in pruned}
             replacements: dict[str, str] = {}
@@ -342,10 +358,14 @@ class DppSession:
         return self.spark.sql(rewritten)
 
     # ------------------------------------------------------------------ build sides
-    def _build_filter_sql(self, run: _FilterRun, cfg: DppConfig, service: Any) -> None:
-        df = self.spark.sql(run.build_query)
-        key = df.columns[0]
-        self._build_filter_df(run, df, key, cfg, service, fingerprint_text=run.build_query)
+    def _register(self, run: _FilterRun, df: Any, key: str, service: Any) -> None:
+        """Registers the filter before any waiter can ask for it (pending until the build
+        job announces its exact part count)."""
+        key_type = _spark_type_to_domain(df.schema[key].dataType)
+        if key_type is None:
+            raise DppError(f"build key {run.build_label} has type "
+                           f"{df.schema[key].dataType.simpleString()}, not supported")
+        service.register(run.filter_id, _PENDING_PARTS, {key: key_type}, _FILTER_TTL)
 
     def _build_filter_df(self, run: _FilterRun, df: Any, key: str, cfg: DppConfig,
                          service: Any, fingerprint_text: Optional[str]) -> None:
@@ -355,11 +375,7 @@ class DppSession:
 
         t0 = time.perf_counter()
         key_type = _spark_type_to_domain(df.schema[key].dataType)
-        run.report.update(build_column=run.build_label, build_query=run.build_query)
         try:
-            if key_type is None:
-                raise DppError(f"build key {run.build_label} has type "
-                               f"{df.schema[key].dataType.simpleString()}, not supported")
             fp = None
             if cfg.filter_cache and fingerprint_text is not None:
                 fp = fingerprint(fingerprint_text, [key], dataframe_files(df))
@@ -370,11 +386,10 @@ class DppSession:
                     service.publish(run.filter_id, 0, cached)
                     run.build_seconds = time.perf_counter() - t0
                     return
-            service.register(run.filter_id, 0, {key: key_type}, _FILTER_TTL)
             result = build_filter(
                 df, [key], filter_id=run.filter_id, max_distinct=cfg.max_distinct_values,
                 bloom_enabled=cfg.bloom_enabled, bloom_fpp=cfg.bloom_fpp,
-                bloom_capacity=None, sink=service.sink(run.filter_id))
+                bloom_capacity=None, sink=service)
             run.build_result = result
             run.build_seconds = time.perf_counter() - t0
             if fp is not None:
@@ -443,7 +458,9 @@ class DppSession:
             run.wait_result = res
         if run.future is not None and not run.future.done():
             try:
-                self.spark.sparkContext.cancelJobGroup(f"dpp-{run.filter_id}")
+                from collectors import job_group_id
+
+                self.spark.sparkContext.cancelJobGroup(job_group_id(run.filter_id))
             except Exception:  # pragma: no cover
                 log.debug("cancel %s", run.filter_id, exc_info=True)
         td = res.domain if res.outcome == "complete" else None
@@ -493,8 +510,6 @@ class DppSession:
                 raise ConfigError(f"dpp.join: the dimension DataFrame has no column {dcol!r}")
 
         def plain() -> Any:
-            from hive_splits import full_dataframe
-
             return full_dataframe(self.spark, table)
 
         prunable = cfg.enabled and norm_how in _PRUNABLE_HOWS
@@ -518,8 +533,15 @@ class DppSession:
                                      build_label=f"dataframe.{dcol}",
                                      probe_type=_column_type(table, fcol))
                     run.started = time.perf_counter()
-                    run.future = pool.submit(self._build_filter_df, run,
-                                             dim_df.select(F.col(dcol)), dcol, cfg, service, None)
+                    bdf = dim_df.select(F.col(dcol))
+                    try:
+                        self._register(run, bdf, dcol, service)
+                    except Exception as exc:
+                        run.error = f"{type(exc).__name__}: {exc}"
+                        log.warning("dpp: build side %s cannot start: %s", run.build_label, exc)
+                    else:
+                        run.future = pool.submit(self._build_filter_df, run, bdf, dcol, cfg,
+                                                 service, None)
                     runs.append(run)
                     dyn.append(self._dynamic(run, fcol, cfg, service, deadline))
                 from hive_splits import SplitLoader, to_dataframe
@@ -597,9 +619,23 @@ def _redact(url: str) -> str:
 def _table_columns(table: Any) -> list[tuple[str, Optional[DataType]]]:
     """(name, type) of every column of a hive_splits Table, partition columns included."""
     out: list[tuple[str, Optional[DataType]]] = []
-    for name, typ in table.columns():
-        out.append((name.lower(), typ))
+    parts = {c.name: c.type for c in table.partition_columns}
+    for name, typ in table.columns:
+        if name in parts:
+            out.append((name.lower(), parts[name]))
+            continue
+        try:
+            out.append((name.lower(), DataType.parse(str(typ))))
+        except Exception:  # nested or exotic types: usable in the query, not for pruning
+            out.append((name.lower(), None))
     return out
+
+
+def full_dataframe(spark: Any, table: Any) -> Any:
+    """The whole table through the split loader (no domains): Spark's reader, all files."""
+    from hive_splits import SplitLoader, to_dataframe
+
+    return to_dataframe(spark, table, SplitLoader(table).load())
 
 
 def _column_type(table: Any, column: str) -> Optional[DataType]:

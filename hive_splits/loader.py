@@ -1,0 +1,520 @@
+"""The split loader: which Parquet files of a table a scan must read.
+
+Enumerates a table's partitions level by level (or the catalog's partition list), testing each
+folder's value against its column's domain *before* listing below it, waits (bounded) for
+dynamic filters while enumerating levels they do not constrain, lists files only in surviving
+partitions, and optionally skips files whose Parquet statistics cannot match.
+
+Counters (all exact; see :class:`LoadResult`):
+
+* ``folders_listed``: directory listings done, the table root included. A single-level table
+  of 40 partitions where 7 survive costs 1 + 7.
+* ``partitions_total``: partition folders whose name was read, at every level (children of a
+  pruned folder are never seen, so never counted). For single-level tables: the partitions.
+* ``pruned_static`` / ``pruned_dynamic``: pruned folders, at every level; a folder the static
+  domain rules out counts as static even when a dynamic filter would also rule it out.
+* ``partitions_kept``: leaf partitions that survived (their files were listed).
+* Catalog tables list no folders to enumerate: ``partitions_total`` is the catalog's partition
+  count, each pruned partition counts once (at the first column that rules it out), so
+  ``partitions_total == partitions_kept + pruned_static + pruned_dynamic``, and
+  ``folders_listed`` counts only the kept partitions' locations.
+* Per level, ``levels[i]``: ``seen == kept + pruned_static + pruned_dynamic``.
+* ``files_listed == files_kept + files_skipped``; ``files_skipped`` are files listed but not
+  returned (today only statistics skip files, so it equals ``files_pruned_stats``).
+* ``wait_seconds``: time the loader spent blocked waiting for dynamic filters (never more
+  than ``wait_timeout``: every wait is bounded by one deadline measured from load start).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional
+
+from dpp.domain import DataType, Domain, TupleDomain
+from dpp.errors import DomainError, LayoutError
+from hive_splits.footers import FooterCache, cannot_match, read_footer
+from hive_splits.naming import is_hidden, parse_folder_name, partition_path
+from hive_splits.table import Table, local_path
+
+__all__ = ["DynamicFilter", "Split", "KeptPartition", "FilterStatus", "LevelStats",
+           "LoadResult", "SplitLoader"]
+
+log = logging.getLogger(__name__)
+
+WaitResult = tuple[Optional[Domain], str, Optional[str]]
+
+
+@dataclass
+class DynamicFilter:
+    """A filter whose domain arrives at run time (from the coordinator).
+
+    ``wait(timeout_seconds)`` blocks at most that long and returns ``(domain or None, outcome,
+    reason)``; outcome is e.g. ``complete``, ``timeout``, ``failed``, ``too_large``, ``corrupt``.
+    ``column`` is the column of *this* table it constrains (partition or data column).
+    """
+
+    filter_id: str
+    column: str
+    wait: Callable[[float], WaitResult]
+
+
+@dataclass(frozen=True)
+class Split:
+    """One file to read, with the typed values of its partition (``None`` = NULL)."""
+
+    path: str
+    size: int
+    partition_values: dict = field(hash=False)
+
+
+@dataclass(frozen=True)
+class KeptPartition:
+    """A surviving leaf partition: its folder, typed values and, when the folder is the
+    table root joined with ``key=value`` names (always for path tables), that relative path."""
+
+    path: str
+    values: dict = field(hash=False)
+    relative: Optional[str] = None
+
+
+@dataclass
+class FilterStatus:
+    """What became of one dynamic filter."""
+
+    filter_id: str
+    column: str
+    arrived: bool = False
+    outcome: str = "pending"
+    reason: Optional[str] = None
+    used: bool = False
+    domain: Optional[str] = None  # its describe(), for reports
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class LevelStats:
+    column: str
+    seen: int = 0
+    kept: int = 0
+    pruned_static: int = 0
+    pruned_dynamic: int = 0
+
+
+@dataclass
+class LoadResult:
+    """Splits and exact counters of one load (see the module docstring for definitions)."""
+
+    table: str
+    splits: list[Split] = field(default_factory=list)
+    partitions: list[KeptPartition] = field(default_factory=list)
+    partitions_total: int = 0
+    partitions_kept: int = 0
+    pruned_static: int = 0
+    pruned_dynamic: int = 0
+    files_pruned_stats: int = 0
+    folders_listed: int = 0
+    files_listed: int = 0
+    files_kept: int = 0
+    files_skipped: int = 0
+    bytes_kept: int = 0
+    bytes_skipped: int = 0
+    footers_read: int = 0
+    footers_unreadable: int = 0
+    wait_seconds: float = 0.0
+    elapsed_seconds: float = 0.0
+    filters: list[FilterStatus] = field(default_factory=list)
+    levels: list[LevelStats] = field(default_factory=list)
+    static_ignored: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Counters only (no splits), JSON-ready."""
+        d = {k: v for k, v in self.__dict__.items() if k not in ("splits", "partitions")}
+        d["filters"] = [f.to_dict() for f in self.filters]
+        d["levels"] = [dict(lv.__dict__) for lv in self.levels]
+        return d
+
+
+class _Pending:
+    """One dynamic filter being waited for on its own daemon thread, from load start."""
+
+    def __init__(self, f: DynamicFilter, deadline: float) -> None:
+        self.filter = f
+        self.deadline = deadline
+        self.done = threading.Event()
+        self.result: Optional[WaitResult] = None
+        self.resolved = False
+        threading.Thread(target=self._run, name=f"dpp-wait-{f.filter_id}", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            r = self.filter.wait(max(0.0, self.deadline - time.monotonic()))
+            if not (isinstance(r, tuple) and len(r) == 3):
+                raise TypeError(f"wait() must return (domain, outcome, reason), got {r!r}")
+            self.result = r
+        except Exception as exc:
+            self.result = (None, "failed", f"{type(exc).__name__}: {exc}")
+        self.done.set()
+
+
+class SplitLoader:
+    """Loads the splits of one table scan under a static domain and dynamic filters.
+
+    ``static`` constrains partition and data columns (data columns only through statistics);
+    ``dynamic`` filters on one column are intersected; a filter whose domain type differs from
+    its column's type is not used (outcome ``type_mismatch``). ``wait_timeout`` bounds the
+    total wait, from the start of :meth:`load`. ``max_workers`` bounds the threads that list
+    folders and read footers.
+    """
+
+    def __init__(self, table: Table, static: Optional[TupleDomain] = None,
+                 dynamic: Iterable[DynamicFilter] = (), wait_timeout: float = 0.0,
+                 stats_pruning: bool = False, footer_cache: Optional[FooterCache] = None,
+                 max_workers: int = 8) -> None:
+        if wait_timeout < 0:
+            raise ValueError(f"wait_timeout must be >= 0, got {wait_timeout}")
+        if max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+        self.table = table
+        self.static = static if static is not None else TupleDomain.all()
+        self.dynamic = list(dynamic)
+        self.wait_timeout = float(wait_timeout)
+        self.stats_pruning = stats_pruning
+        self.footer_cache = footer_cache
+        self.max_workers = max_workers
+
+    # ------------------------------------------------------------------ binding
+    def _column_types(self) -> dict[str, Optional[DataType]]:
+        out: dict[str, Optional[DataType]] = {}
+        for n, t in self.table.columns:
+            try:
+                out[n] = DataType.parse(t)
+            except DomainError:
+                out[n] = None  # nested or unsupported: never constrained
+        for c in self.table.partition_columns:
+            out[c.name] = c.type
+        return out
+
+    def load(self) -> LoadResult:
+        """Enumerates, waits, prunes and lists; see the module docstring for the counters."""
+        start = time.monotonic()
+        deadline = start + self.wait_timeout
+        t = self.table
+        res = LoadResult(table=t.name)
+        res.levels = [LevelStats(c.name) for c in t.partition_columns]
+        types = self._column_types()
+        part_names = set(t.partition_names)
+
+        # bind the static domain once: drop (and report) domains of the wrong type
+        self._static: dict[str, Domain] = {}
+        if not self.static.is_none():
+            for col in self.static.columns:
+                d = self.static.get(col)
+                assert d is not None
+                ct = types.get(col)
+                if ct is None or d.type != ct:
+                    msg = (f"static domain on {col!r} ignored: column "
+                           f"{'absent' if col not in types else f'of type {ct}'}, "
+                           f"domain of type {d.type}")
+                    log.warning("table %s: %s", t.name, msg)
+                    res.static_ignored.append(msg)
+                    continue
+                self._static[col] = d
+
+        # start waiting for every dynamic filter that can be used, all at once
+        self._pending: dict[str, list[_Pending]] = {}
+        for f in self.dynamic:
+            st = FilterStatus(f.filter_id, f.column)
+            res.filters.append(st)
+            if f.column not in types:
+                st.outcome, st.reason = "unknown_column", (
+                    f"column {f.column!r} is not a column of table {t.name}")
+                continue
+            if f.column not in part_names and not self.stats_pruning:
+                st.outcome, st.reason = "unused", (
+                    f"{f.column!r} is a data column and statistics pruning is off")
+                continue
+            p = _Pending(f, deadline)
+            p.status = st  # type: ignore[attr-defined]
+            self._pending.setdefault(f.column, []).append(p)
+        self._dynamic_domain: dict[str, Optional[Domain]] = {}
+        self._types = types
+        self._res = res
+
+        if self.static.is_none():
+            log.info("table %s: static domain is NONE; nothing to read", t.name)
+            self._finish_filters("static domain is NONE")
+            res.elapsed_seconds = time.monotonic() - start
+            return res
+
+        with ThreadPoolExecutor(max_workers=self.max_workers,
+                                thread_name_prefix="dpp-splits") as pool:
+            self._pool = pool
+            if t.is_catalog:
+                leaves = self._enumerate_catalog()
+            else:
+                leaves = self._enumerate_folders()
+            self._list_files(leaves)
+        self._finish_filters("not needed: no partition survived")
+        res.elapsed_seconds = time.monotonic() - start
+        log.info("table %s: kept %d of %d partitions seen, %d files (%d bytes); listed %d "
+                 "folders; waited %.3fs", t.name, res.partitions_kept, res.partitions_total,
+                 res.files_kept, res.bytes_kept, res.folders_listed, res.wait_seconds)
+        return res
+
+    # ------------------------------------------------------------------ filters
+    def _await(self, column: str) -> Optional[Domain]:
+        """The intersected domain of the column's dynamic filters that arrive in time."""
+        if column in self._dynamic_domain:
+            return self._dynamic_domain[column]
+        dom: Optional[Domain] = None
+        for p in self._pending.get(column, []):
+            if not p.resolved:
+                t0 = time.monotonic()
+                p.done.wait(max(0.0, p.deadline - t0))
+                self._res.wait_seconds += time.monotonic() - t0
+                d = self._resolve(p)
+                if d is not None:
+                    dom = d if dom is None else dom.intersect(d)
+        self._dynamic_domain[column] = dom
+        return dom
+
+    def _resolve(self, p: _Pending) -> Optional[Domain]:
+        p.resolved = True
+        st: FilterStatus = p.status  # type: ignore[attr-defined]
+        if not p.done.is_set():
+            st.outcome = "timeout"
+            st.reason = f"no domain within the wait timeout of {self.wait_timeout:g}s"
+            log.warning("dynamic filter %s on %s: %s", st.filter_id, st.column, st.reason)
+            return None
+        assert p.result is not None
+        d, outcome, reason = p.result
+        st.outcome, st.reason = str(outcome), reason
+        if d is None:
+            log.info("dynamic filter %s on %s: no domain (%s: %s)", st.filter_id, st.column,
+                     outcome, reason)
+            return None
+        if not isinstance(d, Domain):
+            st.outcome, st.reason = "failed", f"wait() returned {type(d).__name__}, not a Domain"
+            return None
+        st.arrived = True
+        st.domain = d.describe()
+        ct = self._types.get(st.column)
+        if ct is None or d.type != ct:
+            st.outcome = "type_mismatch"
+            st.reason = (f"filter domain is of type {d.type}, column {st.column!r} is of type "
+                         f"{ct if ct is not None else 'unsupported'}; not used")
+            log.warning("dynamic filter %s: %s", st.filter_id, st.reason)
+            return None
+        st.used = True
+        return d
+
+    def _finish_filters(self, why: str) -> None:
+        """Marks filters never waited for (nothing left to prune) without blocking."""
+        for ps in self._pending.values():
+            for p in ps:
+                if not p.resolved:
+                    if p.done.is_set():
+                        self._resolve(p)
+                        p.status.used = False  # type: ignore[attr-defined]
+                    else:
+                        p.resolved = True
+                        p.status.outcome = "not_waited"  # type: ignore[attr-defined]
+                        p.status.reason = why  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ partition tests
+    def _tester(self, level: int) -> Callable[[Optional[str], str], tuple[Any, str]]:
+        """A memoized test of one level's raw folder values → (typed value, verdict)."""
+        pc = self.table.partition_columns[level]
+        static = self._static.get(pc.name)
+        dynamic = self._await(pc.name) if pc.name in self._pending else None
+        memo: dict[Optional[str], tuple[Any, str]] = {}
+
+        def test(raw: Optional[str], where: str) -> tuple[Any, str]:
+            hit = memo.get(raw)
+            if hit is not None:
+                return hit
+            if raw is None:
+                value = None
+            else:
+                try:
+                    value = pc.type.parse_text(raw)
+                except DomainError as exc:
+                    raise LayoutError(f"partition folder {where!r}: value {raw!r} of column "
+                                      f"{pc.name!r} cannot be read as {pc.type} ({exc})") from None
+            if static is not None and not static.contains(value):
+                verdict = "static"
+            elif dynamic is not None and not dynamic.contains(value):
+                verdict = "dynamic"
+            else:
+                verdict = "keep"
+            memo[raw] = (value, verdict)
+            return value, verdict
+
+        return test
+
+    def _count(self, level: int, verdict: str, new: bool = True) -> bool:
+        lv = self._res.levels[level]
+        lv.seen += 1
+        if new:
+            self._res.partitions_total += 1
+        if verdict == "keep":
+            lv.kept += 1
+            return True
+        if verdict == "static":
+            lv.pruned_static += 1
+            self._res.pruned_static += 1
+        else:
+            lv.pruned_dynamic += 1
+            self._res.pruned_dynamic += 1
+        return False
+
+    # ------------------------------------------------------------------ enumeration
+    def _scan(self, folder: str) -> tuple[list[os.DirEntry], list[tuple[str, int, int]]]:
+        """(visible sub-folders, visible files as (path, size, mtime_ns)), sorted by name."""
+        dirs: list[os.DirEntry] = []
+        files: list[tuple[str, int, int]] = []
+        with os.scandir(folder) as it:
+            for e in it:
+                if is_hidden(e.name):
+                    continue
+                if e.is_dir():
+                    dirs.append(e)
+                else:
+                    st = e.stat()
+                    files.append((e.path, st.st_size, st.st_mtime_ns))
+        dirs.sort(key=lambda e: e.name)
+        files.sort()
+        return dirs, files
+
+    def _scan_many(self, folders: list[str]) -> list[tuple[list[os.DirEntry], list]]:
+        self._res.folders_listed += len(folders)
+        if len(folders) <= 1:
+            return [self._scan(f) for f in folders]
+        return list(self._pool.map(self._scan, folders))
+
+    def _enumerate_folders(self) -> list[KeptPartition]:
+        t = self.table
+        root = t.location
+        if not os.path.isdir(root):
+            raise LayoutError(f"table {t.name}: location {root!r} does not exist")
+        current: list[tuple[str, dict, str]] = [(root, {}, "")]
+        for depth, pc in enumerate(t.partition_columns):
+            listings = self._scan_many([f for f, _, _ in current])
+            children = []
+            for (folder, values, rel), (dirs, files) in zip(current, listings):
+                if files:
+                    raise LayoutError(
+                        f"table {t.name}: data file {files[0][0]!r} sits among partition "
+                        f"folders of column {pc.name!r}, expected only {pc.name}=... folders")
+                for e in dirs:
+                    parsed = parse_folder_name(e.name)
+                    if parsed is None:
+                        raise LayoutError(f"table {t.name}: folder {e.path!r} is not a "
+                                          f"key=value folder; expected column {pc.name!r}")
+                    if parsed[0] != pc.name:
+                        raise LayoutError(f"table {t.name}: folder {e.path!r} is a partition "
+                                          f"of column {parsed[0]!r}, expected column "
+                                          f"{pc.name!r} at this level")
+                    children.append((e.path, values, rel, e.name, parsed[1]))
+            # values of this level are known; wait (bounded) for this column's filters
+            test = self._tester(depth)
+            kept = []
+            for path, values, rel, name, raw in children:
+                value, verdict = test(raw, path)
+                if self._count(depth, verdict):
+                    kept.append((path, {**values, pc.name: value},
+                                 f"{rel}/{name}" if rel else name))
+            current = kept
+            if not current:
+                break
+        return [KeptPartition(p, v, r) for p, v, r in current]
+
+    def _enumerate_catalog(self) -> list[KeptPartition]:
+        t = self.table
+        assert t.catalog_partitions is not None
+        current = [(cp, {}) for cp in t.catalog_partitions]
+        for depth, pc in enumerate(t.partition_columns):
+            test = self._tester(depth)
+            kept = []
+            for cp, values in current:
+                raw = cp.values[depth][1]
+                value, verdict = test(raw, cp.location)
+                if self._count(depth, verdict, new=depth == 0):
+                    kept.append((cp, {**values, pc.name: value}))
+            current = kept
+            if not current:
+                break
+        out = []
+        for cp, values in current:
+            path = local_path(cp.location)
+            rel = partition_path(list(cp.values))
+            std = os.path.normpath(os.path.join(t.location, rel)) == os.path.normpath(path)
+            out.append(KeptPartition(path, values, rel if std else None))
+        return out
+
+    # ------------------------------------------------------------------ files
+    def _data_domains(self) -> dict[str, Domain]:
+        part = set(self.table.partition_names)
+        doms = {c: d for c, d in self._static.items() if c not in part}
+        for col in self._pending:
+            if col in part:
+                continue
+            d = self._await(col)
+            if d is not None:
+                doms[col] = doms[col].intersect(d) if col in doms else d
+        return doms
+
+    def _list_files(self, leaves: list[KeptPartition]) -> None:
+        res = self._res
+        t = self.table
+        if not t.partition_columns and not t.is_catalog:
+            leaves = [KeptPartition(t.location, {}, "")]
+        for kp in leaves:
+            if not os.path.isdir(kp.path):
+                spec = ", ".join(f"{k}={v!r}" for k, v in kp.values.items())
+                raise LayoutError(f"table {t.name}: location {kp.path!r} of partition ({spec}) "
+                                  f"does not exist")
+        listings = self._scan_many([kp.path for kp in leaves])
+        part = set(t.partition_names)
+        prefetch = self.stats_pruning and (
+            any(c not in part for c in self._static) or any(c not in part for c in self._pending))
+        entries: list[tuple[KeptPartition, tuple[str, int, int], Optional[Future]]] = []
+        for kp, (dirs, files) in zip(leaves, listings):
+            if dirs:
+                raise LayoutError(
+                    f"table {t.name}: folder {dirs[0].path!r} inside leaf partition "
+                    f"{kp.path!r} (columns {list(t.partition_names)}): expected only data files")
+            res.partitions_kept += 1
+            res.partitions.append(kp)
+            for f in files:
+                fut = (self._pool.submit(read_footer, f[0], f[1], f[2], self.footer_cache)
+                       if prefetch else None)
+                entries.append((kp, f, fut))
+        res.files_listed = len(entries)
+        domains = self._data_domains() if self.stats_pruning and entries else {}
+        for kp, (path, size, _), fut in entries:
+            if domains and fut is not None:
+                try:
+                    meta = fut.result()
+                    res.footers_read += 1
+                except Exception as exc:
+                    res.footers_unreadable += 1
+                    log.warning("table %s: cannot read the Parquet footer of %s (%s); file kept "
+                                "unpruned", t.name, path, exc)
+                    meta = None
+                if meta is not None and cannot_match(meta, domains):
+                    res.files_pruned_stats += 1
+                    res.files_skipped += 1
+                    res.bytes_skipped += size
+                    continue
+            elif fut is not None:
+                fut.cancel()
+            res.splits.append(Split(path, size, kp.values))
+            res.files_kept += 1
+            res.bytes_kept += size

@@ -1,0 +1,104 @@
+"""Handoff to Spark: a DataFrame over exactly the surviving files, native Parquet reader.
+
+How it is built (measured by ``python -m hive_splits.bench``, see its output):
+
+* Files of partitions that sit where Spark would put them (``root/k=v/...``, always the case
+  for path tables) are given to ONE ``spark.read.schema(ddl).option("basePath", root)
+  .parquet(*files)``: the explicit schema means no footer is read for inference, ``basePath``
+  makes Spark parse the partition values back out of the folder names and cast them to the
+  schema's types (``__HIVE_DEFAULT_PARTITION__`` → NULL), and the plan is a single file scan
+  (no union), so Spark's own pushdown and split planning are untouched.
+* Spark still looks at each path it is given (one ``getFileStatus``/``listStatus`` per *file*,
+  never the whole table). Above ``spark.sql.sources.parallelPartitionDiscovery.threshold``
+  paths (32 by default) it does so with a distributed listing job, which costs far more than
+  listing a few hundred local files on the driver; ``driver_listing=True`` (default) raises
+  that threshold for the duration of the call only, then restores it.
+* Partitions at custom locations (catalog tables: ``ALTER TABLE ... ADD PARTITION ...
+  LOCATION``) cannot be parsed from their folder names: each is read on its own with the data
+  schema, its partition values added as typed literals, and unioned by name.
+* No splits: an empty DataFrame with the table's schema.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Optional
+
+from hive_splits.loader import LoadResult
+from hive_splits.table import Table, spark_ddl, spark_struct_type
+
+__all__ = ["to_dataframe"]
+
+log = logging.getLogger(__name__)
+
+_GLOB_CHARS = re.compile(r"([\\\[\]{}*?])")
+_THRESHOLD_KEY = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+def _uri(path: str) -> str:
+    """A ``file:`` path for Spark with Hadoop glob characters escaped (read literally)."""
+    return "file://" + _GLOB_CHARS.sub(r"\\\1", path)
+
+
+def _data_ddl(table: Table) -> str:
+    return ", ".join("`" + n.replace("`", "``") + f"` {t}" for n, t in table.columns)
+
+
+def to_dataframe(spark: Any, table: Table, result: LoadResult,
+                 driver_listing: bool = True) -> Any:
+    """A DataFrame over exactly ``result.splits``, with ``table``'s schema and column order.
+
+    Partition columns come back typed as the table says; a NULL partition reads as null.
+    """
+    from pyspark.sql import functions as F
+
+    columns = [n for n, _ in table.all_columns()]
+    if not result.splits:
+        return spark.createDataFrame([], spark_struct_type(table))
+
+    by_dir: dict[str, Any] = {kp.path: kp for kp in result.partitions}
+    standard: list[str] = []
+    custom: dict[str, list[str]] = {}
+    import os
+
+    for s in result.splits:
+        folder = os.path.dirname(s.path)
+        kp = by_dir.get(folder)
+        if kp is None or (kp.relative is None and table.partition_columns):
+            custom.setdefault(folder, []).append(s.path)
+        else:
+            standard.append(s.path)
+
+    frames = []
+    if standard:
+        frames.append(_read(spark, standard, driver_listing,
+                            spark.read.schema(spark_ddl(table))
+                            .option("basePath", _uri(table.location))))
+    for folder, files in custom.items():
+        kp = by_dir[folder]
+        df = _read(spark, files, driver_listing, spark.read.schema(_data_ddl(table)))
+        for c in table.partition_columns:
+            v = kp.values.get(c.name)
+            df = df.withColumn(c.name, F.lit(v).cast(c.type.simple_string()))
+        frames.append(df.select(*[F.col("`" + n.replace("`", "``") + "`") for n in columns]))
+    out = frames[0]
+    for df in frames[1:]:
+        out = out.unionByName(df)
+    return out
+
+
+def _read(spark: Any, files: list[str], driver_listing: bool, reader: Any) -> Any:
+    paths = [_uri(p) for p in files]
+    old: Optional[str] = None
+    raise_threshold = driver_listing and len(paths) > 32
+    if raise_threshold:
+        old = spark.conf.get(_THRESHOLD_KEY, None)
+        spark.conf.set(_THRESHOLD_KEY, str(max(len(paths) + 1, 32)))
+    try:
+        return reader.parquet(*paths)
+    finally:
+        if raise_threshold:
+            if old is None:
+                spark.conf.unset(_THRESHOLD_KEY)
+            else:
+                spark.conf.set(_THRESHOLD_KEY, old)

@@ -1,0 +1,449 @@
+"""Table model: a Hive-partitioned Parquet table from a path or from Spark's catalog.
+
+A :class:`Table` is a snapshot: its location, its data columns (read from one Parquet footer,
+or from the catalog), its ordered partition columns with their types and, for catalog tables,
+the catalog's partition list with each partition's location. The split loader enumerates it;
+:func:`spark_ddl` / :func:`spark_struct_type` give Spark the schema at handoff so Spark never
+infers it.
+"""
+from __future__ import annotations
+
+import decimal
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from urllib.parse import unquote, urlparse
+
+from dpp.domain import BIGINT, DATE, DOUBLE, INT, STRING, TIMESTAMP, DataType, decimal_type
+from dpp.errors import DomainError, LayoutError
+from hive_splits.naming import DEFAULT_PARTITION_NAME, is_hidden, parse_folder_name
+
+__all__ = [
+    "PartitionColumn", "CatalogPartition", "Table", "table_from_path", "table_from_catalog",
+    "infer_partition_type", "spark_ddl", "spark_struct_type", "local_path",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PartitionColumn:
+    """One partition column, in folder order (outermost first)."""
+
+    name: str
+    type: DataType
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "type", DataType.parse(self.type))
+
+
+@dataclass(frozen=True)
+class CatalogPartition:
+    """A partition as the catalog lists it: raw text values (``None`` = NULL) and location."""
+
+    values: tuple[tuple[str, Optional[str]], ...]
+    location: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """A partitioned Parquet table.
+
+    ``columns`` are the *data* columns as ``(name, Spark simple type string)`` (e.g.
+    ``("x", "array<int>")``), partition columns excluded; ``partition_columns`` are ordered as
+    the folders nest. ``catalog_partitions`` is set for tables from Spark's catalog (the loader
+    then enumerates it instead of folders) and ``None`` for path tables.
+    """
+
+    name: str
+    location: str
+    columns: tuple[tuple[str, str], ...]
+    partition_columns: tuple[PartitionColumn, ...]
+    catalog_partitions: Optional[tuple[CatalogPartition, ...]] = None
+    catalog_name: Optional[str] = None
+    arrow_schema: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def is_catalog(self) -> bool:
+        return self.catalog_partitions is not None
+
+    @property
+    def partition_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.partition_columns)
+
+    def column_type(self, name: str) -> Optional[str]:
+        """The Spark simple type string of a data or partition column; ``None`` if absent."""
+        for c in self.partition_columns:
+            if c.name == name:
+                return c.type.simple_string()
+        for n, t in self.columns:
+            if n == name:
+                return t
+        return None
+
+    def all_columns(self) -> list[tuple[str, str]]:
+        """Data columns then partition columns: the column order Spark gives such tables."""
+        return list(self.columns) + [(c.name, c.type.simple_string())
+                                     for c in self.partition_columns]
+
+
+def local_path(location: str) -> str:
+    """A local filesystem path from a path or a ``file:`` URI (the only scheme listed here)."""
+    if "://" not in location and not location.startswith("file:"):
+        return location
+    u = urlparse(location)
+    if u.scheme != "file":
+        raise LayoutError(f"location {location!r}: only local (file:) paths can be listed, "
+                          f"got scheme {u.scheme!r}")
+    return unquote(u.path)
+
+
+# ------------------------------------------------------------------ partition type inference
+
+_INT_RE = re.compile(r"^[+-]?[0-9]+$")
+_DEC_RE = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
+_DOUBLE_RE = re.compile(r"^\s*[+-]?(?:NaN|Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)"
+                        r"(?:[eE][+-]?[0-9]+)?)\s*$")
+_DATE_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_TS_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?$")
+_NULL = "null"  # the inferred "type" of the default partition: absorbed by any other type
+
+
+def infer_partition_type(value: Optional[str]) -> Union[DataType, str]:
+    """The type Spark infers for one unescaped folder value (``"null"`` for NULL).
+
+    Order as in Spark's ``PartitioningUtils.inferPartitionColumnValue``: int, bigint, decimal
+    (integers too large for bigint, or with an exponent; never a fraction), double, timestamp,
+    date, else string.
+    """
+    if value is None:
+        return _NULL
+    if _INT_RE.match(value):
+        n = int(value)
+        if -(2 ** 31) <= n < 2 ** 31:
+            return INT
+        if -(2 ** 63) <= n < 2 ** 63:
+            return BIGINT
+    if _DEC_RE.match(value):
+        if _scale(value) <= 0:  # Spark requires BigDecimal scale <= 0: no fraction
+            d = decimal.Decimal(value)
+            digits = len(str(abs(int(d)))) if d != 0 else 1
+            if digits <= 38:
+                return decimal_type(digits, 0)
+    if _DOUBLE_RE.match(value):
+        return DOUBLE
+    if _TS_RE.match(value):
+        try:
+            TIMESTAMP.parse_text(value)
+            return TIMESTAMP
+        except DomainError:
+            pass
+    if _DATE_RE.match(value):
+        try:
+            DATE.parse_text(value)
+            return DATE
+        except DomainError:
+            pass
+    return STRING
+
+
+def _scale(text: str) -> int:
+    """Java ``BigDecimal(text).scale()``: fraction digits minus the exponent."""
+    mant, _, exp = text.lower().partition("e")
+    frac = mant.split(".", 1)[1] if "." in mant else ""
+    return len(frac) - (int(exp) if exp else 0)
+
+
+def _wider(a: Union[DataType, str], b: Union[DataType, str]) -> Union[DataType, str]:
+    """Spark's ``findWiderTypeForPartitionColumn`` over the types inference can produce."""
+    if a == b:
+        return a
+    if a == _NULL:
+        return b
+    if b == _NULL:
+        return a
+    assert isinstance(a, DataType) and isinstance(b, DataType)
+    names = {a.name, b.name}
+    if names == {"int", "bigint"}:
+        return BIGINT
+    if names == {"int", "double"}:
+        return DOUBLE
+    if names == {"date", "timestamp"}:
+        return TIMESTAMP
+    if "decimal" in names and names <= {"decimal", "int", "bigint"}:
+        def digits(t: DataType) -> int:
+            return {"int": 10, "bigint": 20}.get(t.name, t.precision or 0)
+        return decimal_type(max(digits(a), digits(b)), 0)
+    return STRING
+
+
+def infer_column_type(values: Iterable[Optional[str]]) -> DataType:
+    """The type Spark infers for a partition column from all its folder values."""
+    t: Union[DataType, str] = _NULL
+    for v in values:
+        t = _wider(t, infer_partition_type(v))
+        if t == STRING:
+            break
+    return STRING if t == _NULL else t  # all NULL → string (Spark 4 says void)
+
+
+# ------------------------------------------------------------------ Arrow → Spark types
+
+def arrow_to_spark_type(t: Any) -> str:
+    """The Spark simple type string Spark's Parquet reader gives an Arrow (footer) type."""
+    import pyarrow as pa
+    import pyarrow.types as pt
+
+    if pt.is_dictionary(t):
+        return arrow_to_spark_type(t.value_type)
+    simple = {pa.int8(): "tinyint", pa.int16(): "smallint", pa.int32(): "int",
+              pa.int64(): "bigint", pa.uint8(): "smallint", pa.uint16(): "int",
+              pa.uint32(): "bigint", pa.uint64(): "decimal(20,0)", pa.float32(): "float",
+              pa.float64(): "double", pa.bool_(): "boolean", pa.date32(): "date",
+              pa.date64(): "date", pa.null(): "void", pa.float16(): "float"}
+    if t in simple:
+        return simple[t]
+    if pt.is_string(t) or pt.is_large_string(t) or getattr(pt, "is_string_view", bool)(t):
+        return "string"
+    if pt.is_binary(t) or pt.is_large_binary(t) or pt.is_fixed_size_binary(t):
+        return "binary"
+    if pt.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if pt.is_timestamp(t):
+        return "timestamp" if t.tz is not None else "timestamp_ntz"
+    if pt.is_list(t) or pt.is_large_list(t) or pt.is_fixed_size_list(t):
+        return f"array<{arrow_to_spark_type(t.value_type)}>"
+    if pt.is_map(t):
+        return f"map<{arrow_to_spark_type(t.key_type)},{arrow_to_spark_type(t.item_type)}>"
+    if pt.is_struct(t):
+        inner = ",".join(f"{_quote(t.field(i).name)}:{arrow_to_spark_type(t.field(i).type)}"
+                         for i in range(t.num_fields))
+        return f"struct<{inner}>"
+    raise LayoutError(f"Arrow type {t} has no Spark equivalent known here")
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def spark_ddl(table: Table) -> str:
+    """The table's full schema (data, then partition columns) as a Spark DDL string."""
+    return ", ".join(f"{_quote(n)} {t}" for n, t in table.all_columns())
+
+
+def spark_struct_type(table: Table) -> Any:
+    """The table's full schema as a PySpark ``StructType`` (needs an active SparkContext)."""
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
+    return StructType([StructField(n, _parse_datatype_string(t), True)
+                       for n, t in table.all_columns()])
+
+
+# ------------------------------------------------------------------ path tables
+
+def _scan(path: str) -> tuple[list[os.DirEntry], list[os.DirEntry]]:
+    """(sub-folders, visible files) of a folder, hidden entries left out."""
+    dirs, files = [], []
+    with os.scandir(path) as it:
+        for e in it:
+            if is_hidden(e.name):
+                continue
+            (dirs if e.is_dir() else files).append(e)
+    return dirs, files
+
+
+def _discover_columns(root: str) -> list[str]:
+    """Partition column names along the first folder path (the loader checks the rest)."""
+    names: list[str] = []
+    path = root
+    while True:
+        dirs, files = _scan(path)
+        if not dirs:
+            return names
+        parsed = parse_folder_name(min(dirs, key=lambda e: e.name).name)
+        if parsed is None:
+            bad = min(dirs, key=lambda e: e.name)
+            raise LayoutError(f"folder {bad.path!r} is not a key=value partition folder "
+                              f"(table root {root!r})")
+        names.append(parsed[0])
+        path = min(dirs, key=lambda e: e.name).path
+
+
+def _infer_types(root: str, names: Sequence[str], wanted: set[str]) -> dict[str, DataType]:
+    """Walks the partition folders (not the files) once to infer the wanted columns' types.
+
+    Costs one listing per non-leaf partition folder; callers that know the types pass
+    ``partition_types`` and skip it.
+    """
+    values: dict[str, list[Optional[str]]] = {n: [] for n in names}
+    level = [root]
+    depth_needed = max(i for i, n in enumerate(names) if n in wanted) + 1
+    for depth in range(depth_needed):
+        nxt = []
+        for folder in level:
+            dirs, _ = _scan(folder)
+            for e in dirs:
+                parsed = parse_folder_name(e.name)
+                if parsed is None or parsed[0] != names[depth]:
+                    raise LayoutError(f"folder {e.path!r}: expected a partition folder of "
+                                      f"column {names[depth]!r}")
+                values[names[depth]].append(parsed[1])
+                nxt.append(e.path)
+        level = nxt
+    return {n: infer_column_type(values[n]) for n in names if n in wanted}
+
+
+def _first_parquet(root: str, depth: int) -> Optional[str]:
+    """The first visible file at the leaf level, searching depth-first in name order."""
+    def walk(path: str, d: int) -> Optional[str]:
+        dirs, files = _scan(path)
+        if d == depth:
+            for f in sorted(files, key=lambda e: e.name):
+                if f.stat().st_size > 0:
+                    return f.path
+            return None
+        for sub in sorted(dirs, key=lambda e: e.name):
+            found = walk(sub.path, d + 1)
+            if found:
+                return found
+        return None
+
+    return walk(root, 0)
+
+
+def table_from_path(path: str, name: Optional[str] = None,
+                    partition_types: Optional[Mapping[str, Union[DataType, str]]] = None,
+                    schema: Any = None) -> Table:
+    """A table over a folder of Hive-partitioned Parquet files.
+
+    Partition columns are read from the first ``key=value`` folder path; their types come from
+    ``partition_types`` or are inferred as Spark does (which lists every partition folder, not
+    the files: give the types to avoid it). The data schema is read from ONE Parquet footer
+    (or given as a pyarrow schema / list of (name, type string)); partition columns override
+    same-named data columns.
+    """
+    import pyarrow.parquet as pq
+
+    root = os.path.abspath(local_path(path))
+    if not os.path.isdir(root):
+        raise LayoutError(f"table location {root!r} does not exist or is not a folder")
+    names = _discover_columns(root)
+    given = {k: DataType.parse(v) for k, v in (partition_types or {}).items()}
+    unknown = set(given) - set(names)
+    if unknown:
+        raise LayoutError(f"partition_types names columns {sorted(unknown)} that are not "
+                          f"partition folders under {root!r} (found {names})")
+    missing = {n for n in names if n not in given}
+    types = dict(given)
+    if missing:
+        types.update(_infer_types(root, names, missing))
+    pcols = tuple(PartitionColumn(n, types[n]) for n in names)
+
+    arrow_schema = None
+    if schema is None:
+        first = _first_parquet(root, len(names))
+        if first is None:
+            raise LayoutError(f"table {root!r} holds no non-empty data file to read its schema "
+                              f"from; pass schema=")
+        try:
+            arrow_schema = pq.read_schema(first)
+        except Exception as exc:
+            raise LayoutError(f"cannot read the Parquet footer of {first!r}: {exc}") from None
+        cols = [(f.name, arrow_to_spark_type(f.type)) for f in arrow_schema]
+    elif hasattr(schema, "names") and hasattr(schema, "field"):
+        arrow_schema = schema
+        cols = [(f.name, arrow_to_spark_type(f.type)) for f in schema]
+    else:
+        cols = [(n, DataType.parse(t).simple_string() if isinstance(t, DataType) else str(t))
+                for n, t in schema]
+    cols = [(n, t) for n, t in cols if n not in types]
+    return Table(name=name or os.path.basename(root.rstrip(os.sep)), location=root,
+                 columns=tuple(cols), partition_columns=pcols, arrow_schema=arrow_schema)
+
+
+# ------------------------------------------------------------------ catalog tables
+
+def _catalog_type(text: str) -> DataType:
+    t = text.strip().lower()
+    if t.startswith("varchar(") or t.startswith("char("):
+        return STRING
+    try:
+        return DataType.parse(t)
+    except DomainError as exc:
+        raise LayoutError(f"partition column type {text!r} is not supported: {exc}") from None
+
+
+def table_from_catalog(spark: Any, name: str) -> Table:
+    """A table from Spark's catalog: schema, partition columns, partitions and locations.
+
+    Partitions come from the session catalog in one JVM call (``listPartitions``, serialized
+    to JSON by Jackson inside the JVM, so thousands of partitions cost one py4j round trip);
+    custom locations (``ALTER TABLE ... ADD PARTITION ... LOCATION``) are kept as given.
+    """
+    jvm = spark._jvm
+    catalog = spark._jsparkSession.sessionState().catalog()
+    parts_name = name.split(".")
+    db = parts_name[-2] if len(parts_name) >= 2 else None
+    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
+        parts_name[-1], jvm.scala.Option.apply(db))
+    try:
+        meta = catalog.getTableMetadata(ident)
+    except Exception as exc:
+        raise LayoutError(f"table {name!r} is not in Spark's catalog: {exc}") from None
+    location = local_path(meta.location().toString())
+    part_names = [str(n) for n in _scala_list(jvm, meta.partitionColumnNames())]
+    cols: list[tuple[str, str]] = []
+    ptypes: dict[str, DataType] = {}
+    for c in spark.catalog.listColumns(name):
+        if c.isPartition:
+            ptypes[c.name] = _catalog_type(c.dataType)
+        else:
+            cols.append((c.name, c.dataType))
+    pcols = tuple(PartitionColumn(n, ptypes[n]) for n in part_names)
+    partitions: list[CatalogPartition] = []
+    if part_names:
+        jparts = catalog.listPartitions(meta.identifier(), jvm.scala.Option.empty())
+        for spec, loc in _partition_specs(jvm, jparts):
+            values = []
+            for n in part_names:
+                if n not in spec:
+                    raise LayoutError(f"catalog partition at {loc!r} of table {name!r} has no "
+                                      f"value for partition column {n!r}")
+                v = spec[n]
+                values.append((n, None if v is None or v == DEFAULT_PARTITION_NAME else v))
+            partitions.append(CatalogPartition(tuple(values), loc))
+    return Table(name=name, location=location, columns=tuple(cols), partition_columns=pcols,
+                 catalog_partitions=tuple(partitions), catalog_name=name)
+
+
+def _scala_list(jvm: Any, seq: Any) -> list[Any]:
+    return list(jvm.scala.jdk.javaapi.CollectionConverters.asJava(seq))
+
+
+def _partition_specs(jvm: Any, jparts: Any) -> list[tuple[dict[str, Optional[str]], str]]:
+    """(spec, location) per partition: one Jackson call, or one py4j call per partition."""
+    try:
+        module = getattr(getattr(jvm.com.fasterxml.jackson.module.scala, "DefaultScalaModule$"),
+                         "MODULE$")
+        mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
+        mapper.registerModule(module)
+        data = json.loads(mapper.writeValueAsString(jparts))
+        out = []
+        for p in data:
+            uri = p["storage"]["locationUri"]
+            if uri is None:
+                raise LayoutError(f"catalog partition {p['spec']} has no location")
+            out.append((dict(p["spec"]), local_path(uri)))
+        return out
+    except LayoutError:
+        raise
+    except Exception as exc:  # pragma: no cover - depends on the JVM's classpath
+        log.debug("bulk partition listing via Jackson failed (%s); listing one by one", exc)
+    out = []
+    for p in _scala_list(jvm, jparts):
+        spec = dict(jvm.scala.jdk.javaapi.CollectionConverters.asJava(p.spec()))
+        out.append((spec, local_path(p.location().toString())))
+    return out

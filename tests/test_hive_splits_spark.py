@@ -1,0 +1,153 @@
+"""hive_splits against Spark itself: naming, type inference, round trips, catalog tables."""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dpp.domain import DATE, INT, STRING, Domain, TupleDomain, decimal_type
+from dpp.errors import LayoutError
+from hive_splits import (DynamicFilter, SplitLoader, escape_path_name, spark_ddl,
+                         table_from_catalog, table_from_path, to_dataframe,
+                         unescape_path_name)
+from hive_splits.table import infer_column_type
+
+from tests.conftest import write_parquet
+
+SPECIAL = ["a:b", "a/b", "50%", "x y", "ünï", "#", "=", "plain", "a\tb", "{[*?]}", "%41"]
+
+
+def rows(df) -> Counter:
+    return Counter(tuple(r) for r in df.collect())
+
+
+def test_escaping_matches_spark(spark) -> None:
+    utils = spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
+    sample = "".join(chr(i) for i in range(1, 256)) + "ünï☃𝄞 "
+    probe = "\x00" + sample
+    assert escape_path_name(probe) == utils.escapePathName(probe)
+    for s in ["%41", "%4", "%zz1", "a%41%", "%%41", "%+1x", "%e9", "%C3%A9", "%3a%3A", "50%"]:
+        assert unescape_path_name(s) == utils.unescapePathName(s), s
+
+
+def test_partition_type_inference_matches_spark(spark, tmp_path: Path) -> None:
+    cases = {
+        "i": ["1", "+2", "007"], "l": ["1", "3000000000"], "d": ["1", "99999999999999999999"],
+        "f": ["1.5", "2"], "dt": ["2020-01-01", "2020-01-02"], "s": ["1", "abc"],
+        "ts": ["2020-01-01 00%3A00%3A00", "2020-01-02 01%3A02%3A03.5"], "dtts":
+        ["2020-01-01", "2020-01-02 00%3A00%3A00"], "mix": ["1", "2020-01-01"],
+        "dl": ["1.5", "99999999999999999999"], "fl": ["1.5", "3000000000"], "e": ["1e5", "2"],
+        "ni": ["__HIVE_DEFAULT_PARTITION__", "3"],
+    }
+    for col, values in cases.items():
+        for v in values:
+            write_parquet(tmp_path / col / f"{col}={v}" / "f.parquet", {"x": [1]})
+        spark_type = spark.read.parquet(str(tmp_path / col)).schema[col].dataType.simpleString()
+        t = table_from_path(str(tmp_path / col))
+        assert t.partition_columns[0].type.simple_string() == spark_type, col
+    assert infer_column_type([None, None]).simple_string() == "string"  # Spark says void
+
+
+def test_round_trip_with_sparks_writer_special_characters_and_nulls(spark, tmp_path) -> None:
+    data = [(i, v) for i, v in enumerate(SPECIAL + [None, ""] + SPECIAL)]
+    path = str(tmp_path / "special")
+    spark.createDataFrame(data, "x int, s string").write.partitionBy("s").parquet(path)
+    t = table_from_path(path)
+    assert [(c.name, c.type) for c in t.partition_columns] == [("s", STRING)]
+    result = SplitLoader(t).load()
+    assert result.partitions_kept == len(SPECIAL) + 1  # "" and NULL share the default folder
+    got = to_dataframe(spark, t, result)
+    expected = spark.read.parquet(path)
+    assert got.schema.simpleString() == expected.schema.simpleString()
+    assert rows(got) == rows(expected)
+    # pruned: only some special values, and NULL
+    static = TupleDomain.of({"s": Domain.values(STRING, ["a/b", "50%", "ünï"],
+                                                null_allowed=True)})
+    result = SplitLoader(t, static).load()
+    got = to_dataframe(spark, t, result)
+    assert rows(got) == rows(expected.where("s in ('a/b', '50%', 'ünï') or s is null"))
+
+
+def test_round_trip_typed_partitions_two_levels(spark, tmp_path: Path) -> None:
+    path = str(tmp_path / "typed")
+    data = [(i, i % 3 if i % 4 else None, dt.date(2000, 1, 1 + i % 2),
+             decimal.Decimal(i % 5).scaleb(-1)) for i in range(24)]
+    (spark.createDataFrame(data, "x int, a int, b date, c decimal(4,1)")
+     .write.partitionBy("a", "b").parquet(path))
+    t = table_from_path(path, partition_types={"a": "int", "b": "date"})
+    expected = spark.read.schema(spark_ddl(t)).parquet(path)
+    dyn = DynamicFilter("fb", "b", lambda timeout: (Domain.values(DATE, [dt.date(2000, 1, 2)]),
+                                                    "complete", None))
+    result = SplitLoader(t, TupleDomain.of({"a": Domain.values(INT, [1, 2])}), [dyn],
+                         wait_timeout=5).load()
+    got = to_dataframe(spark, t, result)
+    assert dict(got.dtypes) == {"x": "int", "c": "decimal(4,1)", "a": "int", "b": "date"}
+    assert rows(got) == rows(expected.where("a in (1, 2) and b = date'2000-01-02'"))
+    assert rows(to_dataframe(spark, t, SplitLoader(t).load())) == rows(expected)
+
+
+def test_no_splits_gives_an_empty_dataframe_with_the_schema(spark, tmp_path: Path) -> None:
+    path = str(tmp_path / "e")
+    spark.createDataFrame([(1, 2)], "x int, d int").write.partitionBy("d").parquet(path)
+    t = table_from_path(path)
+    df = to_dataframe(spark, t, SplitLoader(t, TupleDomain.of(
+        {"d": Domain.values(INT, [7])})).load())
+    assert df.count() == 0 and df.schema.simpleString() == "struct<x:int,d:int>"
+
+
+def test_catalog_table_with_custom_partition_location(spark, tmp_path: Path) -> None:
+    name = "hs_catalog_t"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    try:
+        data = [(i, i % 3, "v:" + str(i % 2) if i % 5 else None) for i in range(20)]
+        (spark.createDataFrame(data, "x int, p int, q string")
+         .write.partitionBy("p", "q").saveAsTable(name))
+        custom = tmp_path / "elsewhere" / "anything"
+        spark.createDataFrame([(100,), (101,)], "x int").write.parquet(str(custom))
+        spark.sql(f"ALTER TABLE {name} ADD PARTITION (p=9, q='a/b') LOCATION '{custom}'")
+        t = table_from_catalog(spark, name)
+        assert t.is_catalog and t.partition_names == ("p", "q")
+        assert [c.type for c in t.partition_columns] == [INT, STRING]
+        assert len(t.catalog_partitions) == 10
+        expected = spark.table(name)
+        static = TupleDomain.of({"p": Domain.values(INT, [0, 9])})
+        result = SplitLoader(t, static).load()
+        assert (result.partitions_total, result.partitions_kept) == (10, 4)
+        assert result.folders_listed == 4  # only kept locations, no table-wide listing
+        assert any(s.path.startswith(str(custom)) for s in result.splits)
+        got = to_dataframe(spark, t, result)
+        assert rows(got) == rows(expected.where("p in (0, 9)"))
+        assert rows(got.where("p = 9")) == Counter({(100, 9, "a/b"): 1, (101, 9, "a/b"): 1})
+        # NULL partition through the catalog, dynamic filter on q
+        dyn = DynamicFilter("fq", "q", lambda timeout: (Domain.only_null(STRING), "complete",
+                                                        None))
+        got = to_dataframe(spark, t, SplitLoader(t, None, [dyn], wait_timeout=5).load())
+        assert rows(got) == rows(expected.where("q is null"))
+        # a kept partition whose location is gone: an error naming it
+        shutil.rmtree(custom)
+        with pytest.raises(LayoutError, match="does not exist") as ei:
+            SplitLoader(t, static).load()
+        assert str(custom) in str(ei.value) and "p=9" in str(ei.value)
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_catalog_table_created_with_sql(spark, tmp_path: Path) -> None:
+    name = "hs_catalog_sql"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    try:
+        spark.sql(f"CREATE TABLE {name} (x INT, d DECIMAL(5,2)) USING parquet "
+                  f"PARTITIONED BY (d)")
+        spark.sql(f"INSERT INTO {name} VALUES (1, 1.50), (2, 2.25), (3, NULL)")
+        t = table_from_catalog(spark, name)
+        assert t.partition_columns[0].type == decimal_type(5, 2)
+        static = TupleDomain.of({"d": Domain.values(decimal_type(5, 2),
+                                                    [decimal.Decimal("2.25")])})
+        got = to_dataframe(spark, t, SplitLoader(t, static).load())
+        assert rows(got) == Counter({(2, decimal.Decimal("2.25")): 1})
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
