@@ -99,7 +99,7 @@ class RedisServer:
         if self.password:
             args += ["--requirepass", self.password]
         for user in self.acl_users:
-            args += ["--user", user]
+            args += ["--user", *user.split()]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
