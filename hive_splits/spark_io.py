@@ -21,6 +21,7 @@ How it is built (measured by ``python -m hive_splits.bench``, see its output):
 from __future__ import annotations
 
 import logging
+import threading
 import re
 from typing import Any, Optional
 
@@ -87,10 +88,23 @@ def to_dataframe(spark: Any, table: Table, result: LoadResult,
     return out
 
 
+# The threshold is a session-wide setting: concurrent loads (threads on one session) must not
+# interleave their set/restore, or one could restore another's raised value for good.
+_THRESHOLD_LOCK = threading.Lock()
+
+
 def _read(spark: Any, files: list[str], driver_listing: bool, reader: Any) -> Any:
     paths = [_uri(p) for p in files]
-    old: Optional[str] = None
     raise_threshold = driver_listing and len(paths) > 32
+    if not raise_threshold:
+        return reader.parquet(*paths)
+    with _THRESHOLD_LOCK:
+        return _read_raised(spark, paths, reader)
+
+
+def _read_raised(spark: Any, paths: list[str], reader: Any) -> Any:
+    old: Optional[str] = None
+    raise_threshold = True
     if raise_threshold:
         old = spark.conf.get(_THRESHOLD_KEY, None)
         spark.conf.set(_THRESHOLD_KEY, str(max(len(paths) + 1, 32)))
