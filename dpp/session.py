@@ -620,7 +620,7 @@ def _table_columns(table: Any) -> list[tuple[str, Optional[DataType]]]:
     """(name, type) of every column of a hive_splits Table, partition columns included."""
     out: list[tuple[str, Optional[DataType]]] = []
     parts = {c.name: c.type for c in table.partition_columns}
-    for name, typ in table.columns:
+    for name, typ in table.all_columns():
         if name in parts:
             out.append((name.lower(), parts[name]))
             continue
