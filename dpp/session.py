@@ -173,18 +173,27 @@ class DppSession:
             return False
 
     def _resolver(self, cache: dict[str, Any]) -> Callable[[str], Any]:
-        from dpp.analysis import TableInfo
+        """Table name → TableInfo: registered and catalog tables that can be pruned (with
+        their partition columns), and any other table or view Spark knows (columns only, so
+        the analyzer can tell which relation an unqualified column belongs to)."""
+        from dpp.planner import TableInfo
 
         def resolve(name: str) -> Optional[TableInfo]:
             key = _norm_name(name)
             if key not in cache:
                 cache[key] = self._table(key)
             t = cache[key]
-            if t is None:
+            if t is not None:
+                return TableInfo(name=key, columns=dict(_table_columns(t)),
+                                 partition_columns=tuple(c.name for c in t.partition_columns))
+            try:
+                schema = self.spark.table(key).schema
+            except Exception:
                 return None
-            cols = dict(_table_columns(t))
-            return TableInfo(name=key, columns=cols,
-                             partition_columns=tuple(c.name for c in t.partition_columns))
+            cols: dict[str, Optional[DataType]] = {}
+            for f in schema.fields:
+                cols[f.name.lower()] = _spark_type_to_domain(f.dataType)
+            return TableInfo(name=key, columns=cols, partition_columns=())
 
         return resolve
 
@@ -216,7 +225,7 @@ class DppSession:
 
     def explain(self, query: str) -> str:
         """The pruning plan as text: per table reference, what prunes it, or why nothing does."""
-        from dpp.analysis import analyze
+        from dpp.planner import analyze
 
         cfg = self.config
         head = [f"dpp: enabled={cfg.enabled}, coordinator={_redact(cfg.coordinator)}, "
@@ -261,7 +270,7 @@ class DppSession:
 
     def _plan_and_rewrite(self, query: str, cfg: DppConfig, report: Any,
                           temp_views: list[str]) -> Any:
-        from dpp.analysis import analyze, rewrite
+        from dpp.planner import analyze, rewrite
 
         ta = time.perf_counter()
         tables_cache: dict[str, Any] = {}
@@ -355,7 +364,19 @@ class DppSession:
         for ref in pruned:
             if ref.ref_id not in replacements:
                 self._ensure_views([ref.table])
-        return self.spark.sql(rewritten)
+        try:
+            return self.spark.sql(rewritten)
+        except Exception as exc:
+            # the rewrite must never cost the user their query: run the original, unpruned
+            log.warning("dpp: the rewritten query failed in Spark, running unpruned: %s",
+                        _first_line(exc))
+            report.analysis_notes.append(f"rewritten query failed in Spark, ran unpruned: "
+                                         f"{_first_line(exc)}")
+            for t in report.tables:
+                if t.pruning == "applied":
+                    t.pruning, t.reason = "none", "rewritten query failed in Spark"
+            self._ensure_views(_referenced_names(query, self._tables))
+            return self.spark.sql(query)
 
     # ------------------------------------------------------------------ build sides
     def _register(self, run: _FilterRun, df: Any, key: str, service: Any) -> None:
@@ -601,6 +622,11 @@ class DppSession:
 
 
 # ---------------------------------------------------------------------- helpers
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
 
 def _norm_name(name: str) -> str:
     return name.strip().strip("`").lower()

@@ -219,13 +219,62 @@ def test_pruning_reads_fewer_partitions(spark, dpp_env):
     assert t["pruned_dynamic"] == 36
 
 
-def test_unparsable_sql_runs_unpruned_with_reason(spark, dpp_env):
-    q = "SELECT count(*) FROM sales WHERE ss_qty > 3 DISTRIBUTE BY ss_qty"
+def test_sql_the_analyzer_cannot_parse_fails_exactly_like_spark(spark, dpp_env):
+    """Invalid SQL: the user gets Spark's own error, and explain says why nothing is pruned."""
+    from pyspark.errors import ParseException
+
+    q = "SELECT count(* FROM sales WHERE"
+    assert "unparsable SQL" in dpp_env.explain(q)
+    with pytest.raises(ParseException):
+        dpp_env.collect(q)
+
+
+def test_analysis_failure_runs_unpruned_with_reason(spark, dpp_env, monkeypatch):
+    """If the analyzer itself breaks, the query still runs, unpruned, and the report says so."""
+    import dpp.planner
+
+    def broken(sql, resolve):
+        raise RuntimeError("analyzer bug")
+
+    monkeypatch.setattr(dpp.planner, "analyze", broken)
+    q = "SELECT count(*) FROM sales WHERE ss_sold_date_sk = 105"
+    assert Counter(tuple(r) for r in dpp_env.collect(q)) == Counter(_reference(spark, q))
+    rep = dpp_env.last_report.to_dict()
+    assert any("analyzer bug" in n for n in rep["analysis_notes"])
+    assert not any(t["pruning"] == "applied" for t in rep["tables"])
+    assert dpp_env.last_report.summary_line().startswith("dpp: no pruning")
+
+
+def test_sampled_and_column_aliased_references_are_never_pruned(spark, dpp_env):
+    # the first column (an item key) is renamed to the partition column's name: pruning by
+    # name would drop every row
+    q = "SELECT count(*) FROM sales s (ss_sold_date_sk, b, c, d, e) WHERE ss_sold_date_sk = 1001"
+    plan = dpp_env.explain(q)
+    assert "NOT pruned" in plan and "column aliases" in plan
     expected = Counter(_reference(spark, q))
-    try:
-        got = Counter(tuple(r) for r in dpp_env.collect(q))
-    except Exception as exc:  # Spark itself may reject it; then dpp must raise Spark's error
-        with pytest.raises(type(exc)):
-            _reference(spark, q)
-        return
-    assert got == expected
+    assert expected[(50,)] == 1  # 600 rows, item keys cycle through 12 values
+    assert Counter(tuple(r) for r in dpp_env.collect(q)) == expected
+    q = "SELECT count(*) FROM sales TABLESAMPLE (100 PERCENT) WHERE ss_sold_date_sk = 105"
+    assert "TABLESAMPLE" in dpp_env.explain(q)
+
+
+def test_explain_names_reasons(dpp_env):
+    text = dpp_env.explain("SELECT count(*) FROM sales LEFT JOIN date_dim ON "
+                           "ss_sold_date_sk = d_date_sk AND d_year = 2000")
+    assert "NOT pruned" in text and "preserved side of an outer join" in text
+    text = dpp_env.explain("SELECT count(*) FROM sales JOIN date_dim ON "
+                           "ss_sold_date_sk = d_date_sk WHERE d_moy = 2")
+    assert "pruned" in text and "build side: SELECT" in text and "d_moy = 2" in text
+
+
+def test_disabled_is_plain_spark_sql(spark, dpp_env):
+    from dpp.config import DppConfig
+    from dpp import DppSession
+
+    off = DppSession(spark, config=DppConfig(enabled=False))
+    for name, path in dpp_env._tables.items():
+        off._tables[name] = path
+    q = "SELECT count(*) FROM ref_sales WHERE ss_sold_date_sk = 105"
+    assert Counter(tuple(r) for r in off.collect(q)) == Counter(_reference(spark, q))
+    rep = off.last_report.to_dict()
+    assert rep["enabled"] is False and rep["tables"] == [] and rep["filters"] == []
