@@ -16,6 +16,8 @@ Defaults, and why:
 - ``filterCache.enabled=true``: fingerprints include the dimension files' sizes and
   modification times, so a changed dimension never reuses a stale filter.
 - ``maxFilterBytes=16m`` (an addition to DESIGN's keys): the bound on an encoded filter.
+- ``filterTtl=600s`` (an addition): how long filters and cached filters live in the service
+  (every Redis key expires after it).
 """
 from __future__ import annotations
 
@@ -114,6 +116,7 @@ class DppConfig:
     filter_cache: bool = True
     report_path: Optional[str] = None
     max_filter_bytes: int = 16 * 1024 * 1024
+    filter_ttl: float = 600.0
 
     @classmethod
     def from_mapping(cls, conf: Mapping[str, str]) -> "DppConfig":
@@ -173,6 +176,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.filterCache.enabled": ("filter_cache", _parse_bool),
     "spark.dpp.report.path": ("report_path", _parse_path),
     "spark.dpp.maxFilterBytes": ("max_filter_bytes", _parse_size),
+    "spark.dpp.filterTtl": ("filter_ttl", _parse_duration),
 }
 
 KNOWN_KEYS = tuple(_KEYS)

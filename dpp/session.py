@@ -28,7 +28,6 @@ from dpp.reconcile import reconcile
 log = logging.getLogger(__name__)
 
 _VIEW_PREFIX = "__dpp_"
-_FILTER_TTL = 600.0
 # Registered before the build job knows its task count, so that no waiter can see the
 # filter complete early; the build job sets the exact count (expect_parts) before it runs.
 _PENDING_PARTS = 1 << 30
@@ -77,7 +76,7 @@ class DppSession:
         self._own_views: set[str] = set()           # plain views this session created
         self._lock = threading.RLock()
         self._service: Any = None
-        self._service_spec: Optional[str] = None
+        self._service_spec: Optional[tuple] = None
         self._local = threading.local()
         self.last_report: Any = None
         self.config  # validate settings now: a bad value is an error at construction
@@ -95,10 +94,13 @@ class DppSession:
         return str(self.spark.sparkContext.applicationId)
 
     def _filter_service(self, cfg: DppConfig) -> Any:
+        """One service per distinct set of service settings (re-made when they change)."""
         from coordinator import make_service
 
+        spec = (cfg.coordinator, cfg.max_distinct_values, cfg.bloom_enabled, cfg.bloom_fpp,
+                cfg.max_filter_bytes, cfg.filter_ttl)
         with self._lock:
-            if self._service is None or self._service_spec != cfg.coordinator:
+            if self._service is None or self._service_spec != spec:
                 if self._service is not None:
                     try:
                         self._service.close()
@@ -108,8 +110,8 @@ class DppSession:
                     cfg.coordinator, app_id=self.app_id,
                     max_distinct=cfg.max_distinct_values,
                     bloom_fpp=cfg.bloom_fpp if cfg.bloom_enabled else None,
-                    max_bytes=cfg.max_filter_bytes)
-                self._service_spec = cfg.coordinator
+                    max_bytes=cfg.max_filter_bytes, default_ttl=cfg.filter_ttl)
+                self._service_spec = spec
             return self._service
 
     def close(self) -> None:
@@ -326,7 +328,7 @@ class DppSession:
                 try:
                     bdf = self.spark.sql(run.build_query)
                     key = bdf.columns[0]
-                    self._register(run, bdf, key, service)
+                    self._register(run, bdf, key, service, cfg.filter_ttl)
                 except Exception as exc:  # no filter: its waiters see "unavailable"
                     run.error = f"{type(exc).__name__}: {exc}"
                     log.warning("dpp: build side %s cannot start: %s", run.build_label, exc)
@@ -379,14 +381,14 @@ class DppSession:
             return self.spark.sql(query)
 
     # ------------------------------------------------------------------ build sides
-    def _register(self, run: _FilterRun, df: Any, key: str, service: Any) -> None:
+    def _register(self, run: _FilterRun, df: Any, key: str, service: Any, ttl: float) -> None:
         """Registers the filter before any waiter can ask for it (pending until the build
         job announces its exact part count)."""
         key_type = _spark_type_to_domain(df.schema[key].dataType)
         if key_type is None:
             raise DppError(f"build key {run.build_label} has type "
                            f"{df.schema[key].dataType.simpleString()}, not supported")
-        service.register(run.filter_id, _PENDING_PARTS, {key: key_type}, _FILTER_TTL)
+        service.register(run.filter_id, _PENDING_PARTS, {key: key_type}, ttl)
 
     def _build_filter_df(self, run: _FilterRun, df: Any, key: str, cfg: DppConfig,
                          service: Any, fingerprint_text: Optional[str]) -> None:
@@ -403,7 +405,7 @@ class DppSession:
                 cached = service.cache_get(fp)
                 if cached is not None:
                     run.cache_hit = True
-                    service.register(run.filter_id, 1, {key: key_type}, _FILTER_TTL)
+                    service.register(run.filter_id, 1, {key: key_type}, cfg.filter_ttl)
                     service.publish(run.filter_id, 0, cached)
                     run.build_seconds = time.perf_counter() - t0
                     return
@@ -416,7 +418,7 @@ class DppSession:
             if fp is not None:
                 waited = service.wait(run.filter_id, 0.0)
                 if waited.outcome == "complete" and waited.domain is not None:
-                    service.cache_put(fp, waited.domain, _FILTER_TTL)
+                    service.cache_put(fp, waited.domain, cfg.filter_ttl)
         except Exception as exc:  # a failed build side means no pruning, reported
             run.error = f"{type(exc).__name__}: {exc}"
             run.build_seconds = time.perf_counter() - t0
@@ -556,7 +558,7 @@ class DppSession:
                     run.started = time.perf_counter()
                     bdf = dim_df.select(F.col(dcol))
                     try:
-                        self._register(run, bdf, dcol, service)
+                        self._register(run, bdf, dcol, service, cfg.filter_ttl)
                     except Exception as exc:
                         run.error = f"{type(exc).__name__}: {exc}"
                         log.warning("dpp: build side %s cannot start: %s", run.build_label, exc)
