@@ -1,0 +1,52 @@
+"""The ``dpp`` command: ``dpp report FILE [--html OUT]``, ``dpp explain --table NAME=PATH SQL``."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from dpp.errors import DppError
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="dpp", description="dynamic partition pruning tools")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    rp = sub.add_parser("report", help="summarize a JSON-lines file of job reports")
+    rp.add_argument("file", help="the file spark.dpp.report.path appends to")
+    rp.add_argument("--html", metavar="OUT", help="also write an HTML page with a chart per job")
+    ex = sub.add_parser("explain", help="print the pruning plan of a query (starts Spark)")
+    ex.add_argument("--table", action="append", default=[], metavar="NAME=PATH",
+                    help="register a Hive-partitioned Parquet folder (repeatable)")
+    ex.add_argument("sql")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "report":
+            from dpp.reportview import report_command
+
+            print(report_command(args.file, args.html))
+            if args.html:
+                print(f"wrote {args.html}", file=sys.stderr)
+            return 0
+        if args.cmd == "explain":
+            from pyspark.sql import SparkSession
+
+            from dpp.session import DppSession
+
+            spark = SparkSession.builder.master("local[2]").appName("dpp-explain") \
+                .config("spark.ui.enabled", "false").getOrCreate()
+            dpp = DppSession(spark)
+            for spec in args.table:
+                name, _, path = spec.partition("=")
+                if not path:
+                    ap.error(f"--table {spec!r}: expected NAME=PATH")
+                dpp.register_table(name, path)
+            print(dpp.explain(args.sql))
+            return 0
+    except (DppError, OSError) as exc:
+        print(f"dpp: error: {exc}", file=sys.stderr)
+        return 2
+    return 1  # pragma: no cover
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
