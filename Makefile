@@ -23,7 +23,7 @@ test: venv system
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 demo: venv system
-	$(PYTHON) -m dpp.demo
+	$(PYTHON) -m tpcds.demo
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
