@@ -192,7 +192,7 @@ class JobReport:
             if t.pruning != "applied":
                 continue
             kept, total = t.partitions_kept or 0, t.partitions_total or 0
-            pct = f" ({100 * (total - kept) / total:.0f}% pruned)" if total else ""
+            pct = f" ({_percent(total - kept, total)} pruned)" if total else ""
             skipped = t.bytes_skipped
             extra = f", {human_bytes(skipped)} skipped" if skipped else ""
             parts.append(f"{t.table} kept {kept}/{total} partitions{pct}{extra}")
@@ -211,6 +211,12 @@ class JobReport:
 
     def log(self, logger: logging.Logger) -> None:
         logger.info("%s", self.summary_line())
+
+
+def _percent(part: int, whole: int) -> str:
+    """Whole percents, except that 100% is only said of all (99.6% stays 99.6%)."""
+    v = 100 * part / whole
+    return f"{v:.1f}%" if 99 < v < 100 or 0 < v < 1 else f"{v:.0f}%"
 
 
 def human_bytes(n: Optional[float]) -> str:
