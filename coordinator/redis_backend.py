@@ -239,11 +239,15 @@ class RedisFilterService(FilterService):
         try:
             pubsub = self._client.pubsub(ignore_subscribe_messages=False)
             pubsub.subscribe(keys.events)
-            while True:  # the subscription must be active before the first read of state
-                msg = pubsub.get_message(timeout=max(0.0, deadline - time.monotonic()))
+            # the subscription must be active before the first read of state; its confirmation
+            # is one round trip, allowed even to a zero-timeout wait (a poll of the current
+            # state), else a poll would never see a filter that is complete
+            confirm_by = max(deadline, time.monotonic() + self.socket_timeout)
+            while True:
+                msg = pubsub.get_message(timeout=max(0.0, confirm_by - time.monotonic()))
                 if msg is not None and msg.get("type") == "subscribe":
                     break
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= confirm_by:
                     return w.timeout(timeout)
             w.read_meta()
             w.fetch(None)

@@ -138,6 +138,8 @@ class DppSession:
             self._own_views.discard(key)
         if stale:  # a view we made over the previous registration must not outlive it
             self.spark.catalog.dropTempView(key)
+            with _DPP_VIEWS_LOCK:
+                _DPP_VIEWS.discard((id(self.spark), key))
         return table
 
     def _table(self, name: str) -> Optional[Any]:
@@ -202,17 +204,28 @@ class DppSession:
     def _ensure_views(self, names: Iterable[str]) -> None:
         """Creates the plain Spark view of each registered table the query needs unpruned.
 
-        Only when no table or view of that name exists: a user's own view is never replaced.
+        Only when no table or view of that name exists, or the view is one a DppSession made:
+        a user's own view is never replaced. A view we made is made afresh once per query (a
+        listing of the table's folders, as Spark's own reader would do): a view kept from an
+        earlier query would read that query's file list — missing files added since, and
+        feeding the filter cache a stale fingerprint — and a view another DppSession made
+        over the same name would read that session's registration.
         """
+        fresh: Optional[set[str]] = getattr(self._local, "fresh_views", None)
         for n in names:
             key = _norm_name(n)
             with self._lock:
                 t = self._tables.get(key)
-            if t is None or self.spark.catalog.tableExists(key):
+            if t is None or (fresh is not None and key in fresh):
+                continue
+            if self.spark.catalog.tableExists(key) and not _made_by_dpp(self.spark, key):
                 continue
             full_dataframe(self.spark, t).createOrReplaceTempView(key)
+            _mark_made_by_dpp(self.spark, key)
             with self._lock:
                 self._own_views.add(key)
+            if fresh is not None:
+                fresh.add(key)
 
     # ------------------------------------------------------------------ public API
     def sql(self, query: str) -> Any:
@@ -255,6 +268,7 @@ class DppSession:
                                  enabled=cfg.enabled)
         t0 = time.perf_counter()
         temp_views: list[str] = []
+        self._local.fresh_views = set()
         try:
             if not cfg.enabled:
                 self._ensure_views(_referenced_names(query, self._tables))
@@ -264,6 +278,7 @@ class DppSession:
                 df = self._plan_and_rewrite(query, cfg, report, temp_views)
             return self._finish(df, report, cfg, t0, execute)
         finally:
+            self._local.fresh_views = None
             for v in temp_views:
                 try:
                     self.spark.catalog.dropTempView(v)
@@ -624,6 +639,22 @@ class DppSession:
 
 
 # ---------------------------------------------------------------------- helpers
+
+# plain views of registered tables made by any DppSession, per SparkSession: such a view is
+# ours to replace (a user's view of the same name is not)
+_DPP_VIEWS: set[tuple[int, str]] = set()
+_DPP_VIEWS_LOCK = threading.Lock()
+
+
+def _made_by_dpp(spark: Any, name: str) -> bool:
+    with _DPP_VIEWS_LOCK:
+        return (id(spark), name) in _DPP_VIEWS
+
+
+def _mark_made_by_dpp(spark: Any, name: str) -> None:
+    with _DPP_VIEWS_LOCK:
+        _DPP_VIEWS.add((id(spark), name))
+
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
