@@ -1,0 +1,105 @@
+"""tpcds.generate: Hive layout of the facts, manifest skip / force, row counts checked."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tpcds import generate as gen
+
+SF = 0.01
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("tpcds") / "sf001"
+    gen.generate(SF, out)
+    return out
+
+
+def test_every_table_is_written_with_its_generator_row_count(data: Path) -> None:
+    manifest = json.loads((data / "manifest.json").read_text())
+    assert manifest["sf"] == SF and manifest["complete"] is True
+    assert set(manifest["tables"]) == set(gen.TABLES)
+    assert "reason" in manifest["tables"]            # query 9 reads it
+    assert manifest["generator"]["duckdb"] == "1.5.5"
+    assert gen.verify(data) == {t: e["rows"] for t, e in manifest["tables"].items()}
+
+
+def test_fact_tables_are_hive_partitioned_by_their_date_key(data: Path) -> None:
+    for table, column in gen.FACT_PARTITIONS.items():
+        dirs = [p for p in (data / table).iterdir() if p.is_dir()]
+        assert dirs, table
+        assert all(p.name.startswith(f"{column}=") for p in dirs), table
+        assert not list((data / table).glob("*.parquet")), f"{table}: files outside partitions"
+    null_dir = data / "store_sales" / "ss_sold_date_sk=__HIVE_DEFAULT_PARTITION__"
+    assert null_dir.is_dir() and list(null_dir.glob("*.parquet"))
+
+
+def test_partition_column_lives_in_the_path_not_in_the_files(data: Path) -> None:
+    import pyarrow.parquet as pq
+
+    f = next((data / "store_sales").glob("ss_sold_date_sk=*/*.parquet"))
+    assert "ss_sold_date_sk" not in pq.read_schema(f).names
+    assert "ss_item_sk" in pq.read_schema(f).names
+
+
+def test_dimensions_and_inventory_are_plain_folders(data: Path) -> None:
+    for t in ("date_dim", "item", "inventory", "reason"):
+        assert not [p for p in (data / t).iterdir() if p.is_dir()], t
+        assert list((data / t).glob("*.parquet")), t
+
+
+def test_second_run_skips_what_the_manifest_records(data: Path) -> None:
+    stamp = (data / "store_sales").stat().st_mtime_ns
+    said: list[str] = []
+    gen.generate(SF, data, progress=said.append)
+    assert any("skipped" in s for s in said)
+    assert (data / "store_sales").stat().st_mtime_ns == stamp
+
+
+def test_missing_table_folder_is_regenerated(data: Path) -> None:
+    import shutil
+
+    shutil.rmtree(data / "reason")
+    said: list[str] = []
+    gen.generate(SF, data, progress=said.append)
+    assert (data / "reason").is_dir()
+    assert [s for s in said if "writing" in s] == ["[1/1] reason: writing ..."]
+
+
+def test_force_rewrites_every_table(tmp_path: Path) -> None:
+    out = tmp_path / "small"
+    gen.generate(SF, out)
+    marker = out / "store" / "stale.parquet"
+    marker.write_bytes(b"")
+    said: list[str] = []
+    gen.generate(SF, out, force=True, progress=said.append)
+    assert not marker.exists()
+    assert len([s for s in said if "writing" in s]) == len(gen.TABLES)
+
+
+def test_row_count_mismatch_is_an_error_naming_the_table(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gen, "count_parquet_rows", lambda con, out, table: -1)
+    with pytest.raises(gen.GenerateError, match="call_center"):
+        gen.generate(SF, tmp_path / "bad")
+
+
+def test_ensure_generated_returns_the_manifest(data: Path) -> None:
+    m = gen.ensure_generated(SF, data)
+    assert m["tables"]["store_sales"]["rows"] > 0
+    assert gen.ensure_generated(SF, str(data)) == m
+
+
+def test_spark_reads_decimals_and_partition_keys(spark, data: Path) -> None:
+    df = spark.read.parquet(str(data / "store_sales"))
+    types = dict(df.dtypes)
+    assert types["ss_ext_sales_price"] == "decimal(7,2)"
+    assert types["ss_sold_date_sk"] in ("int", "bigint")
+    n = df.count()
+    nulls = df.where("ss_sold_date_sk IS NULL").count()
+    manifest = json.loads((data / "manifest.json").read_text())
+    assert n == manifest["tables"]["store_sales"]["rows"]
+    assert nulls > 0                                   # the default partition reads as NULL

@@ -1,0 +1,194 @@
+"""``tpcds`` command: ``generate`` data, list ``queries`` and what Spark runs, ``bench`` modes.
+
+Examples::
+
+    tpcds generate --sf 1 --out data/tpcds-sf1
+    tpcds queries --data data/tpcds-sf1 [--execute]
+    tpcds bench --data data/tpcds-sf1 --modes off,spark,dpp --queries q3,q7 --repeat 3 \\
+        --out bench-out/run1 --table-kind both
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+log = logging.getLogger(__name__)
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def make_spark(hive: bool, state_dir: Path, conf: Sequence[str] = ()) -> Any:
+    """A local SparkSession for the CLI; Hive support (Derby metastore in ``state_dir``) when
+    catalog tables are benchmarked. Dynamic pruning settings are left at Spark's defaults:
+    the modes set them per run."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    b = (SparkSession.builder.master(os.environ.get("TPCDS_SPARK_MASTER", "local[2]"))
+         .appName("tpcds")
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", "8")
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.driver.memory", os.environ.get("TPCDS_DRIVER_MEMORY", "6g"))
+         .config("spark.sql.warehouse.dir", str(state_dir / "warehouse"))
+         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={state_dir}"))
+    if hive:
+        url = f"jdbc:derby:;databaseName={state_dir / 'metastore_db'};create=true"
+        b = (b.config("javax.jdo.option.ConnectionURL", url)
+             .config("spark.hadoop.javax.jdo.option.ConnectionURL", url)
+             .enableHiveSupport())
+    for kv in conf:
+        k, _, v = kv.partition("=")
+        if not _:
+            raise SystemExit(f"--conf expects key=value, got {kv!r}")
+        b = b.config(k.strip(), v.strip())
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from tpcds.generate import generate
+
+    t0 = time.perf_counter()
+    m = generate(args.sf, args.out, force=args.force, progress=_progress, threads=args.threads)
+    rows = sum(t["rows"] for t in m["tables"].values())
+    print(f"TPC-DS sf={args.sf:g} in {args.out}: {len(m['tables'])} tables, {rows:,} rows, "
+          f"{time.perf_counter() - t0:.1f}s (manifest {Path(args.out) / 'manifest.json'})")
+    return 0
+
+
+def cmd_queries(args: argparse.Namespace) -> int:
+    from tpcds.queries import check_queries, load_queries, select_queries
+
+    queries = select_queries(args.queries, load_queries(args.rewrite))
+    if not args.data:
+        for q in queries:
+            status = "translated" if q.spark_sql else f"NOT TRANSLATED: {q.error}"
+            rw = f" (rewrites: {', '.join(q.rewrites)})" if q.rewrites else ""
+            print(f"{q.name:<5} {status}{rw}")
+            if args.show:
+                print(q.spark_sql or q.duckdb_sql, end="\n\n")
+        return 0
+    from tpcds.bench import open_path_tables
+    from tpcds.generate import TABLES
+    from tpcds.reference import DuckDBReference
+
+    spark = make_spark(False, Path(tempfile.mkdtemp(prefix="tpcds-q-")), args.conf)
+    open_path_tables(spark, args.data, [t for t in TABLES if (Path(args.data) / t).is_dir()])
+    ref = DuckDBReference(args.data) if args.execute else None
+    statuses = check_queries(spark, queries, execute=args.execute, reference=ref)
+    bad = 0
+    for s in statuses:
+        rw = f" (rewrites: {', '.join(s.rewrites)})" if s.rewrites else ""
+        rows = f", {s.rows} rows" if s.rows is not None else ""
+        if s.ok:
+            print(f"{s.name:<5} ok{rows}{rw}")
+        else:
+            bad += 1
+            print(f"{s.name:<5} FAILS at {s.stage}: {s.reason}{rw}")
+    print(f"{len(statuses) - bad}/{len(statuses)} queries run in Spark"
+          + (" and match DuckDB" if args.execute else " (EXPLAIN only; --execute runs them)"))
+    if args.json:
+        Path(args.json).write_text(json.dumps([s.to_dict() for s in statuses], indent=2))
+    spark.stop()
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from tpcds.bench import (BenchConfig, BenchError, failures, parse_kinds, parse_modes,
+                             run_bench, write_outputs)
+
+    try:
+        cfg = BenchConfig(data_dir=str(Path(args.data).resolve()), modes=parse_modes(args.modes),
+                          queries=args.queries, repeat=args.repeat,
+                          table_kinds=parse_kinds(args.table_kind), warmup=not args.no_warmup,
+                          check=not args.no_check, rules=list(args.rewrite))
+    except BenchError as e:
+        print(f"tpcds bench: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    spark = make_spark("catalog" in cfg.table_kinds, out / "spark-state", args.conf)
+    try:
+        result = run_bench(spark, cfg, progress=_progress)
+    except BenchError as e:
+        print(f"tpcds bench: {e}", file=sys.stderr)
+        return 2
+    paths = write_outputs(result, out)
+    spark.stop()
+    print(Path(paths["md"]).read_text())
+    print(f"wrote {paths['json']}, {paths['md']}, {paths['chart']}")
+    bad = failures(result)
+    if bad:
+        print("\n" + "!" * 78, file=sys.stderr)
+        for r in bad:
+            what = "MISMATCH vs DuckDB" if r.get("correct") is False else "ERROR"
+            print(f"!! {what}: {r['query']} mode={r['mode']} tables={r['kind']} rep={r['rep']}: "
+                  f"{r.get('mismatch') or r.get('error')}", file=sys.stderr)
+        print("!" * 78, file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="tpcds", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    g = sub.add_parser("generate", help="generate TPC-DS Parquet data with DuckDB's dsdgen")
+    g.add_argument("--sf", type=float, required=True, help="scale factor (1 = about 1 GB)")
+    g.add_argument("--out", required=True, help="output folder")
+    g.add_argument("--force", action="store_true", help="rewrite tables already generated")
+    g.add_argument("--threads", type=int, default=None, help="DuckDB threads (default: all)")
+    g.set_defaults(func=cmd_generate)
+
+    q = sub.add_parser("queries", help="list the 99 queries and whether Spark runs them")
+    q.add_argument("--data", default=None, help="generated data folder (to check in Spark)")
+    q.add_argument("--queries", default="all", help="all, or e.g. q3,q7")
+    q.add_argument("--execute", action="store_true",
+                   help="run each query and compare with DuckDB (not only EXPLAIN)")
+    q.add_argument("--show", action="store_true", help="print the Spark SQL (without --data)")
+    q.add_argument("--json", default=None, help="write the statuses to this JSON file")
+    q.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value")
+    q.add_argument("--rewrite", action="append", default=[],
+                   help="extra rewrite rule to apply (see tpcds.queries.RULES)")
+    q.set_defaults(func=cmd_queries)
+
+    b = sub.add_parser("bench", help="benchmark modes off, spark, dpp side by side")
+    b.add_argument("--data", required=True, help="generated data folder")
+    b.add_argument("--modes", default="off,spark,dpp", help="comma list of off, spark, dpp")
+    b.add_argument("--queries", default="all", help="all, or e.g. q3,q7")
+    b.add_argument("--repeat", type=int, default=1, help="measured runs per query and mode")
+    b.add_argument("--out", required=True, help="report folder")
+    b.add_argument("--table-kind", default="path", help="path, catalog or both")
+    b.add_argument("--no-warmup", action="store_true", help="skip the unmeasured warm-up")
+    b.add_argument("--no-check", action="store_true", help="skip the DuckDB comparison")
+    b.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value")
+    b.add_argument("--rewrite", action="append", default=[],
+                   help="extra rewrite rule to apply (see tpcds.queries.RULES)")
+    b.set_defaults(func=cmd_bench)
+    return ap
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,258 @@
+"""TPC-DS data as Hive-partitioned Parquet, from DuckDB's ``dsdgen``.
+
+Why DuckDB: its TPC-DS extension ships as a pinned wheel (``duckdb-extension-tpcds``), so data
+generation needs no network, no C toolchain and gives the same rows on every machine. The
+extension file inside that wheel is ``LOAD``-ed by path, never ``INSTALL``-ed from the network.
+
+Layout (the Trino benchmark's): the six fact tables are partitioned by their date key, NULL keys
+in ``__HIVE_DEFAULT_PARTITION__`` (DuckDB's name for it is Spark's too); dimensions and
+``inventory`` are one plain Parquet folder each. A ``manifest.json`` in the output folder records
+scale, generator versions and row counts, so a second run skips tables already written; every
+table's count is read back from its Parquet files and compared with the generator's.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = 1
+
+#: fact table → its partition column (as in the Trino TPC-DS benchmark).
+FACT_PARTITIONS: dict[str, str] = {
+    "store_sales": "ss_sold_date_sk",
+    "store_returns": "sr_returned_date_sk",
+    "catalog_sales": "cs_sold_date_sk",
+    "catalog_returns": "cr_returned_date_sk",
+    "web_sales": "ws_sold_date_sk",
+    "web_returns": "wr_returned_date_sk",
+}
+
+#: every table dsdgen writes (``reason`` included: query 9 reads it).
+TABLES: tuple[str, ...] = (
+    "call_center", "catalog_page", "catalog_returns", "catalog_sales", "customer",
+    "customer_address", "customer_demographics", "date_dim", "household_demographics",
+    "income_band", "inventory", "item", "promotion", "reason", "ship_mode", "store",
+    "store_returns", "store_sales", "time_dim", "warehouse", "web_page", "web_returns",
+    "web_sales", "web_site",
+)
+
+Progress = Callable[[str], None]
+
+
+class GenerateError(RuntimeError):
+    """Generation failed or wrote something other than what the generator produced."""
+
+
+@dataclass(frozen=True)
+class Generator:
+    """The pinned DuckDB + TPC-DS extension pair; versions go into the manifest."""
+
+    duckdb_version: str
+    extension_version: str
+    extension_path: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"duckdb": self.duckdb_version, "tpcds_extension": self.extension_version}
+
+
+def extension_path() -> Path:
+    """The ``tpcds.duckdb_extension`` file shipped inside the installed wheel.
+
+    The wheel has no Python API (its ``__init__`` is empty); the binary sits under
+    ``extensions/v<duckdb version>/``. The one matching the running duckdb is preferred because
+    DuckDB refuses extensions built for another version.
+    """
+    import duckdb
+    import duckdb_extension_tpcds
+
+    root = Path(duckdb_extension_tpcds.__file__).parent / "extensions"
+    exact = root / f"v{duckdb.__version__}" / "tpcds.duckdb_extension"
+    if exact.is_file():
+        return exact
+    found = sorted(root.glob("*/tpcds.duckdb_extension"))
+    if not found:
+        raise GenerateError(f"no tpcds.duckdb_extension under {root}: is duckdb-extension-tpcds "
+                            "installed (pip install '.[tpcds]')?")
+    log.warning("no extension for duckdb %s under %s; trying %s", duckdb.__version__, root,
+                found[-1])
+    return found[-1]
+
+
+def connect(threads: Optional[int] = None) -> Any:
+    """A DuckDB connection with the TPC-DS extension loaded from the wheel (no network)."""
+    import duckdb
+
+    con = duckdb.connect(config={"autoinstall_known_extensions": "false",
+                                 "autoload_known_extensions": "false"})
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    path = extension_path()
+    con.execute(f"LOAD '{_sql_str(str(path))}'")
+    return con
+
+
+def generator_info(con: Any) -> Generator:
+    import duckdb
+
+    row = con.execute("SELECT extension_version FROM duckdb_extensions() "
+                      "WHERE extension_name = 'tpcds'").fetchone()
+    return Generator(duckdb.__version__, str(row[0]) if row else "unknown", str(extension_path()))
+
+
+def _sql_str(s: str) -> str:
+    return s.replace("'", "''")
+
+
+def read_manifest(out: str | os.PathLike[str]) -> Optional[dict[str, Any]]:
+    """The manifest of ``out``, or None when there is none (or it is unreadable)."""
+    p = Path(out) / MANIFEST
+    if not p.is_file():
+        return None
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        log.warning("unreadable manifest %s: regenerating", p)
+        return None
+
+
+def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+    tmp = out / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    tmp.replace(out / MANIFEST)  # atomic: a crash never leaves half a manifest
+
+
+def parquet_glob(out: str | os.PathLike[str], table: str) -> str:
+    """The glob that reads every Parquet file of ``table`` (partitioned or not)."""
+    return str(Path(out) / table / "**" / "*.parquet")
+
+
+def count_parquet_rows(con: Any, out: str | os.PathLike[str], table: str) -> int:
+    """Rows in the Parquet files of ``table``, read back (footers only, so cheap)."""
+    g = _sql_str(parquet_glob(out, table))
+    return int(con.execute(f"SELECT count(*) FROM read_parquet('{g}')").fetchone()[0])
+
+
+def _copy_table(con: Any, table: str, dest: Path) -> None:
+    """Writes one table into ``dest`` (a fresh folder), partitioned when it is a fact table."""
+    if table in FACT_PARTITIONS:
+        # DuckDB leaves the partition column out of the files (Hive style) and names NULL
+        # partitions __HIVE_DEFAULT_PARTITION__, which Spark reads back as NULL.
+        con.execute(f"COPY {table} TO '{_sql_str(str(dest))}' (FORMAT parquet, "
+                    f"PARTITION_BY ({FACT_PARTITIONS[table]}), COMPRESSION snappy)")
+    else:
+        dest.mkdir(parents=True)
+        con.execute(f"COPY {table} TO '{_sql_str(str(dest / 'part-0.parquet'))}' "
+                    f"(FORMAT parquet, COMPRESSION snappy)")
+
+
+def generate(sf: float, out: str | os.PathLike[str], *, force: bool = False,
+             progress: Optional[Progress] = None, threads: Optional[int] = None
+             ) -> dict[str, Any]:
+    """Generates TPC-DS at scale ``sf`` into ``out`` and returns the manifest.
+
+    Tables already recorded in a manifest of the same scale and generator are kept (unless
+    ``force``); a manifest of another scale or generator means the folder is rewritten. Raises
+    :class:`GenerateError` naming the table when the rows read back differ from the generator's.
+    """
+    if sf <= 0:
+        raise GenerateError(f"scale factor must be > 0, got {sf}")
+    outp = Path(out)
+    outp.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda msg: log.info("%s", msg))
+    con = connect(threads)
+    try:
+        gen = generator_info(con)
+        manifest = None if force else read_manifest(outp)
+        if manifest is not None and (float(manifest.get("sf", -1)) != float(sf)
+                                     or manifest.get("generator") != gen.as_dict()
+                                     or manifest.get("format") != MANIFEST_FORMAT):
+            log.warning("%s holds scale %s from %s; rewriting for scale %s", outp,
+                        manifest.get("sf"), manifest.get("generator"), sf)
+            manifest = None
+        if manifest is None:
+            manifest = {"format": MANIFEST_FORMAT, "sf": sf, "generator": gen.as_dict(),
+                        "tables": {}, "complete": False}
+        done: dict[str, Any] = manifest["tables"]
+        todo = [t for t in TABLES if force or t not in done or not (outp / t).is_dir()]
+        if not todo:
+            say(f"tpcds sf={sf:g}: all {len(TABLES)} tables present in {outp} (manifest), skipped")
+            return manifest
+        say(f"tpcds sf={sf:g}: dsdgen (duckdb {gen.duckdb_version}, extension "
+            f"{gen.extension_version}) ...")
+        t0 = time.perf_counter()
+        con.execute(f"CALL dsdgen(sf={float(sf)!r})")
+        manifest["dsdgen_seconds"] = round(time.perf_counter() - t0, 3)
+        for i, table in enumerate(todo, 1):
+            t1 = time.perf_counter()
+            say(f"[{i}/{len(todo)}] {table}: writing ...")
+            expected = int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+            dest = outp / table
+            tmp = outp / f".{table}.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            _copy_table(con, table, tmp)
+            got = count_parquet_rows(con, tmp, table="")  # tmp is the table folder itself
+            if got != expected:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise GenerateError(f"table {table}: wrote {got} rows to Parquet but the "
+                                    f"generator produced {expected}")
+            shutil.rmtree(dest, ignore_errors=True)
+            tmp.rename(dest)
+            files = sum(1 for _ in dest.rglob("*.parquet"))
+            entry: dict[str, Any] = {"rows": expected, "files": files,
+                                     "seconds": round(time.perf_counter() - t1, 3)}
+            if table in FACT_PARTITIONS:
+                entry["partition_column"] = FACT_PARTITIONS[table]
+                entry["partitions"] = sum(1 for p in dest.iterdir() if p.is_dir())
+            done[table] = entry
+            manifest["complete"] = all(t in done for t in TABLES)
+            _write_manifest(outp, manifest)  # after each table: an interrupted run resumes
+            say(f"[{i}/{len(todo)}] {table}: {expected:,} rows, {files} files "
+                f"({entry['seconds']:.1f}s)")
+        manifest["complete"] = True
+        _write_manifest(outp, manifest)
+        return manifest
+    finally:
+        con.close()
+
+
+def verify(out: str | os.PathLike[str]) -> dict[str, int]:
+    """Re-counts every table in ``out`` against its manifest; raises naming a mismatch."""
+    manifest = read_manifest(out)
+    if manifest is None:
+        raise GenerateError(f"no {MANIFEST} in {out}: run `tpcds generate` first")
+    con = connect()
+    try:
+        counts = {}
+        for table, entry in manifest["tables"].items():
+            got = count_parquet_rows(con, out, table)
+            if got != entry["rows"]:
+                raise GenerateError(f"table {table}: {got} rows in {Path(out) / table}, "
+                                    f"manifest says {entry['rows']}")
+            counts[table] = got
+        return counts
+    finally:
+        con.close()
+
+
+@functools.lru_cache(maxsize=None)
+def _ensure_cached(sf: float, out: str) -> str:
+    return json.dumps(generate(sf, out))
+
+
+def ensure_generated(sf: float, out: str | os.PathLike[str]) -> dict[str, Any]:
+    """The manifest of scale ``sf`` in ``out``, generating it first if needed.
+
+    Cached per process (the demo and the bench may both ask); across processes the manifest
+    makes the second call cheap.
+    """
+    return json.loads(_ensure_cached(float(sf), str(Path(out).resolve())))

@@ -1,0 +1,227 @@
+"""The benchmark report: a summary, a Markdown table in the Trino benchmark's format, a chart.
+
+Per query and mode the *median* over repetitions is reported (robust to one slow run on a
+shared machine). "Data read" is the bytes of fact-table files the scans read (``filesSize``),
+the figure partition pruning changes; CPU is executor CPU time from Spark's status store.
+"""
+from __future__ import annotations
+
+import logging
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Optional
+
+log = logging.getLogger(__name__)
+
+#: columns aggregated per query and mode: (key in the summary, how to read it from a run)
+COLUMNS: dict[str, Any] = {
+    "total_s": lambda r: r["total_s"],
+    "listing_s": lambda r: r["listing_s"],
+    "execution_s": lambda r: r["execution_s"],
+    "cpu_s": lambda r: r["metrics"].get("executor_cpu_ms", 0.0) / 1000.0,
+    "fact_bytes_read": lambda r: r["metrics"].get("fact_bytes_read", 0),
+    "fact_files_read": lambda r: r["metrics"].get("fact_files_read", 0),
+    "fact_files_listed": lambda r: r["metrics"].get("fact_files_listed", 0),
+    "fact_partitions_read": lambda r: r["metrics"].get("fact_partitions_read", 0),
+    "input_bytes": lambda r: r["metrics"].get("input_bytes", 0),
+}
+
+BUCKETS = ((">50%", 0.5, 1.01), ("30-50%", 0.3, 0.5), ("10-30%", 0.1, 0.3))
+
+
+def aggregate(result: dict[str, Any]) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """kind → query → mode → column → median over the successful measured runs."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in result["runs"]:
+        if r["ok"] and r.get("metrics"):
+            groups[(r["kind"], r["query"], r["mode"])].append(r)
+    out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    for (kind, q, mode), runs in groups.items():
+        cols = {c: float(statistics.median(f(r) for r in runs)) for c, f in COLUMNS.items()}
+        cols["runs"] = len(runs)
+        out.setdefault(kind, {}).setdefault(q, {})[mode] = cols
+    return out
+
+
+def _reduction(new: float, base: float) -> Optional[float]:
+    return None if base <= 0 else 1.0 - new / base
+
+
+def summarize(result: dict[str, Any]) -> dict[str, Any]:
+    """Improvement buckets, average CPU and data-read reductions against ``off``, and the
+    dpp/spark ratio of every column (ratio of the sums over queries both modes ran)."""
+    agg = aggregate(result)
+    modes = result.get("modes", [])
+    summary: dict[str, Any] = {
+        "failures": sum(1 for r in result["runs"] if not r["ok"] or r.get("correct") is False),
+        "mismatches": sum(1 for r in result["runs"] if r.get("correct") is False),
+        "errors": sum(1 for r in result["runs"] if not r["ok"]),
+        "kinds": {},
+    }
+    for kind, per_q in agg.items():
+        ks: dict[str, Any] = {"queries": len(per_q), "against_off": {}, "totals": {}}
+        for mode in modes:
+            ks["totals"][mode] = {c: sum(v[mode][c] for v in per_q.values() if mode in v)
+                                  for c in COLUMNS}
+        if "off" in modes:
+            for mode in modes:
+                if mode == "off":
+                    continue
+                pairs = [(v[mode], v["off"]) for v in per_q.values() if mode in v and "off" in v]
+                buckets = {name: 0 for name, _, _ in BUCKETS}
+                for new, base in pairs:
+                    red = _reduction(new["total_s"], base["total_s"])
+                    for name, lo, hi in BUCKETS:
+                        if red is not None and lo <= red < hi:
+                            buckets[name] += 1
+                cpu = [x for x in (_reduction(n["cpu_s"], b["cpu_s"]) for n, b in pairs)
+                       if x is not None]
+                data = [x for x in (_reduction(n["fact_bytes_read"], b["fact_bytes_read"])
+                                    for n, b in pairs) if x is not None]
+                ela = [x for x in (_reduction(n["total_s"], b["total_s"]) for n, b in pairs)
+                       if x is not None]
+                ks["against_off"][mode] = {
+                    "queries": len(pairs),
+                    "improved": buckets,
+                    "avg_elapsed_reduction": _mean(ela),
+                    "avg_cpu_reduction": _mean(cpu),
+                    "avg_data_read_reduction": _mean(data),
+                }
+        if "dpp" in modes and "spark" in modes:
+            both = [v for v in per_q.values() if "dpp" in v and "spark" in v]
+            ks["dpp_over_spark"] = {
+                c: (sum(v["dpp"][c] for v in both) / s if (s := sum(v["spark"][c] for v in both))
+                    else None)
+                for c in COLUMNS}
+        summary["kinds"][kind] = ks
+    return summary
+
+
+def _mean(xs: list[float]) -> Optional[float]:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _pct(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _mb(b: float) -> str:
+    return f"{b / 1e6:.1f} MB"
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    """report.md: per table kind, the Trino-style table (query; elapsed, CPU, data read per
+    mode), then the summary."""
+    agg = aggregate(result)
+    summary = result.get("summary") or summarize(result)
+    modes = result.get("modes", [])
+    data = result.get("data", {})
+    env = result.get("environment", {})
+    lines = [
+        "# TPC-DS benchmark: dynamic partition pruning",
+        "",
+        f"Scale factor {data.get('sf')}, generator {data.get('generator')}; Spark "
+        f"{env.get('spark')} on {env.get('cpus')} CPUs; modes {', '.join(modes)}; "
+        f"{result['config'].get('repeat')} repetition(s), median reported.",
+        "",
+        "Elapsed = opening the tables (listing) + running the query; CPU = executor CPU time; "
+        "data read = bytes of fact-table files scanned.",
+        "",
+    ]
+    if result.get("unavailable_modes"):
+        for m, why in result["unavailable_modes"].items():
+            lines.append(f"- mode `{m}` unavailable: {why}")
+        lines.append("")
+    bad = [r for r in result["runs"] if not r["ok"] or r.get("correct") is False]
+    if bad:
+        lines += ["## FAILURES", ""]
+        for r in bad:
+            why = r.get("error") or r.get("mismatch")
+            lines.append(f"- **{r['query']} / {r['mode']} / {r['kind']}**: {why}")
+        lines.append("")
+    for kind, per_q in agg.items():
+        lines += [f"## {kind} tables", ""]
+        head = ["Query"]
+        head += [f"{m} elapsed (s)" for m in modes]
+        head += [f"{m} listing / exec (s)" for m in modes]
+        head += [f"{m} CPU (s)" for m in modes]
+        head += [f"{m} data read" for m in modes]
+        head += [f"{m} files read / listed" for m in modes]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+        for q in sorted(per_q, key=lambda n: int(n[1:])):
+            v = per_q[q]
+            row = [q]
+            row += [f"{v[m]['total_s']:.2f}" if m in v else "-" for m in modes]
+            row += [f"{v[m]['listing_s']:.2f} / {v[m]['execution_s']:.2f}" if m in v else "-"
+                    for m in modes]
+            row += [f"{v[m]['cpu_s']:.2f}" if m in v else "-" for m in modes]
+            row += [_mb(v[m]["fact_bytes_read"]) if m in v else "-" for m in modes]
+            row += [f"{int(v[m]['fact_files_read'])} / {int(v[m]['fact_files_listed'])}"
+                    if m in v else "-" for m in modes]
+            lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
+        ks = summary["kinds"].get(kind, {})
+        tot = ks.get("totals", {})
+        for m in modes:
+            if m in tot:
+                t = tot[m]
+                lines.append(f"- **{m} total**: {t['total_s']:.1f}s elapsed ({t['listing_s']:.1f}s "
+                             f"listing + {t['execution_s']:.1f}s execution), {t['cpu_s']:.1f}s "
+                             f"CPU, {_mb(t['fact_bytes_read'])} fact data read, "
+                             f"{int(t['fact_files_read'])} files read of "
+                             f"{int(t['fact_files_listed'])} listed")
+        for mode, s in ks.get("against_off", {}).items():
+            imp = s["improved"]
+            lines.append(
+                f"- **{mode} vs off** ({s['queries']} queries): elapsed improved >50% in "
+                f"{imp['>50%']}, 30-50% in {imp['30-50%']}, 10-30% in {imp['10-30%']}; "
+                f"average reduction: elapsed {_pct(s['avg_elapsed_reduction'])}, CPU "
+                f"{_pct(s['avg_cpu_reduction'])}, data read {_pct(s['avg_data_read_reduction'])}")
+        if ks.get("dpp_over_spark"):
+            ratios = ", ".join(f"{c} {v:.2f}" for c, v in ks["dpp_over_spark"].items()
+                               if v is not None)
+            lines.append(f"- **dpp / spark** (ratio of sums): {ratios}")
+        lines.append("")
+    if result.get("untranslated_queries"):
+        lines.append(f"Not run (translation failed): {', '.join(result['untranslated_queries'])}")
+    return "\n".join(lines) + "\n"
+
+
+def render_chart(result: dict[str, Any], path: str | Path) -> None:
+    """chart.png: per table kind, elapsed (split listing / execution) and data read by query."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    agg = aggregate(result)
+    modes = result.get("modes", [])
+    kinds = list(agg) or ["path"]
+    fig, axes = plt.subplots(len(kinds), 2, figsize=(14, 4.5 * len(kinds)), squeeze=False)
+    colors = {"off": "#9e9e9e", "spark": "#1f77b4", "dpp": "#2ca02c"}
+    for row, kind in enumerate(kinds):
+        per_q = agg.get(kind, {})
+        qs = sorted(per_q, key=lambda n: int(n[1:]))
+        width = 0.8 / max(1, len(modes))
+        ax_t, ax_d = axes[row]
+        for i, m in enumerate(modes):
+            xs = [j + i * width for j in range(len(qs))]
+            lst = [per_q[q][m]["listing_s"] if m in per_q[q] else 0 for q in qs]
+            exe = [per_q[q][m]["execution_s"] if m in per_q[q] else 0 for q in qs]
+            c = colors.get(m)
+            ax_t.bar(xs, lst, width, color=c, alpha=0.45, hatch="//")
+            ax_t.bar(xs, exe, width, bottom=lst, color=c, label=m)
+            ax_d.bar(xs, [per_q[q][m]["fact_bytes_read"] / 1e6 if m in per_q[q] else 0
+                          for q in qs], width, color=c, label=m)
+        for ax, title, unit in ((ax_t, "elapsed (hatched: listing)", "s"),
+                                (ax_d, "fact data read", "MB")):
+            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(qs))])
+            ax.set_xticklabels(qs, rotation=90 if len(qs) > 20 else 0, fontsize=7)
+            ax.set_title(f"{kind} tables: {title}")
+            ax.set_ylabel(unit)
+            ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
