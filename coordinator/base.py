@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional, Union
 
 from coordinator.merge import PartialMerger
-from dpp.codec import DEFAULT_MAX_BYTES, encode
+from dpp.codec import DEFAULT_MAX_BYTES, decode_tuple_domain, encode
 from dpp.domain import DataType, TupleDomain
 from dpp.errors import CodecError, CoordinatorError
 
@@ -138,6 +138,24 @@ class FilterService(abc.ABC):
     def _count(self, name: str, n: int = 1) -> None:
         with self._counter_lock:
             self._counters[name] += n
+
+    def _decode_cached(self, fingerprint: str, payload: bytes) -> Optional[TupleDomain]:
+        """A cached payload back to a filter; an unusable one is a miss, never an error."""
+        try:
+            td = decode_tuple_domain(payload, self.decode_limit)
+        except CodecError as exc:
+            log.warning("cached filter %s is unusable: %s", fingerprint[:16], exc)
+            self._count("cache_misses")
+            return None
+        self._count("cache_hits")
+        return td
+
+    def _encode_for_cache(self, domain: TupleDomain) -> Optional[bytes]:
+        try:
+            return encode(domain, self.max_bytes)
+        except CodecError as exc:
+            log.info("filter not cached: %s", exc)
+            return None
 
     def _classify(self, exc: CodecError) -> str:
         """``too_large`` for a payload over a size bound, ``corrupt`` for anything else."""

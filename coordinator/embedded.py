@@ -15,7 +15,7 @@ from typing import Mapping, Optional, Union
 
 from coordinator.base import FilterService, WaitResult, normalize_key_types
 from coordinator.merge import PartialMerger, PartialRejected
-from dpp.codec import decode_tuple_domain, encode
+from dpp.codec import decode_tuple_domain
 from dpp.domain import DataType, TupleDomain
 from dpp.errors import CodecError, CoordinatorError
 
@@ -219,20 +219,11 @@ class EmbeddedFilterService(FilterService):
         if payload is None:
             self._count("cache_misses")
             return None
-        try:
-            td = decode_tuple_domain(payload, self.decode_limit)
-        except CodecError as exc:
-            log.warning("cached filter %s is unusable: %s", fingerprint[:16], exc)
-            self._count("cache_misses")
-            return None
-        self._count("cache_hits")
-        return td
+        return self._decode_cached(fingerprint, payload)
 
     def cache_put(self, fingerprint: str, domain: TupleDomain, ttl: float) -> bool:
-        try:
-            payload = encode(domain, self.max_bytes)
-        except CodecError as exc:
-            log.info("filter not cached: %s", exc)
+        payload = self._encode_for_cache(domain)
+        if payload is None:
             return False
         PROCESS_CACHE.put(fingerprint, payload, float(ttl))
         self._count("cache_puts")

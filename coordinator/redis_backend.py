@@ -312,20 +312,11 @@ class RedisFilterService(FilterService):
             log.warning("filter cache unavailable at %s: %s", self._where, _describe(exc))
             self._count("cache_misses")
             return None
-        try:
-            td = decode_tuple_domain(payload, self.decode_limit)
-        except CodecError as exc:
-            log.warning("cached filter %s is unusable: %s", fingerprint[:16], exc)
-            self._count("cache_misses")
-            return None
-        self._count("cache_hits")
-        return td
+        return self._decode_cached(fingerprint, payload)
 
     def cache_put(self, fingerprint: str, domain: TupleDomain, ttl: float) -> bool:
-        try:
-            payload = encode(domain, self.max_bytes)
-        except CodecError as exc:
-            log.info("filter not cached: %s", exc)
+        payload = self._encode_for_cache(domain)
+        if payload is None:
             return False
         try:
             self._client.set(f"dpp:cache:{fingerprint}", payload, px=_ttl_ms(ttl))
