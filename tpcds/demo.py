@@ -40,7 +40,7 @@ QUERIES: dict[str, str] = {
         SELECT count(*) AS n, sum(sr_return_amt) AS amt FROM store_returns
         WHERE sr_returned_date_sk IN (SELECT d_date_sk FROM date_dim
                                       WHERE d_year = 2001 AND d_qoy = 1)""",
-    "catalog + web, same week (UNION ALL)": """
+    "catalog + web, Feb 1-7 2002 (UNION ALL)": """
         SELECT 'catalog' AS ch, count(*) AS n FROM catalog_sales JOIN date_dim
           ON cs_sold_date_sk = d_date_sk WHERE d_year = 2002 AND d_moy = 2 AND d_dom <= 7
         UNION ALL
