@@ -22,7 +22,7 @@ import decimal
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from dpp.errors import DomainError
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import decimal
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Optional
 
 import sqlglot
 from sqlglot import exp

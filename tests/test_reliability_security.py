@@ -4,7 +4,6 @@ never touch a user's."""
 from __future__ import annotations
 
 import ast
-import json
 import logging
 import pickle
 import random

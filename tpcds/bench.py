@@ -210,7 +210,6 @@ class Runner:
     def run(self, q: Query, mode: str, kind: str, rep: int, measure: bool = True) -> Run:
         r = Run(q.name, mode, kind, rep)
         spark = self.spark
-        tables = q.tables()
         drop_views(spark, TABLES)   # nothing opened by an earlier run may be reused
         if kind == "catalog":
             spark.catalog.setCurrentDatabase(self.catalog_db)

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 import sqlglot
-from sqlglot import exp
 
 from tpcds.generate import FACT_PARTITIONS, TABLES, _sql_str
 
