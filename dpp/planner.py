@@ -418,6 +418,10 @@ class _Analyzer:
         if build is None:
             return
         q, tables, label = build
+        if not _repeatable(q):
+            plan.notes.append(f"build side {label} is not repeatable (random functions, "
+                              f"LIMIT or sampling): not used")
+            return
         for existing in plan.dynamic:
             if existing.build_query == q and existing.probe_column == probe_col:
                 return
@@ -540,6 +544,10 @@ class _Analyzer:
                 body = body.this
             if not isinstance(body, exp.Select):
                 return
+            if _aggregates_without_group(body):
+                plan.notes.append("EXISTS over an aggregate without GROUP BY is always true: "
+                                  "not used")
+                return
             where = body.args.get("where")
             if where is None:
                 return
@@ -578,6 +586,10 @@ class _Analyzer:
 
     def _add_dynamic(self, plan: TableRefPlan, probe_col: str, q: str, label: str,
                      kind: str, p: _Source) -> None:
+        if not _repeatable(q):
+            plan.notes.append(f"build side {label} is not repeatable (random functions, "
+                              f"LIMIT or sampling): not used")
+            return
         for existing in plan.dynamic:
             if existing.build_query == q and existing.probe_column == probe_col:
                 return
@@ -682,14 +694,14 @@ def _query_filters(body: Optional[exp.Expression]) -> bool:
 def _with_ctes(body: exp.Expression, ctes: dict[str, exp.Expression]) -> exp.Expression:
     """Prefixes the CTEs a build query needs (all of the query's, in order; Spark drops the
     unused ones), unless the body already has its own WITH."""
-    if not ctes or body.args.get("with") is not None:
+    if not ctes or body.args.get("with_") is not None:
         return body
     names = {t.name.lower() for t in body.find_all(exp.Table)}
     if not names & set(ctes):
         return body
     with_ = exp.With(expressions=[exp.CTE(this=v.copy(), alias=exp.TableAlias(
         this=exp.to_identifier(k))) for k, v in ctes.items()])
-    body.set("with", with_)
+    body.set("with_", with_)
     return body
 
 
@@ -703,6 +715,31 @@ def _label(body: exp.Expression) -> str:
 def _two_sided(c: exp.Expression, p: _Source, owner: Callable[[exp.Column], Optional[str]]) -> bool:
     owners = {owner(col) for col in c.find_all(exp.Column)}
     return p.alias in owners and len(owners) > 1
+
+
+_NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id",
+                     "spark_partition_id", "input_file_name", "current_timestamp", "now",
+                     "try_reflect", "reflect", "java_method", "randstr", "uniform"}
+
+
+def _repeatable(build_sql: str) -> bool:
+    """A build query must select the same keys when Spark evaluates the query itself: no
+    random or per-run functions, no LIMIT (which rows is unspecified) and no sampling."""
+    tree = sqlglot.parse_one(build_sql, read="spark")
+    if any(True for _ in tree.find_all(exp.Limit, exp.TableSample, exp.Rand, exp.Randn)):
+        return False
+    for f in tree.find_all(exp.Func):
+        name = (f.sql_name() if not isinstance(f, exp.Anonymous) else f.name).lower()
+        if name in _NONDETERMINISTIC:
+            return False
+    return True
+
+
+def _aggregates_without_group(body: exp.Select) -> bool:
+    if body.args.get("group") is not None:
+        return False
+    return any(isinstance(e.unalias(), exp.AggFunc) or any(True for _ in e.find_all(exp.AggFunc))
+               for e in body.expressions)
 
 
 def _compatible(build: DataType, probe: DataType) -> bool:

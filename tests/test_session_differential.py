@@ -181,6 +181,10 @@ QUERIES: list[tuple[str, str, set[str], set[str]]] = [
     ("int_vs_bigint_dim_col", "SELECT count(*) FROM sales JOIN store ON ss_sold_date_sk = s_store_num WHERE s_state = 'CA'", set(), set()),
     ("non_equi", "SELECT count(*) FROM sales JOIN date_dim ON ss_sold_date_sk < d_date_sk WHERE d_date_sk = 103", set(), {"sales"}),
     ("empty_dim_result", "SELECT count(*) FROM sales JOIN date_dim ON ss_sold_date_sk = d_date_sk WHERE d_year = 3000", {"sales"}, set()),
+    ("exists_over_aggregate_is_always_true", "SELECT count(*) FROM sales s WHERE EXISTS (SELECT count(*) FROM date_dim d WHERE d.d_date_sk = s.ss_sold_date_sk AND d.d_year = 2001)", set(), {"sales"}),
+    ("random_build_predicate", "SELECT count(*) FROM sales JOIN date_dim d ON ss_sold_date_sk = d.d_date_sk WHERE d.d_year = 2000 AND rand(7) < 2", set(), set()),
+    ("limit_in_build_side", "SELECT count(*) FROM sales JOIN (SELECT * FROM date_dim WHERE d_year = 2000 ORDER BY d_date_sk LIMIT 3) d ON ss_sold_date_sk = d.d_date_sk", set(), {"sales"}),
+    ("in_subquery_over_cte", "WITH c AS (SELECT d_date_sk, d_year FROM date_dim WHERE d_moy = 2) SELECT count(*) FROM sales WHERE ss_sold_date_sk IN (SELECT d_date_sk FROM c WHERE d_year = 2000)", {"sales"}, set()),
     ("group_order", "SELECT d_moy, sum(ss_amount) FROM sales JOIN date_dim ON ss_sold_date_sk = d_date_sk WHERE d_year = 2001 GROUP BY d_moy ORDER BY d_moy", {"sales"}, set()),
 ]
 
