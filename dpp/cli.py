@@ -21,12 +21,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.cmd == "report":
-            from dpp.reportview import report_command
+            from dpp.report_cli import main as report_main
 
-            print(report_command(args.file, args.html))
-            if args.html:
-                print(f"wrote {args.html}", file=sys.stderr)
-            return 0
+            return report_main([args.file] + (["--html", args.html] if args.html else []))
         if args.cmd == "explain":
             from pyspark.sql import SparkSession
 

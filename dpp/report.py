@@ -1,10 +1,20 @@
 """Job-level metrics reports: what pruning did for one query, what it cost, and why not.
 
-One :class:`JobReport` per ``dpp.sql`` / ``dpp.collect`` / ``dpp.join``. Versioned
-(``schema_version``), JSON-ready (``to_dict`` / ``to_json`` / ``from_dict``), one readable log
-line (``summary_line``), and appended as one JSON line per job when ``spark.dpp.report.path``
-is set — safely from several threads and processes. The schema is documented field by field
-in README.md ("Job report schema").
+One :class:`JobReport` per ``dpp.sql`` / ``dpp.collect`` / ``dpp.join``. It is
+
+* versioned (``schema_version``), so a reader can refuse lines written by a newer writer
+  instead of misreading them;
+* JSON-ready (``to_dict`` / ``to_json``) and read back with validation (``from_dict``): a
+  report file is an interface to other tools (``dpp report``, notebooks, jq), so a line that
+  does not follow the schema is an error that names the field at fault, never a silent
+  default;
+* one readable log line (``summary_line`` / :func:`log_report`);
+* appended as one JSON line per job when ``spark.dpp.report.path`` is set
+  (:func:`append_jsonl`), safely from several threads and processes, and read back with
+  :func:`read_jsonl`.
+
+The schema is documented field by field in ``docs/REPORT_SCHEMA.md``. This module imports
+nothing heavier than the standard library (``dpp`` must stay light: no PySpark here).
 """
 from __future__ import annotations
 
@@ -13,33 +23,62 @@ import fcntl
 import hashlib
 import json
 import logging
+import math
 import os
+import re
 import threading
 import uuid
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Union
 
 from dpp.errors import DppError
 
+__all__ = [
+    "SCHEMA_VERSION", "QUERY_TEXT_LIMIT", "FILTER_KINDS", "FILTER_OUTCOMES", "PHASES",
+    "ReportError", "FilterReport", "TableReport", "JobReport",
+    "human_bytes", "percent", "log_report", "append_jsonl", "read_jsonl",
+]
+
 SCHEMA_VERSION = 1
-_QUERY_TEXT_LIMIT = 4000
-_FILTER_KINDS = {"values", "range", "bloom", "all", "none", "unknown"}
-_OUTCOMES = {"complete", "timeout", "failed", "too_large", "corrupt", "cancelled", "not_used",
-             "unavailable", "type_mismatch"}
+QUERY_TEXT_LIMIT = 4000
+_QUERY_TEXT_LIMIT = QUERY_TEXT_LIMIT  # old private name, kept for callers that used it
+
+#: What a filter's domain turned out to be (``none``: no build row, nothing can match).
+FILTER_KINDS = ("values", "range", "bloom", "all", "none", "unknown")
+#: How a filter ended. The first seven are the design's; ``unavailable`` (the filter service
+#: could not be reached) and ``type_mismatch`` (the build key cannot be compared in the
+#: partition column's type) are produced by the session too, and mean "no pruning" as well.
+FILTER_OUTCOMES = ("complete", "timeout", "failed", "too_large", "corrupt", "cancelled",
+                   "not_used", "unavailable", "type_mismatch")
+#: Phase names the session fills, in the order a job goes through them.
+PHASES = ("analysis", "build", "wait", "split_enumeration", "execution", "total")
+_PRUNING = ("applied", "none")
+_JOB_KINDS = ("sql", "join")
+_SCAN_KEYS = ("files_read", "bytes_read", "partitions_read")
+_FILTER_KINDS = set(FILTER_KINDS)  # old private names, kept for callers that used them
+_OUTCOMES = set(FILTER_OUTCOMES)
+
+log = logging.getLogger(__name__)
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 
 class ReportError(DppError, ValueError):
     """A report (or a JSON line of one) does not follow the schema; names the field."""
 
 
+# ---------------------------------------------------------------------------- the schema
 @dataclass
 class FilterReport:
+    """One dynamic filter: a build side (dimension key) and what came of it."""
+
     filter_id: str
+    build_table: Optional[str] = None
     build_column: str = ""
-    build_query: Optional[str] = None
     probe_table: Optional[str] = None
     probe_column: Optional[str] = None
+    build_query: Optional[str] = None
     build_rows: Optional[int] = None
     distinct_values: Optional[int] = None
     kind: str = "unknown"
@@ -52,9 +91,19 @@ class FilterReport:
     build_seconds: Optional[float] = None
     wait_seconds: Optional[float] = None
 
+    def label(self) -> str:
+        """``table.column`` of the build key, for humans (the session may already qualify
+        ``build_column``; then it is used as it is)."""
+        col = self.build_column or self.filter_id
+        if self.build_table and "." not in col:
+            return f"{self.build_table}.{col}"
+        return col
+
 
 @dataclass
 class TableReport:
+    """One table reference of the query (a table joined twice is reported twice)."""
+
     table: str
     alias: Optional[str] = None
     location: Optional[str] = None
@@ -77,11 +126,18 @@ class TableReport:
     filters: list[dict[str, Any]] = field(default_factory=list)
 
     def get(self, name: str, default: Any = None) -> Any:
+        """Dict-style access, so code written against ``to_dict()`` output works on both."""
         return getattr(self, name, default)
+
+
+def _empty_scan() -> dict[str, Optional[int]]:
+    return {k: None for k in _SCAN_KEYS}
 
 
 @dataclass
 class JobReport:
+    """What dynamic pruning did for one job. Build one with :meth:`start`."""
+
     query_id: str
     query_hash: str
     query_text: str
@@ -93,8 +149,7 @@ class JobReport:
     analysis_notes: list[str] = field(default_factory=list)
     filters: list[FilterReport] = field(default_factory=list)
     tables: list[TableReport] = field(default_factory=list)
-    spark_scan: dict[str, Optional[int]] = field(
-        default_factory=lambda: {"files_read": None, "bytes_read": None, "partitions_read": None})
+    spark_scan: dict[str, Optional[int]] = field(default_factory=_empty_scan)
     error: Optional[str] = None
     schema_version: int = SCHEMA_VERSION
 
@@ -102,13 +157,16 @@ class JobReport:
     @classmethod
     def start(cls, query_text: str, kind: str, settings: dict[str, Any],
               enabled: bool) -> "JobReport":
+        """A fresh report: new id, the hash of the *whole* text (so two long queries that
+        differ after 4000 chars still hash apart), the text truncated to bound line size."""
         return cls(query_id=uuid.uuid4().hex,
-                   query_hash=hashlib.sha256(query_text.encode("utf-8")).hexdigest()[:16],
-                   query_text=query_text[:_QUERY_TEXT_LIMIT], kind=kind,
+                   query_hash=query_hash(query_text),
+                   query_text=query_text[:QUERY_TEXT_LIMIT], kind=kind,
                    started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
                    settings=dict(settings), enabled=enabled)
 
     def add_table_unpruned(self, table: str, alias: Optional[str], reason: str) -> None:
+        """A table reference the plan does not prune, and why (shown by ``summary_line``)."""
         self.tables.append(TableReport(table=table, alias=alias, pruning="none", reason=reason))
 
     def add_table_result(self, table: str, alias: Optional[str], table_obj: Any,
@@ -119,7 +177,8 @@ class JobReport:
                  "reason": f.reason} for f in result.filters]
         reason = None
         if not pruned:
-            why = [f"{f['filter_id']}: {f['outcome']}" + (f" ({f['reason']})" if f["reason"] else "")
+            why = [f"{f['filter_id']}: {f['outcome']}"
+                   + (f" ({f['reason']})" if f["reason"] else "")
                    for f in filt if f["outcome"] != "complete"]
             reason = "; ".join(why) if why else "filters kept every partition"
         self.tables.append(TableReport(
@@ -137,105 +196,402 @@ class JobReport:
             filters=filt))
 
     def add_filter(self, data: dict[str, Any]) -> None:
+        """Adds a filter from a dict; keys the schema does not know are dropped (the session's
+        per-filter scratch dict carries more than the report keeps)."""
         known = {f.name for f in fields(FilterReport)}
         self.filters.append(FilterReport(**{k: v for k, v in data.items() if k in known}))
 
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (a deep copy: callers may change it freely)."""
         return asdict(self)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, default=str)
+        """One line of JSON (newlines inside strings are escaped), keys sorted so two reports
+        diff well; values JSON cannot hold are written as their ``str``."""
+        return json.dumps(self.to_dict(), sort_keys=True, default=str, ensure_ascii=False)
 
     @classmethod
     def from_dict(cls, d: Any) -> "JobReport":
-        if not isinstance(d, dict):
-            raise ReportError("a report must be a JSON object")
-        v = d.get("schema_version")
-        if v != SCHEMA_VERSION:
-            raise ReportError(f"field 'schema_version': expected {SCHEMA_VERSION}, got {v!r}")
-        kw: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name not in d:
-                if f.name in ("query_id", "query_hash", "query_text", "kind", "started_at",
-                              "settings", "enabled"):
-                    raise ReportError(f"field {f.name!r} is missing")
-                continue
-            kw[f.name] = d[f.name]
-        for name, typ in (("query_id", str), ("query_hash", str), ("query_text", str),
-                          ("kind", str), ("started_at", str), ("settings", dict),
-                          ("enabled", bool)):
-            if not isinstance(kw[name], typ):
-                raise ReportError(f"field {name!r} must be {typ.__name__}")
-        if not isinstance(kw.get("phases", {}), dict):
-            raise ReportError("field 'phases' must be an object")
+        """Reads a report back from ``to_dict`` output (or a parsed JSON line).
+
+        Validates everything: types, enumerations, non-negative counters, known keys only.
+        Raises :class:`ReportError` naming the field (``tables[2].partitions_kept``) and what
+        was expected. Optional fields missing from the input take their defaults, so a
+        reader accepts lines written before an optional field was added.
+        """
+        return _job_from_dict(d)
+
+    @classmethod
+    def from_json(cls, text: str) -> "JobReport":
+        """``from_dict(json.loads(text))`` with a JSON syntax error as a :class:`ReportError`."""
         try:
-            kw["filters"] = [FilterReport(**x) for x in kw.get("filters", [])]
-        except TypeError as exc:
-            raise ReportError(f"field 'filters': {exc}") from None
-        try:
-            kw["tables"] = [TableReport(**x) for x in kw.get("tables", [])]
-        except TypeError as exc:
-            raise ReportError(f"field 'tables': {exc}") from None
-        for i, fr in enumerate(kw["filters"]):
-            if fr.kind not in _FILTER_KINDS:
-                raise ReportError(f"field 'filters[{i}].kind': unknown kind {fr.kind!r}")
-            if fr.outcome not in _OUTCOMES:
-                raise ReportError(f"field 'filters[{i}].outcome': unknown outcome {fr.outcome!r}")
-        return cls(**kw)
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"not JSON: {exc}") from None
+        return cls.from_dict(data)
 
     def summary_line(self) -> str:
         """One readable line, e.g. ``dpp: store_sales kept 366/1824 partitions (80% pruned),
-        1.2 GiB skipped; date_dim.d_date_sk values(366) in 0.4 s``."""
+        1.2 GiB skipped; date_dim.d_date_sk values(366) in 0.4 s``.
+
+        With no table pruned: ``dpp: no pruning (why)``, the why taken from the tables'
+        reasons, else the analysis notes — so a log reader sees the cause without the JSON.
+        """
+        applied = [t for t in self.tables if t.pruning == "applied"]
+        if not applied:
+            return _flat(f"dpp: no pruning ({self._why_not()})")
+        names = [t.table for t in applied]
         parts = []
-        for t in self.tables:
-            if t.pruning != "applied":
-                continue
-            kept, total = t.partitions_kept or 0, t.partitions_total or 0
-            pct = f" ({_percent(total - kept, total)} pruned)" if total else ""
-            skipped = t.bytes_skipped
-            extra = f", {human_bytes(skipped)} skipped" if skipped else ""
-            parts.append(f"{t.table} kept {kept}/{total} partitions{pct}{extra}")
+        for t in applied:
+            name = t.table
+            if names.count(t.table) > 1 and t.alias:
+                name = f"{t.table} {t.alias}"  # a self-join: tell the two references apart
+            parts.append(name + " " + _table_phrase(t))
         for f in self.filters:
-            n = f"({f.distinct_values})" if f.distinct_values is not None else ""
+            state = (f.kind + (f"({f.distinct_values})" if f.distinct_values is not None else "")
+                     if f.outcome == "complete" else f.outcome)
             secs = f" in {f.build_seconds:.1f} s" if f.build_seconds is not None else ""
             cache = " (cache hit)" if f.cache_hit else ""
-            state = f.kind + n if f.outcome == "complete" else f.outcome
-            parts.append(f"{f.build_column} {state}{secs}{cache}")
-        if not any(t.pruning == "applied" for t in self.tables):
-            reasons = [f"{t.table}: {t.reason}" for t in self.tables if t.reason]
-            reasons += self.analysis_notes[:2]
-            why = "; ".join(reasons) if reasons else "no partitioned table in the query"
-            return f"dpp: no pruning ({why})"
-        return "dpp: " + "; ".join(parts)
+            parts.append(f"{f.label()} {state}{secs}{cache}")
+        return _flat("dpp: " + "; ".join(parts))
+
+    def _why_not(self) -> str:
+        if not self.enabled:
+            return "spark.dpp.enabled=false"
+        reasons = [f"{t.table}: {t.reason}" for t in self.tables if t.reason]
+        reasons += self.analysis_notes[:2]
+        if self.error:
+            reasons.insert(0, f"error: {self.error}")
+        if not reasons:
+            return "no partitioned table in the query"
+        return "; ".join(_one_line(r) for r in reasons)
 
     def log(self, logger: logging.Logger) -> None:
-        logger.info("%s", self.summary_line())
+        """Same as :func:`log_report` (kept as a method for the session)."""
+        log_report(self, logger)
 
 
-def _percent(part: int, whole: int) -> str:
-    """Whole percents, except that 100% is only said of all (99.6% stays 99.6%)."""
+def _table_phrase(t: TableReport) -> str:
+    """``kept 7/40 partitions (82% pruned), 1.5 GiB skipped`` for one pruned table."""
+    total = t.partitions_total
+    if total is None:
+        out = "pruned"
+    else:
+        kept = t.partitions_kept if t.partitions_kept is not None else total
+        out = f"kept {kept}/{total} partitions"
+        if total:
+            out += f" ({percent(total - kept, total)} pruned)"
+    if t.files_pruned_stats:
+        n = t.files_pruned_stats
+        out += f", {n} file{'s' if n != 1 else ''} skipped by statistics"
+    if t.bytes_skipped:
+        out += f", {human_bytes(t.bytes_skipped)} skipped"
+    return out
+
+
+def _flat(text: str) -> str:
+    """Names and reasons may hold newlines (exception texts, odd identifiers); a log line must
+    stay one line, so every run of whitespace becomes one space."""
+    return " ".join(text.split())
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    """Reasons can be exception texts spanning lines; a log line must stay one line."""
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[:limit - 1] + "…"
+
+
+def query_hash(text: str) -> str:
+    """First 16 hex chars of the SHA-256 of the query text: groups runs of the same query
+    across report files without storing (or comparing) the text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def percent(part: float, whole: float) -> str:
+    """Whole percents, except near the ends: 100% and 0% are only said of all and of
+    nothing (99.6% stays ``99.6%``, 0.4% stays ``0.4%``). ``-`` when ``whole`` is 0."""
+    if not whole:
+        return "-"
     v = 100 * part / whole
     return f"{v:.1f}%" if 99 < v < 100 or 0 < v < 1 else f"{v:.0f}%"
 
 
+_percent = percent  # old private name
+
+
 def human_bytes(n: Optional[float]) -> str:
+    """Binary units, one decimal (``1.2 GiB``); whole bytes below 1 KiB; ``?`` if unknown."""
     if n is None:
         return "?"
     v = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(v) < 1024 or unit == "TiB":
+        if abs(v) < 1024:
             return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
         v /= 1024
-    return f"{v:.1f} TiB"  # pragma: no cover
+    return f"{v:.1f} PiB"
 
 
+def log_report(report: JobReport, logger: Optional[logging.Logger] = None) -> None:
+    """Emits the report's summary line at INFO: one line per job in the driver's log."""
+    (logger or log).info("%s", report.summary_line())
+
+
+# ---------------------------------------------------------------------------- validation
+# A field's check takes (value, field path) and returns the value, converted where JSON loses
+# the type (an int where a float is meant); it rejects bool where a number is meant (in
+# Python True is an int) and raises ReportError naming the path.
+_Check = Callable[[Any, str], Any]
+
+
+def _fail(path: str, expected: str, value: Any) -> ReportError:
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return ReportError(f"field {path!r}: expected {expected}, got {shown}")
+
+
+def _str(v: Any, path: str) -> str:
+    if not isinstance(v, str):
+        raise _fail(path, "a string", v)
+    return v
+
+
+def _bool(v: Any, path: str) -> bool:
+    if not isinstance(v, bool):
+        raise _fail(path, "true or false", v)
+    return v
+
+
+def _count(v: Any, path: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise _fail(path, "a non-negative integer", v)
+    return v
+
+
+def _seconds(v: Any, path: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise _fail(path, "a non-negative number of seconds", v)
+    return float(v)
+
+
+def _one_of(options: tuple[str, ...]) -> _Check:
+    def check(v: Any, path: str) -> str:
+        if not isinstance(v, str) or v not in options:
+            raise _fail(path, "one of " + ", ".join(options), v)
+        return v
+    return check
+
+
+def _optional(check: _Check) -> _Check:
+    def opt(v: Any, path: str) -> Any:
+        return None if v is None else check(v, path)
+    return opt
+
+
+def _str_list(v: Any, path: str) -> list[str]:
+    if not isinstance(v, list):
+        raise _fail(path, "a list of strings", v)
+    return [_str(x, f"{path}[{i}]") for i, x in enumerate(v)]
+
+
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+_HEX16 = re.compile(r"[0-9a-f]{16}")
+
+
+def _hex(pattern: re.Pattern[str], what: str) -> _Check:
+    def check(v: Any, path: str) -> str:
+        if not isinstance(v, str) or not pattern.fullmatch(v):
+            raise _fail(path, what, v)
+        return v
+    return check
+
+
+def _query_text(v: Any, path: str) -> str:
+    s = _str(v, path)
+    if len(s) > QUERY_TEXT_LIMIT:
+        raise _fail(path, f"at most {QUERY_TEXT_LIMIT} characters", f"{len(s)} characters")
+    return s
+
+
+def _utc_time(v: Any, path: str) -> str:
+    s = _str(v, path)
+    try:
+        t = dt.datetime.fromisoformat(s)
+    except ValueError:
+        raise _fail(path, "an ISO 8601 time", v) from None
+    if t.utcoffset() != dt.timedelta(0):
+        raise _fail(path, "an ISO 8601 time in UTC (+00:00)", v)
+    return s
+
+
+def _settings(v: Any, path: str) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise _fail(path, "an object of spark.dpp.* settings", v)
+    for k, x in v.items():
+        if not isinstance(k, str) or not k.startswith("spark.dpp."):
+            raise _fail(f"{path}.{k}", "a spark.dpp.* key", k)
+        if x is not None and not isinstance(x, (str, int, float, bool)):
+            raise _fail(f"{path}.{k}", "a string, number, boolean or null", x)
+    return dict(v)
+
+
+def _phases(v: Any, path: str) -> dict[str, float]:
+    if not isinstance(v, dict):
+        raise _fail(path, "an object of phase name -> seconds", v)
+    return {k: _seconds(x, f"{path}.{k}") for k, x in v.items()}
+
+
+def _spark_scan(v: Any, path: str) -> dict[str, Optional[int]]:
+    if not isinstance(v, dict):
+        raise _fail(path, "an object with " + ", ".join(_SCAN_KEYS), v)
+    for k in v:
+        if k not in _SCAN_KEYS:
+            raise ReportError(f"field '{path}.{k}': unknown field (known: "
+                              + ", ".join(_SCAN_KEYS) + ")")
+    return {k: _optional(_count)(v.get(k), f"{path}.{k}") for k in _SCAN_KEYS}
+
+
+def _table_filter(v: Any, path: str) -> dict[str, Any]:
+    """``tables[i].filters[j]``: outcome is the split loader's word (it has more states than
+    a filter's final outcome, e.g. ``pending`` or ``unknown_column``), so any string."""
+    return _record(v, path, _TABLE_FILTER_SPEC, required=("filter_id", "arrived", "outcome"))
+
+
+def _list_of(item: Callable[[Any, str], Any]) -> _Check:
+    def check(v: Any, path: str) -> list[Any]:
+        if not isinstance(v, list):
+            raise _fail(path, "a list", v)
+        return [item(x, f"{path}[{i}]") for i, x in enumerate(v)]
+    return check
+
+
+_TABLE_FILTER_SPEC: dict[str, _Check] = {
+    "filter_id": _str, "arrived": _bool, "outcome": _str, "reason": _optional(_str),
+}
+
+_FILTER_SPEC: dict[str, _Check] = {
+    "filter_id": _str,
+    "build_table": _optional(_str),
+    "build_column": _str,
+    "probe_table": _optional(_str),
+    "probe_column": _optional(_str),
+    "build_query": _optional(_str),
+    "build_rows": _optional(_count),
+    "distinct_values": _optional(_count),
+    "kind": _one_of(FILTER_KINDS),
+    "encoded_bytes": _optional(_count),
+    "parts_expected": _count,
+    "parts_reported": _count,
+    "cache_hit": _bool,
+    "outcome": _one_of(FILTER_OUTCOMES),
+    "reason": _optional(_str),
+    "build_seconds": _optional(_seconds),
+    "wait_seconds": _optional(_seconds),
+}
+
+_TABLE_SPEC: dict[str, _Check] = {
+    "table": _str,
+    "alias": _optional(_str),
+    "location": _optional(_str),
+    "pruning": _one_of(_PRUNING),
+    "reason": _optional(_str),
+    "partitions_total": _optional(_count),
+    "partitions_kept": _optional(_count),
+    "pruned_static": _count,
+    "pruned_dynamic": _count,
+    "files_pruned_stats": _count,
+    "folders_listed": _count,
+    "files_listed": _count,
+    "files_kept": _count,
+    "files_skipped": _count,
+    "bytes_kept": _count,
+    "bytes_skipped": _count,
+    "footers_unreadable": _count,
+    "wait_seconds": _seconds,
+    "enumeration_seconds": _seconds,
+    "filters": _list_of(_table_filter),
+}
+
+_JOB_SPEC: dict[str, _Check] = {
+    "schema_version": _count,  # the version itself is checked first, before anything else
+    "query_id": _hex(_HEX32, "32 lowercase hex characters (a uuid4 hex)"),
+    "query_hash": _hex(_HEX16, "16 lowercase hex characters"),
+    "query_text": _query_text,
+    "kind": _one_of(_JOB_KINDS),
+    "started_at": _utc_time,
+    "settings": _settings,
+    "enabled": _bool,
+    "phases": _phases,
+    "analysis_notes": _str_list,
+    "filters": _list_of(lambda v, p: FilterReport(**_record(v, p, _FILTER_SPEC,
+                                                               required=("filter_id",)))),
+    "tables": _list_of(lambda v, p: _table_from(v, p)),
+    "spark_scan": _spark_scan,
+    "error": _optional(_str),
+}
+
+_JOB_REQUIRED = ("query_id", "query_hash", "query_text", "kind", "started_at", "settings",
+                 "enabled")
+
+# Names people (and older drafts of the schema) reach for that this schema spells otherwise.
+_RENAMED = {"pruned_stats": "files_pruned_stats"}
+
+
+def _record(v: Any, path: str, spec: dict[str, _Check],
+            required: tuple[str, ...]) -> dict[str, Any]:
+    """Checks one JSON object against ``spec``: required keys present (in spec order, so the
+    first one missing is named), no unknown keys, each value checked and converted."""
+    if not isinstance(v, dict):
+        raise _fail(path or "report", "a JSON object", v)
+    prefix = f"{path}." if path else ""
+    for name in spec:
+        if name in required and name not in v:
+            raise ReportError(f"field '{prefix}{name}' is missing")
+    for k in v:
+        if k not in spec:
+            hint = (f"; the schema calls it {_RENAMED[k]!r}" if k in _RENAMED else "")
+            raise ReportError(f"field '{prefix}{k}': unknown field{hint}")
+    return {k: spec[k](x, f"{prefix}{k}") for k, x in v.items()}
+
+
+def _table_from(v: Any, path: str) -> TableReport:
+    kw = _record(v, path, _TABLE_SPEC, required=("table",))
+    t = TableReport(**kw)
+    if (t.partitions_total is not None and t.partitions_kept is not None
+            and t.partitions_kept > t.partitions_total):
+        raise ReportError(f"field '{path}.partitions_kept': {t.partitions_kept} is more than "
+                          f"partitions_total ({t.partitions_total})")
+    return t
+
+
+def _job_from_dict(d: Any) -> JobReport:
+    if not isinstance(d, dict):
+        raise _fail("report", "a JSON object", d)
+    if "schema_version" not in d:
+        raise ReportError("field 'schema_version' is missing")
+    v = d["schema_version"]
+    if v != SCHEMA_VERSION or isinstance(v, bool):
+        raise ReportError(f"field 'schema_version': this reader knows version {SCHEMA_VERSION}, "
+                          f"got {v!r} (a report from another dpp version?)")
+    kw = _record(d, "", _JOB_SPEC, required=_JOB_REQUIRED)
+    return JobReport(**kw)
+
+
+# ---------------------------------------------------------------------------- files
 _APPEND_LOCK = threading.Lock()
 
 
-def append_jsonl(report: JobReport, path: str | os.PathLike[str]) -> None:
-    """Appends the report as exactly one line: one ``os.write`` on an ``O_APPEND`` file under
-    an exclusive ``flock``, so lines from threads and processes never interleave."""
+def append_jsonl(report: JobReport, path: PathLike) -> None:
+    """Appends the report as exactly one line.
+
+    Lines from several threads and processes never interleave: the line is built first, then
+    written with one ``os.write`` on an ``O_APPEND`` descriptor while holding both a
+    process-wide lock (threads) and an exclusive ``flock`` on the file (processes — and
+    writers on other hosts do not share it, so keep one file per host on NFS). Should the
+    kernel ever write short, the rest follows under the same locks, so the line stays whole.
+    Creates the parent folders.
+    """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     line = (report.to_json() + "\n").encode("utf-8")
@@ -254,14 +610,24 @@ def append_jsonl(report: JobReport, path: str | os.PathLike[str]) -> None:
             os.close(fd)
 
 
-def read_jsonl(path: str | os.PathLike[str]) -> list[JobReport]:
+def read_jsonl(path: PathLike) -> list[JobReport]:
+    """Every report of a JSON-lines file, in file order; blank lines are skipped.
+
+    A line that is not JSON, not UTF-8, or not a valid report raises :class:`ReportError`
+    naming ``path:line`` and the field — a report file is read to draw conclusions, so a bad
+    line is not silently dropped.
+    """
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for i, line in enumerate(fh, 1):
+    with open(path, "rb") as fh:
+        for i, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ReportError(f"{path}:{i}: not UTF-8 text ({exc.reason})") from None
             if not line.strip():
                 continue
             try:
-                out.append(JobReport.from_dict(json.loads(line)))
-            except (json.JSONDecodeError, ReportError) as exc:
+                out.append(JobReport.from_json(line))
+            except ReportError as exc:
                 raise ReportError(f"{path}:{i}: {exc}") from None
     return out

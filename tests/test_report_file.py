@@ -103,7 +103,7 @@ class _Collect(html.parser.HTMLParser):
         if tag == "img":
             self.imgs += 1
             assert a["src"].startswith("data:image/png;base64,")
-        if tag == "div" and a.get("class") == "job":
+        if a.get("id", "").startswith("job-"):  # one container per job, named by its id
             self.ids.append(a["id"])
 
     def handle_data(self, data):
