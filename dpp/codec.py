@@ -78,9 +78,9 @@ def decode(data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Union[Domain, Tup
         try:
             d = zlib.decompressobj()
             payload = d.decompress(payload, max_bytes)
-            if d.unconsumed_tail or not d.eof:
-                raise CodecError(f"decompressed payload is over the bound of {max_bytes} bytes "
-                                 f"or truncated")
+            if d.unconsumed_tail or not d.eof or d.unused_data:
+                raise CodecError(f"decompressed payload is over the bound of {max_bytes} bytes, "
+                                 f"truncated, or followed by stray bytes")
         except zlib.error as exc:
             raise CodecError(f"compressed payload is corrupt: {exc}") from None
     try:

@@ -43,8 +43,12 @@ _KINDS = frozenset(_INT_BOUNDS) | {"string", "date", "timestamp", "boolean", "do
 _ALIASES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint",
             "bool": "boolean", "varchar": "string", "char": "string", "real": "float",
             "timestamp_ntz": "timestamp", "timestamp_ltz": "timestamp", "str": "string"}
-_DECIMAL_RE = re.compile(r"^decimal\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
-_INT_TEXT_RE = re.compile(r"^[+-]?\d+$")
+_DECIMAL_RE = re.compile(r"^decimal\s*\(\s*([0-9]{1,4})\s*,\s*([0-9]{1,4})\s*\)\Z")
+# ASCII digits only, and no trailing newline: Spark reads "١٢" or "1_0" as NULL, not as a
+# number, so accepting them here would place a folder at the wrong value.
+_INT_TEXT_RE = re.compile(r"^[+-]?[0-9]+\Z")
+_DATE_TEXT_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+_TS_TEXT_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([ T]|\Z)")
 _NAN_KEY = (1, 0.0)
 
 
@@ -83,7 +87,10 @@ class DataType:
         t = text.strip().lower()
         m = _DECIMAL_RE.match(t)
         if m:
-            return DataType("decimal", int(m.group(1)), int(m.group(2)))
+            try:
+                return DataType("decimal", int(m.group(1)), int(m.group(2)))
+            except DomainError as exc:
+                raise DomainError(f"unsupported column type {text!r}: {exc}") from None
         if t == "decimal":
             return DataType("decimal", 10, 0)
         t = _ALIASES.get(t, t)
@@ -120,7 +127,8 @@ class DataType:
             raise DomainError(f"NULL is not a value of {self}; use null_allowed")
         if n in _INT_BOUNDS:
             if isinstance(value, bool) or not isinstance(value, int):
-                if isinstance(value, decimal.Decimal) and value == value.to_integral_value():
+                if isinstance(value, decimal.Decimal) and value.is_finite() \
+                        and value == value.to_integral_value():
                     value = int(value)
                 else:
                     raise DomainError(f"value {value!r} is not an integer for type {self}")
@@ -139,7 +147,11 @@ class DataType:
         if n in ("double", "float"):
             if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
                 raise DomainError(f"value {value!r} is not a number for type {self}")
-            f = float(value)
+            try:
+                f = float(value)
+            except (OverflowError, ValueError):  # huge int, signalling NaN
+                raise DomainError(f"value {value!r} is not representable in type {self}") \
+                    from None
             if math.isnan(f):
                 return math.nan
             return f + 0.0  # -0.0 → 0.0, as Spark normalizes it
@@ -155,12 +167,19 @@ class DataType:
             q = decimal.Decimal(1).scaleb(-self.scale)  # type: ignore[arg-type]
             with decimal.localcontext() as ctx:
                 ctx.prec = 80
-                qd = d.quantize(q)
+                try:
+                    qd = d.quantize(q)
+                except decimal.InvalidOperation:  # needs more than 80 digits at this scale
+                    raise DomainError(f"value {value} does not fit type {self}") from None
             if qd != d:
                 raise DomainError(f"value {value} has more than {self.scale} decimal places "
                                   f"for type {self}")
             if len(qd.as_tuple().digits) > self.precision and qd != 0:  # type: ignore[operator]
                 raise DomainError(f"value {value} does not fit type {self}")
+            if qd.is_zero():
+                # -0.00 == 0.00 but formats as "-0.00": one canonical zero keeps bloom texts
+                # (and so bloom membership) identical for equal values
+                qd = qd.copy_abs()
             return qd
         if n == "date":
             if isinstance(value, dt.datetime) or not isinstance(value, dt.date):
@@ -177,7 +196,13 @@ class DataType:
     def parse_text(self, text: str) -> Any:
         """Reads a value from text (a partition folder's unescaped value, a literal)."""
         n = self.name
+        if not isinstance(text, str):
+            raise DomainError(f"{text!r} cannot be read as {self}: not a string")
         s = text.strip() if n != "string" else text
+        if n != "string" and (not s.isascii() or "_" in s):
+            # Python's int/float/Decimal/date parsers accept non-ASCII digits and "1_000";
+            # Spark does not (it yields NULL), so neither do we
+            raise DomainError(f"{text!r} cannot be read as {self}")
         try:
             if n in _INT_BOUNDS:
                 if not _INT_TEXT_RE.match(s):
@@ -198,10 +223,14 @@ class DataType:
             if n == "decimal":
                 return self.coerce(decimal.Decimal(s))
             if n == "date":
+                if not _DATE_TEXT_RE.match(s):  # not 3.11's basic or week-date ISO forms
+                    raise ValueError
                 return dt.date.fromisoformat(s)
             if n == "timestamp":
+                if not _TS_TEXT_RE.match(s):
+                    raise ValueError
                 return self.coerce(dt.datetime.fromisoformat(s))
-        except (ValueError, decimal.InvalidOperation, DomainError) as exc:
+        except (ValueError, OverflowError, decimal.InvalidOperation, DomainError) as exc:
             detail = f": {exc}" if isinstance(exc, DomainError) else ""
             raise DomainError(f"{text!r} cannot be read as {self}{detail}") from None
         raise DomainError(f"unsupported type {self}")  # pragma: no cover
@@ -230,6 +259,10 @@ class DataType:
             return key.isoformat()
         if n == "decimal":
             return format(key, "f")
+        if n == "string" and not _utf8_encodable(key):
+            # lone surrogates: pybloom encodes keys as UTF-8 and would raise; any stable text
+            # will do (a collision can only add a "maybe", never lose a value)
+            return key.encode("utf-8", "surrogatepass").decode("utf-8", "backslashreplace")
         return str(key)
 
     # ------------------------------------------------------------------ JSON form
@@ -275,6 +308,14 @@ class DataType:
                 DomainError):
             raise DomainError(f"{obj!r} is not an encoded {self} value") from None
         raise DomainError(f"unsupported type {self}")  # pragma: no cover
+
+
+def _utf8_encodable(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def decimal_type(precision: int, scale: int) -> DataType:
@@ -360,8 +401,16 @@ def _touches(cur: Range, nxt: Range) -> bool:
     return False
 
 
+def _unbounded_exclusive(r: Range) -> Range:
+    """An unbounded side is never inclusive (the wire form insists; equality relies on it)."""
+    if (r.low is None and r.low_inclusive) or (r.high is None and r.high_inclusive):
+        return Range(r.low, r.low_inclusive and r.low is not None,
+                     r.high, r.high_inclusive and r.high is not None)
+    return r
+
+
 def _normalize_ranges(ranges: Iterable[Range]) -> tuple[Range, ...]:
-    rs = sorted((r for r in ranges if not r.is_empty()), key=_low_sort)
+    rs = sorted((_unbounded_exclusive(r) for r in ranges if not r.is_empty()), key=_low_sort)
     out: list[Range] = []
     for r in rs:
         if out and _touches(out[-1], r):
@@ -500,6 +549,14 @@ def new_bloom(capacity: int, fpp: float) -> Any:
     if capacity < 1:
         raise DomainError(f"bloom filter capacity must be >= 1, got {capacity}")
     return BloomFilter(capacity=int(capacity), error_rate=float(fpp))
+
+
+def _bloom_num_bits(capacity: int, fpp: float) -> int:
+    """pybloom_live's filter size for these parameters, computed without allocating it."""
+    num_slices = int(math.ceil(math.log(1.0 / fpp, 2)))
+    bits_per_slice = int(math.ceil((capacity * abs(math.log(fpp))) /
+                                   (num_slices * (math.log(2) ** 2))))
+    return num_slices * bits_per_slice
 
 
 # ====================================================================== Domain
@@ -837,10 +894,14 @@ class Domain:
                 raise DomainError("bloom bits are not valid base64") from None
             if not (1 <= cap <= 2 ** 31) or not (1e-9 <= fpp < 1.0) or not (0 <= count):
                 raise DomainError("bloom parameters out of range")
-            bf = new_bloom(cap, fpp)
-            expected = (bf.num_bits + 7) // 8
+            # check the size before allocating: a tiny frame claiming capacity 2**31 would
+            # otherwise make us allocate gigabytes of filter
+            expected = (_bloom_num_bits(cap, fpp) + 7) // 8
             if len(bits) != expected:
                 raise DomainError(f"bloom bits are {len(bits)} bytes, expected {expected}")
+            bf = new_bloom(cap, fpp)
+            if (bf.num_bits + 7) // 8 != expected:  # pragma: no cover - pybloom changed
+                raise DomainError("bloom filter size rule does not match pybloom_live")
             import bitarray as _ba
 
             arr = _ba.bitarray(endian="little")
@@ -859,7 +920,10 @@ def _need(d: Mapping[str, Any], name: str, typ: type) -> Any:
     if typ is int and isinstance(v, bool):
         raise DomainError(f"field {name!r} must be an integer")
     if typ is float and isinstance(v, int) and not isinstance(v, bool):
-        v = float(v)
+        try:
+            v = float(v)
+        except OverflowError:
+            raise DomainError(f"field {name!r} is out of range") from None
     if not isinstance(v, typ):
         raise DomainError(f"field {name!r} must be of type {typ.__name__}")
     return v
@@ -1063,10 +1127,13 @@ class TupleDomain:
             return False
         return all(d.contains(row[n]) for n, d in self._items if n in row)
 
-    def simplify(self, max_distinct: int, bloom_fpp: Optional[float] = None) -> "TupleDomain":
+    def simplify(self, max_distinct: int, bloom_fpp: Optional[float] = None,
+                 bloom_capacity: Optional[int] = None) -> "TupleDomain":
+        """:meth:`Domain.simplify` on every column (same collapse policy, same arguments)."""
         if self._items is None:
             return self
-        return TupleDomain.of({n: d.simplify(max_distinct, bloom_fpp) for n, d in self._items})
+        return TupleDomain.of({n: d.simplify(max_distinct, bloom_fpp, bloom_capacity)
+                               for n, d in self._items})
 
     def describe(self) -> str:
         if self._items is None:
