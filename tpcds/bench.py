@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import platform
+import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -61,6 +62,7 @@ class Run:
     ok: bool = False
     correct: Optional[bool] = None
     error: Optional[str] = None
+    timed_out: bool = False
     mismatch: Optional[str] = None
     rows: Optional[int] = None
     listing_s: Optional[float] = None
@@ -177,8 +179,9 @@ class Runner:
     """Runs one query in one mode over one kind of table and measures it."""
 
     def __init__(self, spark: Any, data_dir: str, reference: Optional[DuckDBReference],
-                 catalog_db: Optional[str] = None) -> None:
+                 catalog_db: Optional[str] = None, timeout_s: Optional[float] = None) -> None:
         self.spark = spark
+        self.timeout_s = timeout_s
         self.data_dir = str(Path(data_dir).resolve())
         self.reference = reference
         self.catalog_db = catalog_db
@@ -215,8 +218,9 @@ class Runner:
             spark.catalog.setCurrentDatabase(self.catalog_db)
         window = JobWindow(spark)
         df = None
+        watchdog = _Watchdog(spark, self.timeout_s)
         try:
-            with mode_conf(spark, mode):
+            with mode_conf(spark, mode), watchdog:
                 window.start()
                 t0 = time.perf_counter()
                 self._open(q, mode, kind)
@@ -242,6 +246,10 @@ class Runner:
                 r.mismatch = problem
         except Exception as e:
             r.ok = False
+            if watchdog.fired:
+                r.timed_out = True
+                r.error = f"timed out after {self.timeout_s:g}s (Spark jobs cancelled)"
+                return r
             r.error = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:500] if str(e).strip() else ''}"
             log.debug("%s/%s/%s failed:\n%s", q.name, mode, kind, traceback.format_exc())
         finally:
@@ -249,6 +257,42 @@ class Runner:
             if kind == "catalog":
                 spark.catalog.setCurrentDatabase("default")
         return r
+
+
+class _Watchdog:
+    """Cancels every Spark job once a run passes its time limit, and keeps cancelling (every
+    second) until the run returns: a ``dpp`` run whose build jobs were cancelled goes on
+    without pruning and would otherwise start the main query's jobs after the first cancel."""
+
+    def __init__(self, spark: Any, timeout_s: Optional[float]) -> None:
+        self.spark = spark
+        self.timeout_s = timeout_s
+        self.fired = False
+        self._done = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def __enter__(self) -> "_Watchdog":
+        if self.timeout_s:
+            self._thread = threading.Thread(target=self._watch, name="tpcds-watchdog",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def _watch(self) -> None:
+        if self._done.wait(self.timeout_s):
+            return
+        self.fired = True
+        while not self._done.is_set():
+            try:
+                self.spark.sparkContext.cancelAllJobs()
+            except Exception:
+                log.debug("cancelAllJobs failed", exc_info=True)
+            self._done.wait(1.0)
+
+    def __exit__(self, *exc: Any) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
 
 
 # ------------------------------------------------------------------------- the benchmark
@@ -263,6 +307,9 @@ class BenchConfig:
     warmup: bool = True
     check: bool = True
     rules: list[str] = field(default_factory=list)
+    #: per-run time limit in seconds (None: none); a run past it is cancelled and reported
+    #: as not run, with the reason
+    query_timeout_s: Optional[float] = None
 
 
 def parse_modes(spec: str) -> list[str]:
@@ -282,9 +329,16 @@ def parse_kinds(spec: str) -> list[str]:
     return [spec]
 
 
-def run_bench(spark: Any, cfg: BenchConfig, progress: Optional[Progress] = None
-              ) -> dict[str, Any]:
-    """Runs the benchmark and returns everything ``results.json`` holds."""
+def run_bench(spark: Any, cfg: BenchConfig, progress: Optional[Progress] = None,
+              checkpoint: Optional[Callable[[dict[str, Any]], None]] = None,
+              resume: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Runs the benchmark and returns everything ``results.json`` holds.
+
+    ``checkpoint`` gets the partial result after every query (all its modes and repetitions),
+    so a long run that is stopped keeps what it measured; ``resume`` is such a partial result:
+    the queries it finished are kept and not run again. The repetitions loop inside each query
+    (warm-up, then the modes rotating per repetition) so a query is finished in one go.
+    """
     say = progress or (lambda m: log.info("%s", m))
     manifest = read_manifest(cfg.data_dir)
     if manifest is None:
@@ -305,9 +359,38 @@ def run_bench(spark: Any, cfg: BenchConfig, progress: Optional[Progress] = None
                 continue
         modes.append(m)
 
-    reference = DuckDBReference(cfg.data_dir) if cfg.check else None
     runs: list[Run] = []
+    done: list[list[str]] = []
     started = time.time()
+    if resume is not None:
+        _check_resumable(resume, cfg, modes)
+        runs = [Run(**r) for r in resume.get("runs", [])]
+        done = [list(d) for d in resume.get("done", [])]
+        started = resume.get("started", started)
+        say(f"resuming: {len(done)} query run(s) already done")
+    finished = {tuple(d) for d in done}
+
+    def result(complete: bool) -> dict[str, Any]:
+        out = {
+            "config": asdict(cfg),
+            "complete": complete,
+            "started": started,
+            "finished": time.time(),
+            "environment": _environment(spark),
+            "data": {"sf": manifest.get("sf"), "generator": manifest.get("generator"),
+                     "tables": manifest.get("tables")},
+            "modes": modes,
+            "unavailable_modes": unavailable,
+            "untranslated_queries": untranslated,
+            "done": done,
+            "runs": [r.to_dict() for r in runs],
+        }
+        from tpcds.report import summarize
+
+        out["summary"] = summarize(out)
+        return out
+
+    reference = DuckDBReference(cfg.data_dir) if cfg.check else None
     try:
         if reference is not None:
             t = time.perf_counter()
@@ -316,44 +399,66 @@ def run_bench(spark: Any, cfg: BenchConfig, progress: Optional[Progress] = None
             say(f"duckdb reference answers for {len(queries)} queries in "
                 f"{time.perf_counter() - t:.1f}s")
         for kind in cfg.table_kinds:
+            todo = [q for q in queries if (kind, q.name) not in finished]
+            if not todo:
+                continue
             db = (ensure_catalog_tables(spark, cfg.data_dir, say,
                                        {t for q in queries for t in q.tables()})
                   if kind == "catalog" else None)
-            runner = Runner(spark, cfg.data_dir, reference, db)
-            if cfg.warmup and modes:
-                for q in queries:   # unmeasured: JIT, page cache and metastore warm for all
-                    w = runner.run(q, modes[0], kind, rep=-1, measure=False)
+            runner = Runner(spark, cfg.data_dir, reference, db, cfg.query_timeout_s)
+            for qi, q in enumerate(queries):
+                if (kind, q.name) in finished:
+                    continue
+                if cfg.warmup and modes:   # unmeasured: JIT, codegen, page cache, metastore
+                    w = runner.run(q, _warmup_mode(modes), kind, rep=-1, measure=False)
                     say(f"warm-up {kind} {q.name}: {'ok' if w.ok else w.error}")
-            for rep in range(cfg.repeat):
-                for qi, q in enumerate(queries):
-                    k = (qi + rep) % len(modes) if modes else 0
-                    order = modes[k:] + modes[:k]     # rotate: no mode is always first
+                    if w.timed_out:        # would time out again in every mode: one record
+                        runs.append(w)
+                        modes_left: list[str] = []
+                    else:
+                        modes_left = modes
+                else:
+                    modes_left = modes
+                for rep in range(cfg.repeat if modes_left else 0):
+                    k = (qi + rep) % len(modes_left)
+                    order = modes_left[k:] + modes_left[:k]   # rotate: no mode always first
                     for mode in order:
                         r = runner.run(q, mode, kind, rep)
                         runs.append(r)
                         say(_run_line(r))
+                done.append([kind, q.name])
+                if checkpoint is not None:
+                    checkpoint(result(complete=False))
     finally:
         if reference is not None:
             reference.close()
-    result = {
-        "config": asdict(cfg),
-        "started": started,
-        "finished": time.time(),
-        "environment": _environment(spark),
-        "data": {"sf": manifest.get("sf"), "generator": manifest.get("generator"),
-                 "tables": manifest.get("tables")},
-        "modes": modes,
-        "unavailable_modes": unavailable,
-        "untranslated_queries": untranslated,
-        "runs": [r.to_dict() for r in runs],
-    }
-    from tpcds.report import summarize
+    return result(complete=True)
 
-    result["summary"] = summarize(result)
-    return result
+
+def _warmup_mode(modes: list[str]) -> str:
+    """``spark`` when it runs: it compiles the same query plan shape as the others and is
+    quicker than ``off``, and the files are in the page cache after any full read (the
+    generator just wrote them, and each query's first mode reads what it needs)."""
+    return "spark" if "spark" in modes else modes[0]
+
+
+def _check_resumable(prev: dict[str, Any], cfg: BenchConfig, modes: list[str]) -> None:
+    """A partial result is only continued with the same data, modes and repetitions: mixing
+    runs measured under different settings would make one report lie."""
+    pc = prev.get("config", {})
+    for key, now in (("data_dir", cfg.data_dir), ("repeat", cfg.repeat),
+                     ("warmup", cfg.warmup), ("check", cfg.check), ("rules", cfg.rules)):
+        if pc.get(key) != now:
+            raise BenchError(f"cannot resume: {key} was {pc.get(key)!r} in the earlier run, "
+                             f"{now!r} now (use another --out folder)")
+    if prev.get("modes") != modes:
+        raise BenchError(f"cannot resume: modes were {prev.get('modes')!r} in the earlier run, "
+                         f"{modes!r} now (use another --out folder)")
 
 
 def _run_line(r: Run) -> str:
+    if r.timed_out:
+        return f"{r.kind:<7} {r.query:<5} {r.mode:<5} NOT RUN: {r.error}"
     if not r.ok:
         return f"{r.kind:<7} {r.query:<5} {r.mode:<5} ERROR {r.error}"
     m = r.metrics
@@ -374,18 +479,46 @@ def _environment(spark: Any) -> dict[str, Any]:
 
 
 def failures(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Runs that erred or whose rows differ from DuckDB's: each one fails the command."""
-    return [r for r in result["runs"] if not r["ok"] or r.get("correct") is False]
+    """Runs that erred or whose rows differ from DuckDB's: each one fails the command. A run
+    cut by ``--query-timeout`` is not a failure: it is listed as not run, with the limit."""
+    return [r for r in result["runs"]
+            if (not r["ok"] and not r.get("timed_out")) or r.get("correct") is False]
 
 
-def write_outputs(result: dict[str, Any], out_dir: str | os.PathLike[str]) -> dict[str, Path]:
-    """results.json, report.md and chart.png in ``out_dir``."""
+def timed_out(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in result["runs"] if r.get("timed_out")]
+
+
+def write_outputs(result: dict[str, Any], out_dir: str | os.PathLike[str],
+                  chart: bool = True) -> dict[str, Path]:
+    """results.json, report.md and chart.png in ``out_dir``; each file is written to a
+    temporary name and renamed, so a run stopped mid-write leaves the previous checkpoint."""
     from tpcds.report import render_markdown, render_chart
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "results.json", "md": out / "report.md", "chart": out / "chart.png"}
-    paths["json"].write_text(json.dumps(result, indent=2, default=str))
-    paths["md"].write_text(render_markdown(result))
-    render_chart(result, paths["chart"])
+    _write_atomic(paths["json"], json.dumps(result, indent=2, default=str))
+    _write_atomic(paths["md"], render_markdown(result))
+    if chart:
+        tmp = out / "chart.tmp.png"
+        render_chart(result, tmp)
+        os.replace(tmp, paths["chart"])
     return paths
+
+
+def read_partial(out_dir: str | os.PathLike[str]) -> Optional[dict[str, Any]]:
+    """The result an earlier (possibly stopped) run left in ``out_dir``, if any."""
+    p = Path(out_dir) / "results.json"
+    if not p.is_file():
+        return None
+    try:
+        return json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise BenchError(f"cannot resume from {p}: not valid JSON ({e})") from e
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

@@ -109,20 +109,28 @@ def cmd_queries(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from tpcds.bench import (BenchConfig, BenchError, failures, parse_kinds, parse_modes,
-                             run_bench, write_outputs)
+                             read_partial, run_bench, timed_out, write_outputs)
 
+    out = Path(args.out)
     try:
+        if args.query_timeout is not None and args.query_timeout <= 0:
+            raise BenchError(f"--query-timeout must be a positive number of seconds, "
+                             f"not {args.query_timeout}")
         cfg = BenchConfig(data_dir=str(Path(args.data).resolve()), modes=parse_modes(args.modes),
                           queries=args.queries, repeat=args.repeat,
                           table_kinds=parse_kinds(args.table_kind), warmup=not args.no_warmup,
-                          check=not args.no_check, rules=list(args.rewrite))
+                          check=not args.no_check, rules=list(args.rewrite),
+                          query_timeout_s=args.query_timeout)
+        previous = read_partial(out) if args.resume else None
     except BenchError as e:
         print(f"tpcds bench: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out)
+    if args.resume and previous is None:
+        print(f"tpcds bench: nothing to resume in {out}; starting afresh", file=sys.stderr)
     spark = make_spark("catalog" in cfg.table_kinds, out / "spark-state", args.conf)
     try:
-        result = run_bench(spark, cfg, progress=_progress)
+        result = run_bench(spark, cfg, progress=_progress, resume=previous,
+                           checkpoint=lambda partial: write_outputs(partial, out, chart=False))
     except BenchError as e:
         print(f"tpcds bench: {e}", file=sys.stderr)
         return 2
@@ -130,6 +138,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     spark.stop()
     print(Path(paths["md"]).read_text())
     print(f"wrote {paths['json']}, {paths['md']}, {paths['chart']}")
+    cut = timed_out(result)
+    if cut:
+        print(f"\n{len(cut)} run(s) NOT RUN: past --query-timeout {cfg.query_timeout_s:g}s: "
+              + ", ".join(f"{r['query']}/{r['mode']}/{r['kind']}" for r in cut), file=sys.stderr)
     bad = failures(result)
     if bad:
         print("\n" + "!" * 78, file=sys.stderr)
@@ -176,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--table-kind", default="path", help="path, catalog or both")
     b.add_argument("--no-warmup", action="store_true", help="skip the unmeasured warm-up")
     b.add_argument("--no-check", action="store_true", help="skip the DuckDB comparison")
+    b.add_argument("--query-timeout", type=float, default=None, metavar="SECONDS",
+                   help="cancel a run past this many seconds and report the query as not run")
+    b.add_argument("--resume", action="store_true",
+                   help="keep the queries an earlier, stopped run in --out finished; run the rest")
     b.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value")
     b.add_argument("--rewrite", action="append", default=[],
                    help="extra rewrite rule to apply (see tpcds.queries.RULES)")
