@@ -119,3 +119,70 @@ def test_bad_mode_and_kind_are_rejected() -> None:
     with pytest.raises(B.BenchError, match="lake"):
         B.parse_kinds("lake")
     assert B.parse_kinds("both") == ["path", "catalog"]
+
+
+def test_a_stopped_run_resumes_without_running_finished_queries_again(
+        spark, data, fast_listing) -> None:
+    cfg = B.BenchConfig(data_dir=str(data), modes=["off", "spark"], queries="q52,q55",
+                        warmup=False)
+    partials: list[dict[str, Any]] = []
+    full = B.run_bench(spark, cfg, checkpoint=lambda p: partials.append(json.loads(
+        json.dumps(p, default=str))))
+    assert [p["done"] for p in partials] == [[["path", "q52"]], [["path", "q52"], ["path", "q55"]]]
+    assert all(p["complete"] is False for p in partials) and full["complete"] is True
+
+    first = partials[0]                      # as if the run had been stopped after q52
+    resumed = B.run_bench(spark, cfg, resume=first)
+    assert resumed["done"] == [["path", "q52"], ["path", "q55"]]
+    kept = [r for r in resumed["runs"] if r["query"] == "q52"]
+    assert kept == [r for r in first["runs"]]            # measured once, kept as measured
+    assert sorted(r["mode"] for r in resumed["runs"] if r["query"] == "q55") == ["off", "spark"]
+    assert B.failures(resumed) == []
+    assert resumed["summary"]["coverage"]["path"]["correct"] == ["q52", "q55"]
+
+
+def test_resume_refuses_a_run_measured_under_other_settings(spark, data) -> None:
+    prev = {"config": {"data_dir": str(data), "repeat": 3, "warmup": False, "check": True,
+                       "rules": []}, "modes": ["off", "spark"], "runs": [], "done": []}
+    cfg = B.BenchConfig(data_dir=str(data), modes=["off", "spark"], queries="q52",
+                        warmup=False)
+    with pytest.raises(B.BenchError, match="repeat was 3"):
+        B.run_bench(spark, cfg, resume=prev)
+    prev["config"]["repeat"] = 1
+    prev["modes"] = ["off"]
+    with pytest.raises(B.BenchError, match="modes were"):
+        B.run_bench(spark, cfg, resume=prev)
+
+
+def test_read_partial_names_a_corrupt_results_file(tmp_path: Path) -> None:
+    assert B.read_partial(tmp_path) is None
+    (tmp_path / "results.json").write_text('{"runs": [')
+    with pytest.raises(B.BenchError, match="results.json"):
+        B.read_partial(tmp_path)
+
+
+def test_a_run_past_the_time_limit_is_cancelled_and_listed_as_not_run(
+        spark, data, fast_listing) -> None:
+    cfg = B.BenchConfig(data_dir=str(data), modes=["off", "spark"], queries="q52,q55",
+                        warmup=True, query_timeout_s=0.01)
+    res = B.run_bench(spark, cfg)
+    # the warm-up already passes the limit: one record per query, no measured runs
+    assert [(r["query"], r["rep"], r["timed_out"]) for r in res["runs"]] == [
+        ("q52", -1, True), ("q55", -1, True)]
+    assert B.failures(res) == [] and len(B.timed_out(res)) == 2
+    cov = res["summary"]["coverage"]["path"]
+    assert cov["ran"] == [] and set(cov["not_run"]) == {"q52", "q55"}
+    assert "timed out after 0.01s" in cov["not_run"]["q52"]
+    # Spark is usable afterwards: nothing stays cancelled
+    assert spark.range(10).count() == 10
+    ok = B.run_bench(spark, B.BenchConfig(data_dir=str(data), modes=["spark"], queries="q52",
+                                          warmup=False, query_timeout_s=600))
+    assert B.failures(ok) == [] and B.timed_out(ok) == []
+
+
+def test_cli_rejects_a_non_positive_time_limit(data, tmp_path: Path, capsys) -> None:
+    from tpcds.cli import main
+
+    assert main(["bench", "--data", str(data), "--out", str(tmp_path / "o"),
+                 "--query-timeout", "0"]) == 2
+    assert "--query-timeout" in capsys.readouterr().err
