@@ -12,6 +12,7 @@ different answer.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import logging
 import re
 import threading
@@ -333,6 +334,28 @@ class DppSession:
                                      build_label=spec.build_column, probe_type=col)
                     runs[spec.build_query] = run
                 ref_filters[ref.ref_id].append((spec, run))
+        # A reference left with nothing to prune by (no usable dynamic filter, no static domain
+        # on a partition column unless statistics pruning is on) reads the plain view: its own
+        # listing and DataFrame would only cost time, and a relation of its own keeps Spark
+        # from merging or reusing scans of the table (TPC-DS q9: fifteen scalar subqueries
+        # over store_sales, merged into few scans when they read one relation).
+        idle = [ref for ref in pruned if not ref_filters[ref.ref_id] and self._static_for(
+            ref, tables_cache[_norm_name(ref.table)], cfg).is_all()]
+        for ref in idle:
+            report.add_table_unpruned(
+                ref.table, ref.alias, "no predicate on a partition column to prune by"
+                + ("" if cfg.stats_pruning else
+                   " (data-column filters need spark.dpp.statsPruning.enabled)"))
+        if idle:
+            self._ensure_views(sorted({ref.table for ref in idle}))
+            pruned = [ref for ref in pruned if ref not in idle]
+        if not pruned:
+            return self.spark.sql(query)
+        # References pruned by the same static domain and the same filters share one listing
+        # and one DataFrame, so Spark can still reuse the scan between them.
+        groups: dict[str, list[Any]] = {}
+        for ref in pruned:
+            groups.setdefault(self._load_key(ref, tables_cache, ref_filters, cfg), []).append(ref)
         # all build sides at once; each in its own thread (Spark job groups are per thread)
         self._ensure_views(_referenced_names(" ".join(runs), self._tables))
         pool = cf.ThreadPoolExecutor(max_workers=max(1, len(runs) + len(pruned)),
@@ -350,25 +373,28 @@ class DppSession:
                     continue
                 run.future = pool.submit(self._build_filter_df, run, bdf, key, cfg, service,
                                          run.build_query)
-            loads = {ref.ref_id: pool.submit(self._load_ref, ref, tables_cache, ref_filters,
-                                             cfg, service) for ref in pruned}
+            loads = {key: pool.submit(self._load_ref, refs[0], tables_cache, ref_filters,
+                                      cfg, service) for key, refs in groups.items()}
             replacements: dict[str, str] = {}
-            for ref in pruned:
+            for key, refs in groups.items():
                 try:
-                    load = loads[ref.ref_id].result()
+                    load = loads[key].result()
                 except Exception as exc:
                     if isinstance(exc, LayoutError):
                         raise
-                    log.warning("dpp: loading %s failed, not pruned: %s", ref.table, exc)
-                    report.add_table_unpruned(ref.table, ref.alias, f"split loader failed: {exc}")
-                    self._ensure_views([ref.table])
+                    log.warning("dpp: loading %s failed, not pruned: %s", refs[0].table, exc)
+                    for ref in refs:
+                        report.add_table_unpruned(ref.table, ref.alias,
+                                                  f"split loader failed: {exc}")
+                    self._ensure_views([refs[0].table])
                     continue
                 table, result, df = load
-                view = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(ref.table)}"
+                view = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(refs[0].table)}"
                 df.createOrReplaceTempView(view)
                 temp_views.append(view)
-                replacements[ref.ref_id] = view
-                report.add_table_result(ref.table, ref.alias, table, result)
+                for ref in refs:
+                    replacements[ref.ref_id] = view
+                    report.add_table_result(ref.table, ref.alias, table, result)
             for run in runs.values():
                 self._settle_filter(run, service, cfg)
                 report.add_filter(run.report)
@@ -482,11 +508,25 @@ class DppSession:
         dyn = [DynamicFilter(filter_id=run.filter_id, column=spec.probe_column,
                              wait=self._waiter(run, cfg, service, deadline))
                for spec, run in ref_filters[ref.ref_id]]
-        static = ref.static if cfg.stats_pruning else _partition_only(ref.static, table)
+        static = self._static_for(ref, table, cfg)
         loader = SplitLoader(table, static, dyn, wait_timeout=cfg.wait_timeout,
                              stats_pruning=cfg.stats_pruning)
         result = loader.load()
         return table, result, to_dataframe(self.spark, table, result)
+
+    @staticmethod
+    def _static_for(ref: Any, table: Any, cfg: DppConfig) -> TupleDomain:
+        """The static domain the split loader applies: data columns only with statistics."""
+        return ref.static if cfg.stats_pruning else _partition_only(ref.static, table)
+
+    def _load_key(self, ref: Any, tables_cache: dict[str, Any],
+                  ref_filters: dict[str, list[tuple[Any, _FilterRun]]], cfg: DppConfig) -> str:
+        """References with equal keys read exactly the same splits."""
+        static = self._static_for(ref, tables_cache[_norm_name(ref.table)], cfg)
+        filters = sorted((spec.probe_column.lower(), run.filter_id)
+                         for spec, run in ref_filters[ref.ref_id])
+        return json.dumps([_norm_name(ref.table), static.to_data(), filters], sort_keys=True,
+                          default=str)
 
     def _settle_filter(self, run: _FilterRun, service: Any, cfg: DppConfig) -> None:
         """Fills the filter's report; stops a build side nobody waits for any more."""

@@ -200,3 +200,14 @@ def parquet_builder(tmp_path: Path):
         return make_partitioned_table(tmp_path / name, partitions, **kw)
 
     return build
+
+
+@pytest.fixture(scope="session")
+def tpcds_sf001(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TPC-DS at scale 0.01, generated once per test session (about 10 s) for every module
+    that needs real TPC-DS files."""
+    from tpcds.generate import generate
+
+    out = tmp_path_factory.mktemp("tpcds") / "sf001"
+    generate(0.01, out)
+    return out

@@ -186,6 +186,9 @@ QUERIES: list[tuple[str, str, set[str], set[str]]] = [
     ("limit_in_build_side", "SELECT count(*) FROM sales JOIN (SELECT * FROM date_dim WHERE d_year = 2000 ORDER BY d_date_sk LIMIT 3) d ON ss_sold_date_sk = d.d_date_sk", set(), {"sales"}),
     ("in_subquery_over_cte", "WITH c AS (SELECT d_date_sk, d_year FROM date_dim WHERE d_moy = 2) SELECT count(*) FROM sales WHERE ss_sold_date_sk IN (SELECT d_date_sk FROM c WHERE d_year = 2000)", {"sales"}, set()),
     ("group_order", "SELECT d_moy, sum(ss_amount) FROM sales JOIN date_dim ON ss_sold_date_sk = d_date_sk WHERE d_year = 2001 GROUP BY d_moy ORDER BY d_moy", {"sales"}, set()),
+    ("data_column_only", "SELECT count(*), sum(ss_amount) FROM sales WHERE ss_qty > 3", set(), {"sales"}),
+    ("scalar_subqueries_one_fact", "SELECT (SELECT count(*) FROM sales WHERE ss_qty BETWEEN 1 AND 3) a, (SELECT avg(ss_amount) FROM sales WHERE ss_qty BETWEEN 4 AND 6) b, (SELECT max(ss_item_sk) FROM sales WHERE ss_qty > 7) c", set(), {"sales"}),
+    ("fact_twice_same_filter", "SELECT a.c, b.s FROM (SELECT count(*) c FROM sales JOIN date_dim ON ss_sold_date_sk = d_date_sk WHERE d_year = 2000 AND d_moy = 2) a CROSS JOIN (SELECT sum(ss_qty) s FROM sales JOIN date_dim ON ss_sold_date_sk = d_date_sk WHERE d_year = 2000 AND d_moy = 2) b", {"sales"}, set()),
 ]
 
 
@@ -282,3 +285,44 @@ def test_disabled_is_plain_spark_sql(spark, dpp_env):
     assert Counter(tuple(r) for r in off.collect(q)) == Counter(_reference(spark, q))
     rep = off.last_report.to_dict()
     assert rep["enabled"] is False and rep["tables"] == [] and rep["filters"] == []
+
+
+def _count_loads(dpp_env, monkeypatch) -> list[str]:
+    from dpp.session import DppSession
+
+    loads: list[str] = []
+    real = DppSession._load_ref
+
+    def counting(self, ref, *a, **k):
+        loads.append(ref.table)
+        return real(self, ref, *a, **k)
+
+    monkeypatch.setattr(DppSession, "_load_ref", counting)
+    return loads
+
+
+def test_references_with_nothing_to_prune_by_share_the_plain_table(spark, dpp_env, monkeypatch):
+    """Filters on data columns only (statistics pruning off): no listing of its own per
+    reference, the report says why, and Spark sees one relation it can merge scans over."""
+    loads = _count_loads(dpp_env, monkeypatch)
+    q = [x[1] for x in QUERIES if x[0] == "scalar_subqueries_one_fact"][0]
+    assert Counter(tuple(r) for r in dpp_env.collect(q)) == Counter(_reference(spark, q))
+    assert loads == []
+    tables = dpp_env.last_report.to_dict()["tables"]
+    assert len(tables) == 3 and all(t["pruning"] == "none" for t in tables)
+    assert all("no predicate on a partition column" in t["reason"] for t in tables)
+    assert all("statsPruning" in t["reason"] for t in tables)
+
+
+def test_references_pruned_alike_share_one_listing(spark, dpp_env, monkeypatch):
+    loads = _count_loads(dpp_env, monkeypatch)
+    same = [x[1] for x in QUERIES if x[0] == "fact_twice_same_filter"][0]
+    assert Counter(tuple(r) for r in dpp_env.collect(same)) == Counter(_reference(spark, same))
+    assert loads == ["sales"]
+    tables = [t for t in dpp_env.last_report.to_dict()["tables"] if t["table"] == "sales"]
+    assert len(tables) == 2 and all(t["pruning"] == "applied" for t in tables)
+    assert {t["partitions_kept"] for t in tables} == {5}
+    loads.clear()
+    other = [x[1] for x in QUERIES if x[0] == "fact_twice"][0]   # different filters
+    assert Counter(tuple(r) for r in dpp_env.collect(other)) == Counter(_reference(spark, other))
+    assert loads == ["sales", "sales"]

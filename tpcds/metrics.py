@@ -1,18 +1,9 @@
-"""Per-query metrics taken the same way in every mode, so modes compare like for like.
+"""Per-query metrics of the benchmark, taken the same way in every mode.
 
-Two sources, both read through py4j after the query has run:
-
-* **Scan nodes of the executed plan** (``df._jdf.queryExecution().executedPlan()``, walked
-  through AQE stages, reused exchanges and subqueries): each ``FileSourceScanExec`` reports
-  ``numFiles``, ``filesSize`` (bytes of the files it read), ``numPartitions`` and, when Spark's
-  own DPP filtered it, ``staticFilesNum`` (the files left by static filters, i.e. listed).
-  Whichever mode built the scan (plain Spark, Spark's DPP, this runtime handing Spark a list of
-  kept files), the node is the same class with the same metrics.
-* **Spark's status store** (``SparkContext.statusStore``, the data behind the UI, kept even
-  with the UI off): every job started during the measurement, whichever thread started it
-  (this runtime's build-side jobs included), contributes its stages' ``executorCpuTime`` and
-  ``inputBytes``. Job ids only grow, so "jobs with an id above the last one seen before the
-  query" is exactly the query's jobs while one query runs at a time.
+The plan walker and the status-store window are the runtime's own (:mod:`dpp.spark_metrics`,
+which also fills ``JobReport.spark_scan``), so the benchmark and the job report cannot
+disagree on what a scan read. This module adds what only the benchmark needs: which scans read
+a *fact* table (by catalog name or by root path under the data folder) and the per-query sums.
 """
 from __future__ import annotations
 
@@ -21,23 +12,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from dpp.spark_metrics import JobWindow, ScanInfo, file_scans
+
 log = logging.getLogger(__name__)
 
-SCAN_CLASSES = ("FileSourceScanExec",)
-
-
-@dataclass
-class ScanInfo:
-    """One file scan in the executed plan."""
-
-    table: str                      # fact table name, or a root path when it is not a fact
-    files_read: int = 0
-    bytes_read: int = 0             # bytes of the files selected (filesSize)
-    partitions_read: int = 0
-    files_listed: int = 0           # files Spark listed for this scan (see scan_metrics)
-    metadata_ms: int = 0            # Spark's "metadata time": listing done inside the scan
-    rows: int = 0
-    is_fact: bool = False
+__all__ = ["JobWindow", "QueryMetrics", "collect_metrics", "fact_of", "fact_scans"]
 
 
 @dataclass
@@ -60,103 +39,6 @@ class QueryMetrics:
         return asdict(self)
 
 
-# ------------------------------------------------------------------------- plan walking
-
-def _seq(s: Any) -> list[Any]:
-    """A Scala Seq through py4j as a Python list."""
-    out = []
-    it = s.iterator()
-    while it.hasNext():
-        out.append(it.next())
-    return out
-
-
-def _simple_name(node: Any) -> str:
-    try:
-        return str(node.getClass().getSimpleName())
-    except Exception:
-        return ""
-
-
-def _children(node: Any) -> list[Any]:
-    kids = _seq(node.children())
-    name = _simple_name(node)
-    if name == "AdaptiveSparkPlanExec":
-        kids = [node.executedPlan()]            # the final plan after the query ran
-    elif name.endswith("QueryStageExec"):
-        kids = [node.plan()]
-    elif name in ("ReusedExchangeExec", "ReusedSubqueryExec"):
-        kids = [node.child()]
-    try:                                         # DPP / scalar subqueries live in expressions
-        kids += _seq(node.subqueries())
-    except Exception:
-        pass
-    return kids
-
-
-def iter_plan(root: Any, jvm: Any) -> Iterable[Any]:
-    """Every node of a physical plan once, AQE stages and subqueries included.
-
-    Reused exchanges and subqueries point at a plan that also appears elsewhere; nodes are
-    visited once by JVM identity, so a reused scan is counted once, as Spark ran it once.
-    """
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        ident = int(jvm.System.identityHashCode(node))
-        if ident in seen:
-            continue
-        seen.add(ident)
-        yield node
-        stack.extend(_children(node))
-
-
-def _metric(node: Any, name: str) -> int:
-    try:
-        m = node.metrics()
-        if m.contains(name):
-            return int(m.apply(name).value())
-    except Exception:
-        log.debug("metric %s unreadable", name, exc_info=True)
-    return 0
-
-
-def _root_paths(node: Any) -> list[str]:
-    try:
-        return [str(p.toUri().getPath()) for p in _seq(node.relation().location().rootPaths())]
-    except Exception:
-        return []
-
-
-def _table_identifier(node: Any) -> Optional[str]:
-    try:
-        opt = node.tableIdentifier()
-        if opt.isDefined():
-            return str(opt.get().table()).lower()
-    except Exception:
-        pass
-    return None
-
-
-def _files_listed(node: Any, files_read: int) -> int:
-    """Files Spark listed for the scan.
-
-    An ``InMemoryFileIndex`` (path tables, and catalog tables after static partition pruning)
-    holds exactly the files its listing found. A ``CatalogFileIndex`` lists at execution only
-    the partitions left by static filters, which ``staticFilesNum`` counts when a dynamic
-    filter then cut them further; otherwise what was listed is what was read.
-    """
-    try:
-        loc = node.relation().location()
-        if "InMemoryFileIndex" in _simple_name(loc):
-            return int(loc.allFiles().size())
-    except Exception:
-        log.debug("file index unreadable", exc_info=True)
-    static = _metric(node, "staticFilesNum")
-    return static or files_read
-
-
 def fact_of(paths: list[str], ident: Optional[str], facts: Iterable[str],
             data_dir: Optional[str]) -> Optional[str]:
     """Which fact table a scan reads, from its catalog name or its root paths."""
@@ -175,95 +57,24 @@ def fact_of(paths: list[str], ident: Optional[str], facts: Iterable[str],
     return None
 
 
-def scan_metrics(df: Any, facts: Iterable[str], data_dir: Optional[str] = None) -> list[ScanInfo]:
-    """Scan nodes of an executed DataFrame's plan, labelled with their fact table if any."""
+def fact_scans(df: Any, facts: Iterable[str], data_dir: Optional[str] = None
+               ) -> list[tuple[ScanInfo, Optional[str]]]:
+    """Every file scan of an executed DataFrame with the fact table it reads (or None)."""
     facts = list(facts)
-    plan = df._jdf.queryExecution().executedPlan()
-    scans = []
-    for node in iter_plan(plan, df.sparkSession.sparkContext._jvm):
-        if _simple_name(node) not in SCAN_CLASSES:
-            continue
-        paths = _root_paths(node)
-        ident = _table_identifier(node)
-        fact = fact_of(paths, ident, facts, data_dir)
-        files = _metric(node, "numFiles")
-        scans.append(ScanInfo(
-            is_fact=fact is not None,
-            table=fact or ident or (paths[0] if paths else "?"),
-            files_read=files,
-            bytes_read=_metric(node, "filesSize"),
-            partitions_read=_metric(node, "numPartitions"),
-            files_listed=_files_listed(node, files),
-            metadata_ms=_metric(node, "metadataTime"),
-            rows=_metric(node, "numOutputRows"),
-        ))
-    return scans
-
-
-# ------------------------------------------------------------------------- status store
-
-class JobWindow:
-    """Executor CPU and input of every Spark job started between ``start()`` and ``stop()``."""
-
-    def __init__(self, spark: Any) -> None:
-        self._sc = spark.sparkContext._jsc.sc()
-        self._first_job = 0
-
-    def _drain(self) -> None:
-        """Waits until the listener bus has delivered every event to the status store."""
-        try:
-            self._sc.listenerBus().waitUntilEmpty(30_000)
-        except Exception:
-            log.debug("listener bus drain unavailable", exc_info=True)
-
-    def _job_ids(self) -> list[int]:
-        return [int(j.jobId()) for j in _seq(self._sc.statusStore().jobsList(None))]
-
-    def start(self) -> "JobWindow":
-        self._drain()
-        ids = self._job_ids()
-        self._first_job = (max(ids) + 1) if ids else 0
-        return self
-
-    def stop(self) -> dict[str, float]:
-        self._drain()
-        store = self._sc.statusStore()
-        cpu_ns = run_ms = inp = 0
-        jobs = stages = 0
-        seen: set[int] = set()
-        for job in _seq(store.jobsList(None)):
-            if int(job.jobId()) < self._first_job:
-                continue
-            jobs += 1
-            for sid in _seq(job.stageIds()):
-                sid = int(sid)
-                if sid in seen:
-                    continue
-                seen.add(sid)
-                try:
-                    st = store.lastStageAttempt(sid)
-                except Exception:  # skipped stages of reused shuffles have no attempt
-                    continue
-                stages += 1
-                cpu_ns += int(st.executorCpuTime())
-                run_ms += int(st.executorRunTime())
-                inp += int(st.inputBytes())
-        return {"executor_cpu_ms": cpu_ns / 1e6, "executor_run_ms": float(run_ms),
-                "input_bytes": inp, "jobs": jobs, "stages": stages}
+    return [(s, fact_of(s.root_paths, s.catalog_name, facts, data_dir)) for s in file_scans(df)]
 
 
 def collect_metrics(df: Any, window: dict[str, float], facts: Iterable[str],
                     data_dir: Optional[str]) -> QueryMetrics:
     """Combines the scan nodes of ``df`` with a closed :class:`JobWindow`."""
-    scans = scan_metrics(df, facts, data_dir)
     m = QueryMetrics(
         executor_cpu_ms=round(float(window["executor_cpu_ms"]), 3),
         executor_run_ms=float(window["executor_run_ms"]),
         input_bytes=int(window["input_bytes"]), jobs=int(window["jobs"]),
         stages=int(window["stages"]))
-    for s in scans:
-        m.scans.append(asdict(s))
-        if s.is_fact:
+    for s, fact in fact_scans(df, facts, data_dir):
+        m.scans.append({**s.to_dict(), "table": fact or s.table, "is_fact": fact is not None})
+        if fact is not None:
             m.fact_files_read += s.files_read
             m.fact_bytes_read += s.bytes_read
             m.fact_partitions_read += s.partitions_read
