@@ -8,7 +8,6 @@ from typing import Any, Iterator
 import pytest
 
 from tpcds import bench as B
-from tpcds.generate import generate
 
 QUERIES = "q3,q7,q42,q52,q55"
 # Spark lists >32 paths with a Spark job per table by default; in the shared local session the
@@ -17,10 +16,8 @@ THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tpcds-bench") / "sf001"
-    generate(0.01, out)
-    return out
+def data(tpcds_sf001: Path) -> Path:
+    return tpcds_sf001
 
 
 @pytest.fixture(scope="module")

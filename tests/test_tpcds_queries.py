@@ -72,12 +72,8 @@ def test_ties_cut_by_limit_pass_only_when_rows_belong_to_the_full_answer() -> No
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory):
-    from tpcds.generate import generate
-
-    out = tmp_path_factory.mktemp("tpcds-q") / "d"
-    generate(0.01, out)
-    return out
+def tiny(tpcds_sf001):
+    return tpcds_sf001
 
 
 def test_check_queries_reports_analysis_failures_with_a_reason(spark, tiny, queries) -> None:
