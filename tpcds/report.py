@@ -317,7 +317,14 @@ def render_chart(result: dict[str, Any], path: str | Path) -> None:
     agg = aggregate(result)
     modes = result.get("modes", [])
     kinds = list(agg) or ["path"]
-    fig, axes = plt.subplots(len(kinds), 2, figsize=(14, 4.5 * len(kinds)), squeeze=False)
+    most = max((len(agg.get(k, {})) for k in kinds), default=0)
+    # two panels side by side up to 30 queries; one above the other, wider, beyond that
+    wide = most > 30
+    fig, axes = plt.subplots(2 * len(kinds) if wide else len(kinds), 1 if wide else 2,
+                             figsize=(max(14.0, 0.22 * most), (9.0 if wide else 4.5) * len(kinds)),
+                             squeeze=False)
+    if wide:
+        axes = axes.reshape(len(kinds), 2)
     colors = {"off": "#9e9e9e", "spark": "#1f77b4", "dpp": "#2ca02c"}
     for row, kind in enumerate(kinds):
         per_q = agg.get(kind, {})
