@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from collectors.bloom import effective_bloom_capacity
 from dpp.domain import (BIGINT, BOOLEAN, DATE, DOUBLE, FLOAT, INT, SMALLINT, STRING, TIMESTAMP,
+                        TIMESTAMP_NTZ,
                         TINYINT, DataType, Domain, TupleDomain, decimal_type)
 from dpp.errors import DomainError
 
@@ -53,7 +54,9 @@ def arrow_to_datatype(t: pa.DataType, column: str = "?") -> DataType:
     if pa.types.is_decimal(t):
         return decimal_type(t.precision, t.scale)
     if pa.types.is_timestamp(t):
-        return TIMESTAMP
+        # Spark hands TIMESTAMP (an instant) with the session zone attached and TIMESTAMP_NTZ
+        # (a wall-clock reading) with none: two types, never compared as one
+        return TIMESTAMP if t.tz is not None else TIMESTAMP_NTZ
     if pa.types.is_boolean(t):
         return BOOLEAN
     if pa.types.is_float64(t):

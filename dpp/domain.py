@@ -28,8 +28,8 @@ from dpp.errors import DomainError
 
 __all__ = [
     "DataType", "Range", "Domain", "TupleDomain",
-    "INT", "BIGINT", "SMALLINT", "TINYINT", "STRING", "DATE", "TIMESTAMP", "BOOLEAN", "DOUBLE",
-    "FLOAT", "decimal_type",
+    "INT", "BIGINT", "SMALLINT", "TINYINT", "STRING", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ",
+    "BOOLEAN", "DOUBLE", "FLOAT", "decimal_type",
 ]
 
 _INT_BOUNDS = {
@@ -38,11 +38,13 @@ _INT_BOUNDS = {
     "int": (-(2 ** 31), 2 ** 31 - 1),
     "bigint": (-(2 ** 63), 2 ** 63 - 1),
 }
-_KINDS = frozenset(_INT_BOUNDS) | {"string", "date", "timestamp", "boolean", "double", "float",
-                                   "decimal"}
+_KINDS = frozenset(_INT_BOUNDS) | {"string", "date", "timestamp", "timestamp_ntz", "boolean",
+                                   "double", "float", "decimal"}
 _ALIASES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint",
-            "bool": "boolean", "varchar": "string", "char": "string", "real": "float",
-            "timestamp_ntz": "timestamp", "timestamp_ltz": "timestamp", "str": "string"}
+            "bool": "boolean", "varchar": "string", "real": "float",
+            "timestamp_ltz": "timestamp", "str": "string"}
+# CHAR(n) is not STRING: Spark pads its values to n characters on read, so folder text and
+# keys would compare differently; it has no domain type (never pruned by).
 _DECIMAL_RE = re.compile(r"^decimal\s*\(\s*([0-9]{1,4})\s*,\s*([0-9]{1,4})\s*\)\Z")
 # ASCII digits only, and no trailing newline: Spark reads "١٢" or "1_0" as NULL, not as a
 # number, so accepting them here would place a folder at the wrong value.
@@ -186,15 +188,30 @@ class DataType:
                 raise DomainError(f"value {value!r} is not a date")
             return value
         if n == "timestamp":
+            # an instant, held as naive UTC; a naive input is taken to be UTC already
             if not isinstance(value, dt.datetime):
                 raise DomainError(f"value {value!r} is not a timestamp")
             if value.tzinfo is not None:
                 value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
             return value
+        if n == "timestamp_ntz":
+            # a wall-clock reading with no zone: an instant would have to be given one first,
+            # and which zone is the session's business, not this type's
+            if not isinstance(value, dt.datetime):
+                raise DomainError(f"value {value!r} is not a timestamp_ntz")
+            if value.tzinfo is not None:
+                raise DomainError(f"value {value!r} has a time zone; timestamp_ntz values have "
+                                  f"none")
+            return value
         raise DomainError(f"unsupported type {self}")  # pragma: no cover
 
-    def parse_text(self, text: str) -> Any:
-        """Reads a value from text (a partition folder's unescaped value, a literal)."""
+    def parse_text(self, text: str, zone: Optional[dt.tzinfo] = None) -> Any:
+        """Reads a value from text (a partition folder's unescaped value, a literal).
+
+        ``zone`` is where a TIMESTAMP text without an offset is read (Spark reads it in the
+        session time zone); UTC when not given. Callers comparing with Spark's values go
+        through :class:`dpp.spark_rules.SparkRules`, which passes the session's zone.
+        """
         n = self.name
         if not isinstance(text, str):
             raise DomainError(f"{text!r} cannot be read as {self}: not a string")
@@ -229,7 +246,20 @@ class DataType:
             if n == "timestamp":
                 if not _TS_TEXT_RE.match(s):
                     raise ValueError
-                return self.coerce(dt.datetime.fromisoformat(s))
+                v = dt.datetime.fromisoformat(s)
+                if v.tzinfo is None:
+                    # fold=0: an hour that occurs twice reads as its first occurrence, one
+                    # skipped by a DST gap as if the old offset still held — the instants
+                    # java.time (and so Spark) gives both
+                    v = v.replace(tzinfo=zone or dt.timezone.utc)
+                return self.coerce(v)
+            if n == "timestamp_ntz":
+                if not _TS_TEXT_RE.match(s):
+                    raise ValueError
+                v = dt.datetime.fromisoformat(s)
+                if v.tzinfo is not None:
+                    raise DomainError("a time zone in a timestamp_ntz text is not read here")
+                return self.coerce(v)
         except (ValueError, OverflowError, decimal.InvalidOperation, DomainError) as exc:
             detail = f": {exc}" if isinstance(exc, DomainError) else ""
             raise DomainError(f"{text!r} cannot be read as {self}{detail}") from None
@@ -255,7 +285,7 @@ class DataType:
             return "NaN" if key[0] == 1 else float(key[1]).hex()
         if n == "boolean":
             return "true" if key else "false"
-        if n in ("date", "timestamp"):
+        if n in ("date", "timestamp", "timestamp_ntz"):
             return key.isoformat()
         if n == "decimal":
             return format(key, "f")
@@ -270,7 +300,7 @@ class DataType:
         n = self.name
         if self.is_floating:
             return "NaN" if key[0] == 1 else float(key[1]).hex()
-        if n in ("date", "timestamp"):
+        if n in ("date", "timestamp", "timestamp_ntz"):
             return key.isoformat()
         if n == "decimal":
             return format(key, "f")
@@ -302,8 +332,11 @@ class DataType:
                 return self.coerce(decimal.Decimal(obj))
             if n == "date":
                 return dt.date.fromisoformat(obj)
-            if n == "timestamp":
-                return self.coerce(dt.datetime.fromisoformat(obj))
+            if n in ("timestamp", "timestamp_ntz"):
+                v = dt.datetime.fromisoformat(obj)
+                if v.tzinfo is not None:
+                    raise ValueError
+                return self.coerce(v)
         except (ValueError, TypeError, OverflowError, decimal.InvalidOperation,
                 DomainError):
             raise DomainError(f"{obj!r} is not an encoded {self} value") from None
@@ -329,6 +362,7 @@ BIGINT = DataType("bigint")
 STRING = DataType("string")
 DATE = DataType("date")
 TIMESTAMP = DataType("timestamp")
+TIMESTAMP_NTZ = DataType("timestamp_ntz")
 BOOLEAN = DataType("boolean")
 DOUBLE = DataType("double")
 FLOAT = DataType("float")

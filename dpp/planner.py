@@ -38,6 +38,7 @@ from sqlglot.errors import SqlglotError
 
 from dpp.domain import DataType, Domain, TupleDomain
 from dpp.errors import DomainError
+from dpp.spark_rules import DEFAULT_RULES, SparkRules
 
 log = logging.getLogger(__name__)
 
@@ -132,8 +133,11 @@ class PruningPlan:
 
 # ====================================================================== analysis
 
-def analyze(sql: str, resolve: Resolver) -> PruningPlan:
-    """The pruning plan of ``sql``; never raises for SQL it cannot handle (no pruning then)."""
+def analyze(sql: str, resolve: Resolver, rules: SparkRules = DEFAULT_RULES) -> PruningPlan:
+    """The pruning plan of ``sql``; never raises for SQL it cannot handle (no pruning then).
+
+    ``rules`` are the session's: literals are read as Spark casts them in that session (a
+    ``TIMESTAMP '...'`` in its time zone)."""
     try:
         tree = sqlglot.parse_one(sql, read="spark")
     except SqlglotError as exc:
@@ -144,7 +148,7 @@ def analyze(sql: str, resolve: Resolver) -> PruningPlan:
     for i, t in enumerate(tree.find_all(exp.Table)):
         t.meta[_REF] = f"r{i + 1}"
     try:
-        return _Analyzer(sql, tree, resolve).run()
+        return _Analyzer(sql, tree, resolve, rules).run()
     except SqlglotError as exc:
         return PruningPlan(sql=sql, refs=[], parse_error=f"unsupported SQL: {_first_line(exc)}",
                            _tree=tree)
@@ -196,8 +200,10 @@ class _Source:
 
 
 class _Analyzer:
-    def __init__(self, sql: str, tree: exp.Expression, resolve: Resolver) -> None:
+    def __init__(self, sql: str, tree: exp.Expression, resolve: Resolver,
+                 rules: SparkRules = DEFAULT_RULES) -> None:
         self.sql = sql
+        self.rules = rules
         self.tree = tree
         self._resolve_raw = resolve
         self._cache: dict[str, Optional[TableInfo]] = {}
@@ -378,7 +384,7 @@ class _Analyzer:
                          owner: Callable[[exp.Column], Optional[str]],
                          plan: TableRefPlan) -> Optional[TupleDomain]:
         res = _static_domain(c, lambda col: owner(col) == p.alias and
-                             col.name.lower() in cols, cols)
+                             col.name.lower() in cols, cols, self.rules)
         if res is None:
             return None
         col, dom = res
@@ -761,11 +767,12 @@ _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "="}
 
 
 def _static_domain(c: exp.Expression, is_probe_col: Callable[[exp.Column], bool],
-                   cols: dict[str, Optional[DataType]]) -> Optional[tuple[str, Domain]]:
+                   cols: dict[str, Optional[DataType]],
+                   rules: SparkRules = DEFAULT_RULES) -> Optional[tuple[str, Domain]]:
     """(column, domain) for a conjunct on one probe column against literals, else None."""
     c = c.unnest() if isinstance(c, exp.Paren) else c
     if isinstance(c, exp.Or):
-        parts = [_static_domain(x, is_probe_col, cols) for x in c.flatten()]
+        parts = [_static_domain(x, is_probe_col, cols, rules) for x in c.flatten()]
         if any(p is None for p in parts) or len({p[0] for p in parts}) != 1:  # type: ignore[index]
             return None
         col = parts[0][0]  # type: ignore[index]
@@ -797,7 +804,7 @@ def _static_domain(c: exp.Expression, is_probe_col: Callable[[exp.Column], bool]
         t = cols.get(a.name.lower())
         if t is None:
             return None
-        v = _literal(b, t)
+        v = _literal(b, t, rules)
         if v is _NO:
             return None
         name = a.name.lower()
@@ -821,7 +828,7 @@ def _static_domain(c: exp.Expression, is_probe_col: Callable[[exp.Column], bool]
         for e in c.expressions:
             if isinstance(e, exp.Null):
                 continue  # x IN (NULL, ...) never matches through the NULL
-            v = _literal(e, t)
+            v = _literal(e, t, rules)
             if v is _NO:
                 return None
             vals.append(v)
@@ -833,7 +840,7 @@ def _static_domain(c: exp.Expression, is_probe_col: Callable[[exp.Column], bool]
         t = cols.get(col.name.lower())
         if t is None:
             return None
-        lo, hi = _literal(c.args["low"], t), _literal(c.args["high"], t)
+        lo, hi = _literal(c.args["low"], t, rules), _literal(c.args["high"], t, rules)
         if lo is _NO or hi is _NO:
             return None
         return col.name.lower(), Domain.range(t, lo, hi)
@@ -847,7 +854,7 @@ class _NoValue:
 _NO: Any = _NoValue()
 
 
-def _literal(e: exp.Expression, t: DataType) -> Any:
+def _literal(e: exp.Expression, t: DataType, rules: SparkRules = DEFAULT_RULES) -> Any:
     """The literal as a value of the column's type, the way Spark would compare it; _NO
     when it is not a plain literal or the comparison would go through a cast we don't model."""
     e = e.unnest() if isinstance(e, exp.Paren) else e
@@ -876,8 +883,8 @@ def _literal(e: exp.Expression, t: DataType) -> Any:
         if e.is_string:
             if t.name == "string":
                 return text
-            if t.name in ("date", "timestamp") or t.is_integral:
-                return t.parse_text(text)
+            if t.name in ("date", "timestamp", "timestamp_ntz") or t.is_integral:
+                return rules.read_text(t, text)
             return _NO
         # numeric literal
         if t.name == "string":

@@ -25,6 +25,7 @@ from dpp.config import DppConfig
 from dpp.domain import DataType, Domain, TupleDomain
 from dpp.errors import ConfigError, DppError, LayoutError
 from dpp.reconcile import reconcile
+from dpp.spark_rules import SparkRules
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,8 @@ class DppSession:
         from hive_splits import table_from_path
 
         key = _norm_name(name)
-        table = table_from_path(path, name=key, partition_types=partition_types)
+        table = table_from_path(path, name=key, partition_types=partition_types,
+                                timestamp_type=SparkRules.from_spark(self.spark).timestamp_type)
         with self._lock:
             self._tables[key] = table
             stale = key in self._own_views
@@ -253,7 +255,7 @@ class DppSession:
                 f"waitTimeout={cfg.wait_timeout:g}s, maxDistinctValues={cfg.max_distinct_values}"]
         if not cfg.enabled:
             head.append("spark.dpp.enabled=false: the query runs as spark.sql(query), unpruned")
-        plan = analyze(query, self._resolver({}))
+        plan = analyze(query, self._resolver({}), rules=SparkRules.from_spark(self.spark))
         return "\n".join(head + [plan.explain()])
 
     def join(self, fact: str, dim_df: Any, on: Sequence[tuple[str, str]],
@@ -297,8 +299,9 @@ class DppSession:
 
         ta = time.perf_counter()
         tables_cache: dict[str, Any] = {}
+        rules = SparkRules.from_spark(self.spark)
         try:
-            plan = analyze(query, self._resolver(tables_cache))
+            plan = analyze(query, self._resolver(tables_cache), rules=rules)
         except Exception as exc:  # the analyzer must never cost the user their query
             log.warning("dpp: analysis failed, running unpruned: %s", exc)
             report.analysis_notes.append(f"analysis failed: {exc}")
@@ -379,7 +382,7 @@ class DppSession:
                 run.future = pool.submit(self._build_filter_df, run, bdf, key, cfg, service,
                                          run.build_query)
             loads = {key: pool.submit(self._load_ref, refs[0], tables_cache, ref_filters,
-                                      cfg, service) for key, refs in groups.items()}
+                                      cfg, service, rules) for key, refs in groups.items()}
             replacements: dict[str, str] = {}
             for key, refs in groups.items():
                 try:
@@ -474,8 +477,8 @@ class DppSession:
             except Exception:  # pragma: no cover
                 log.debug("marking %s failed", run.filter_id, exc_info=True)
 
-    def _waiter(self, run: _FilterRun, cfg: DppConfig, service: Any, deadline: float
-                ) -> Callable[[float], tuple[Optional[Domain], str, Optional[str]]]:
+    def _waiter(self, run: _FilterRun, cfg: DppConfig, service: Any, deadline: float,
+                rules: SparkRules) -> Callable[[float], tuple[Optional[Domain], str, Optional[str]]]:
         """The split loader's view of one filter: wait, then reconcile to the probe type."""
 
         def wait(timeout: float) -> tuple[Optional[Domain], str, Optional[str]]:
@@ -496,7 +499,7 @@ class DppSession:
                 return None, "type_mismatch", "probe column type unknown"
             # equi-joins never match NULL keys: the NULL partition is never needed by them
             d = Domain(d.type, d.value_set, False)
-            conv, why = reconcile(d, run.probe_type)
+            conv, why = reconcile(d, run.probe_type, rules)
             if conv is None:
                 return None, "type_mismatch", why
             return conv, "complete", None
@@ -505,17 +508,17 @@ class DppSession:
 
     def _load_ref(self, ref: Any, tables_cache: dict[str, Any],
                   ref_filters: dict[str, list[tuple[Any, _FilterRun]]], cfg: DppConfig,
-                  service: Any) -> tuple[Any, Any, Any]:
+                  service: Any, rules: SparkRules) -> tuple[Any, Any, Any]:
         from hive_splits import DynamicFilter, SplitLoader, to_dataframe
 
         table = tables_cache[_norm_name(ref.table)]
         deadline = time.monotonic() + cfg.wait_timeout
         dyn = [DynamicFilter(filter_id=run.filter_id, column=spec.probe_column,
-                             wait=self._waiter(run, cfg, service, deadline))
+                             wait=self._waiter(run, cfg, service, deadline, rules))
                for spec, run in ref_filters[ref.ref_id]]
         static = self._static_for(ref, table, cfg)
         loader = SplitLoader(table, static, dyn, wait_timeout=cfg.wait_timeout,
-                             stats_pruning=cfg.stats_pruning)
+                             stats_pruning=cfg.stats_pruning, rules=rules)
         result = loader.load()
         return table, result, to_dataframe(self.spark, table, result)
 
@@ -573,6 +576,7 @@ class DppSession:
         from pyspark.sql import functions as F
 
         cfg = self.config
+        rules = SparkRules.from_spark(self.spark)
         norm_how = _JOIN_HOWS.get(how.lower().replace(" ", ""))
         if norm_how is None or not on:
             raise ConfigError(f"dpp.join how={how!r} on={on!r}: expected an equi-join "
@@ -626,11 +630,11 @@ class DppSession:
                         run.future = pool.submit(self._build_filter_df, run, bdf, dcol, cfg,
                                                  service, None)
                     runs.append(run)
-                    dyn.append(self._dynamic(run, fcol, cfg, service, deadline))
+                    dyn.append(self._dynamic(run, fcol, cfg, service, deadline, rules))
                 from hive_splits import SplitLoader, to_dataframe
 
                 result = SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
-                                     stats_pruning=cfg.stats_pruning).load()
+                                     stats_pruning=cfg.stats_pruning, rules=rules).load()
                 fact_df = to_dataframe(self.spark, table, result)
                 report.add_table_result(fact, None, table, result)
                 for run in runs:
@@ -648,11 +652,11 @@ class DppSession:
         return out
 
     def _dynamic(self, run: _FilterRun, column: str, cfg: DppConfig, service: Any,
-                 deadline: float) -> Any:
+                 deadline: float, rules: SparkRules) -> Any:
         from hive_splits import DynamicFilter
 
         return DynamicFilter(filter_id=run.filter_id, column=column,
-                             wait=self._waiter(run, cfg, service, deadline))
+                             wait=self._waiter(run, cfg, service, deadline, rules))
 
     # ------------------------------------------------------------------ reporting
     def _finish(self, df: Any, report: Any, cfg: DppConfig, t0: float,
@@ -739,7 +743,8 @@ def full_dataframe(spark: Any, table: Any) -> Any:
     """The whole table through the split loader (no domains): Spark's reader, all files."""
     from hive_splits import SplitLoader, to_dataframe
 
-    return to_dataframe(spark, table, SplitLoader(table).load())
+    return to_dataframe(spark, table,
+                        SplitLoader(table, rules=SparkRules.from_spark(spark)).load())
 
 
 def _column_type(table: Any, column: str) -> Optional[DataType]:

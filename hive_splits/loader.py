@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from dpp.domain import DataType, Domain, TupleDomain
 from dpp.errors import DomainError, LayoutError
+from dpp.spark_rules import DEFAULT_RULES, SparkRules
 from hive_splits.footers import FooterCache, cannot_match, read_footer
 from hive_splits.naming import is_hidden, parse_folder_name, partition_path
 from hive_splits.table import Table, local_path
@@ -79,6 +80,7 @@ class KeptPartition:
     path: str
     values: dict = field(hash=False)
     relative: Optional[str] = None
+    texts: Optional[dict] = field(default=None, hash=False)  # column -> folder text (None=NULL)
 
 
 @dataclass
@@ -169,13 +171,15 @@ class SplitLoader:
     ``dynamic`` filters on one column are intersected; a filter whose domain type differs from
     its column's type is not used (outcome ``type_mismatch``). ``wait_timeout`` bounds the
     total wait, from the start of :meth:`load`. ``max_workers`` bounds the threads that list
-    folders and read footers.
+    folders and read footers. ``rules`` are the session's (time zone, ...): a folder's text is
+    read as the Spark query that follows will read it, and a column whose type cannot be read
+    with certainty under them is not pruned (reported).
     """
 
     def __init__(self, table: Table, static: Optional[TupleDomain] = None,
                  dynamic: Iterable[DynamicFilter] = (), wait_timeout: float = 0.0,
                  stats_pruning: bool = False, footer_cache: Optional[FooterCache] = None,
-                 max_workers: int = 8) -> None:
+                 max_workers: int = 8, rules: SparkRules = DEFAULT_RULES) -> None:
         if wait_timeout < 0:
             raise ValueError(f"wait_timeout must be >= 0, got {wait_timeout}")
         if max_workers < 1:
@@ -187,6 +191,7 @@ class SplitLoader:
         self.stats_pruning = stats_pruning
         self.footer_cache = footer_cache
         self.max_workers = max_workers
+        self.rules = rules
 
     # ------------------------------------------------------------------ binding
     def _column_types(self) -> dict[str, Optional[DataType]]:
@@ -217,10 +222,11 @@ class SplitLoader:
                 d = self.static.get(col)
                 assert d is not None
                 ct = types.get(col)
-                if ct is None or d.type != ct:
-                    msg = (f"static domain on {col!r} ignored: column "
-                           f"{'absent' if col not in types else f'of type {ct}'}, "
-                           f"domain of type {d.type}")
+                why = self.rules.uncertain(ct) if ct is not None else None
+                if ct is None or d.type != ct or why is not None:
+                    msg = (f"static domain on {col!r} ignored: " + (why or (
+                           f"column {'absent' if col not in types else f'of type {ct}'}, "
+                           f"domain of type {d.type}")))
                     log.warning("table %s: %s", t.name, msg)
                     res.static_ignored.append(msg)
                     continue
@@ -238,6 +244,12 @@ class SplitLoader:
             if f.column not in part_names and not self.stats_pruning:
                 st.outcome, st.reason = "unused", (
                     f"{f.column!r} is a data column and statistics pruning is off")
+                continue
+            ct = types.get(f.column)
+            why = self.rules.uncertain(ct) if ct is not None else None
+            if why is not None:
+                st.outcome, st.reason = "type_mismatch", why
+                log.warning("dynamic filter %s on %s: %s", f.filter_id, f.column, why)
                 continue
             p = _Pending(f, deadline)
             p.status = st  # type: ignore[attr-defined]
@@ -334,16 +346,19 @@ class SplitLoader:
         static = self._static.get(pc.name)
         dynamic = self._await(pc.name) if pc.name in self._pending else None
         memo: dict[Optional[str], tuple[Any, str]] = {}
+        # a type these rules cannot read with certainty: nothing prunes by it (the static and
+        # dynamic domains were already set aside, reported), and its text is kept as it is
+        uncertain = self.rules.uncertain(pc.type) is not None
 
         def test(raw: Optional[str], where: str) -> tuple[Any, str]:
             hit = memo.get(raw)
             if hit is not None:
                 return hit
-            if raw is None:
-                value = None
+            if raw is None or uncertain:
+                value = raw
             else:
                 try:
-                    value = pc.type.parse_text(raw)
+                    value = self.rules.read_text(pc.type, raw)
                 except DomainError as exc:
                     raise LayoutError(f"partition folder {where!r}: value {raw!r} of column "
                                       f"{pc.name!r} cannot be read as {pc.type} ({exc})") from None
@@ -455,7 +470,7 @@ class SplitLoader:
             path = local_path(cp.location)
             rel = partition_path(list(cp.values))
             std = os.path.normpath(os.path.join(t.location, rel)) == os.path.normpath(path)
-            out.append(KeptPartition(path, values, rel if std else None))
+            out.append(KeptPartition(path, values, rel if std else None, dict(cp.values)))
         return out
 
     # ------------------------------------------------------------------ files

@@ -15,7 +15,7 @@ How it is built (measured by ``python -m hive_splits.bench``, see its output):
   that threshold for the duration of the call only, then restores it.
 * Partitions at custom locations (catalog tables: ``ALTER TABLE ... ADD PARTITION ...
   LOCATION``) cannot be parsed from their folder names: each is read on its own with the data
-  schema, its partition values added as typed literals, and unioned by name.
+  schema, its partition values added as the catalog's text cast by Spark, unioned by name.
 * No splits: an empty DataFrame with the table's schema.
 """
 from __future__ import annotations
@@ -79,7 +79,13 @@ def to_dataframe(spark: Any, table: Table, result: LoadResult,
         kp = by_dir[folder]
         df = _read(spark, files, driver_listing, spark.read.schema(_data_ddl(table)))
         for c in table.partition_columns:
-            v = kp.values.get(c.name)
+            # the partition's text, cast by Spark in the session's time zone — exactly what
+            # Spark does with a catalog partition's value; a Python datetime literal would be
+            # read in the Python process's local zone instead
+            if kp.texts is not None:
+                v = kp.texts.get(c.name)
+            else:
+                v = kp.values.get(c.name)
             df = df.withColumn(c.name, F.lit(v).cast(c.type.simple_string()))
         frames.append(df.select(*[F.col("`" + n.replace("`", "``") + "`") for n in columns]))
     out = frames[0]

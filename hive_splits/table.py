@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from urllib.parse import unquote, urlparse
 
-from dpp.domain import BIGINT, DATE, DOUBLE, INT, STRING, TIMESTAMP, DataType, decimal_type
+from dpp.domain import (BIGINT, DATE, DOUBLE, INT, STRING, TIMESTAMP, TIMESTAMP_NTZ, DataType,
+                        decimal_type)
 from dpp.errors import DomainError, LayoutError
 from hive_splits.naming import DEFAULT_PARTITION_NAME, is_hidden, parse_folder_name
 
@@ -180,13 +181,20 @@ def _wider(a: Union[DataType, str], b: Union[DataType, str]) -> Union[DataType, 
     return STRING
 
 
-def infer_column_type(values: Iterable[Optional[str]]) -> DataType:
-    """The type Spark infers for a partition column from all its folder values."""
+def infer_column_type(values: Iterable[Optional[str]],
+                      timestamp_type: str = "timestamp") -> DataType:
+    """The type Spark infers for a partition column from all its folder values.
+
+    ``timestamp_type`` is the session's ``spark.sql.timestampType`` (``timestamp`` or
+    ``timestamp_ntz``): what Spark infers for timestamp-looking folder values.
+    """
     t: Union[DataType, str] = _NULL
     for v in values:
         t = _wider(t, infer_partition_type(v))
         if t == STRING:
             break
+    if t == TIMESTAMP and timestamp_type == "timestamp_ntz":
+        return TIMESTAMP_NTZ
     return STRING if t == _NULL else t  # all NULL → string (Spark 4 says void)
 
 
@@ -272,7 +280,8 @@ def _discover_columns(root: str) -> list[str]:
         path = min(dirs, key=lambda e: e.name).path
 
 
-def _infer_types(root: str, names: Sequence[str], wanted: set[str]) -> dict[str, DataType]:
+def _infer_types(root: str, names: Sequence[str], wanted: set[str],
+                 timestamp_type: str = "timestamp") -> dict[str, DataType]:
     """Walks the partition folders (not the files) once to infer the wanted columns' types.
 
     Costs one listing per non-leaf partition folder; callers that know the types pass
@@ -293,7 +302,7 @@ def _infer_types(root: str, names: Sequence[str], wanted: set[str]) -> dict[str,
                 values[names[depth]].append(parsed[1])
                 nxt.append(e.path)
         level = nxt
-    return {n: infer_column_type(values[n]) for n in names if n in wanted}
+    return {n: infer_column_type(values[n], timestamp_type) for n in names if n in wanted}
 
 
 def _first_parquet(root: str, depth: int) -> Optional[str]:
@@ -316,12 +325,13 @@ def _first_parquet(root: str, depth: int) -> Optional[str]:
 
 def table_from_path(path: str, name: Optional[str] = None,
                     partition_types: Optional[Mapping[str, Union[DataType, str]]] = None,
-                    schema: Any = None) -> Table:
+                    schema: Any = None, timestamp_type: str = "timestamp") -> Table:
     """A table over a folder of Hive-partitioned Parquet files.
 
     Partition columns are read from the first ``key=value`` folder path; their types come from
     ``partition_types`` or are inferred as Spark does (which lists every partition folder, not
-    the files: give the types to avoid it). The data schema is read from ONE Parquet footer
+    the files: give the types to avoid it; ``timestamp_type`` is the session's
+    ``spark.sql.timestampType``, which decides what timestamp-looking values infer as). The data schema is read from ONE Parquet footer
     (or given as a pyarrow schema / list of (name, type string)); partition columns override
     same-named data columns.
     """
@@ -339,7 +349,7 @@ def table_from_path(path: str, name: Optional[str] = None,
     missing = {n for n in names if n not in given}
     types = dict(given)
     if missing:
-        types.update(_infer_types(root, names, missing))
+        types.update(_infer_types(root, names, missing, timestamp_type))
     pcols = tuple(PartitionColumn(n, types[n]) for n in names)
 
     arrow_schema = None
@@ -368,8 +378,14 @@ def table_from_path(path: str, name: Optional[str] = None,
 
 def _catalog_type(text: str) -> DataType:
     t = text.strip().lower()
-    if t.startswith("varchar(") or t.startswith("char("):
-        return STRING
+    if t.startswith("varchar("):
+        return STRING  # VARCHAR(n) values read back as they were written
+    if t.startswith("char("):
+        # Spark pads CHAR(n) values to n characters on read (spark.sql.readSideCharPadding)
+        # and pads string literals compared with them: neither folder text nor a STRING key
+        # compares as written, so no domain may be tested against it
+        raise LayoutError(f"partition column type {text!r}: CHAR(n) values are padded by "
+                          f"Spark on read; pruning by them is not supported")
     try:
         return DataType.parse(t)
     except DomainError as exc:

@@ -17,7 +17,7 @@ from collectors import (BuildError, PartialCollector, arrow_to_datatype, build_f
                         job_group_id, map_in_arrow)
 from coordinator import fingerprint, make_service
 from dpp.domain import (BIGINT, BOOLEAN, DATE, DOUBLE, FLOAT, INT, SMALLINT, STRING, TIMESTAMP,
-                        TINYINT, Domain, TupleDomain, decimal_type)
+                        TIMESTAMP_NTZ, TINYINT, Domain, TupleDomain, decimal_type)
 
 from tests.conftest import write_parquet
 
@@ -40,7 +40,7 @@ def batch(**cols):
     (pa.int32(), INT), (pa.int64(), BIGINT), (pa.int16(), SMALLINT), (pa.int8(), TINYINT),
     (pa.string(), STRING), (pa.large_string(), STRING), (pa.date32(), DATE),
     (pa.decimal128(7, 2), decimal_type(7, 2)), (pa.timestamp("us", tz="UTC"), TIMESTAMP),
-    (pa.timestamp("us"), TIMESTAMP), (pa.bool_(), BOOLEAN), (pa.float64(), DOUBLE),
+    (pa.timestamp("us"), TIMESTAMP_NTZ), (pa.bool_(), BOOLEAN), (pa.float64(), DOUBLE),
     (pa.float32(), FLOAT),
 ])
 def test_arrow_types_map_to_domain_types(arrow_type, expected):

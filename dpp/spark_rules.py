@@ -1,0 +1,177 @@
+"""How Spark reads a value from text, under the session's settings: the one conversion every
+comparison between a partition folder's text (or a SQL literal) and a domain value goes through.
+
+A folder ``t=2024-03-09 17%3A00%3A00`` of a TIMESTAMP column is a wall-clock reading in the
+session time zone (``spark.sql.session.timeZone``): Spark's writer formats the instant there and
+its reader casts the text back there. Build-side keys arrive as instants. Reading the folder
+text as UTC, as this project once did, compared two different instants and pruned partitions
+that held matching rows. So the text is never read without the rules of the session that will
+run the query.
+
+Where a rule is not one this module can follow with certainty — a time zone id Python does not
+know, the LEGACY time parser (hybrid Julian calendar before 1582) — the type is *uncertain*:
+nothing is pruned by it, and the reason is reported.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+import zoneinfo
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Callable, Optional
+
+from dpp.domain import DataType
+from dpp.errors import DomainError
+
+__all__ = ["SparkRules", "DEFAULT_RULES", "resolve_zone"]
+
+# java.time.ZoneId.SHORT_IDS, which Spark's DateTimeUtils.getZoneId accepts
+_SHORT_IDS = {
+    "EST": "-05:00", "MST": "-07:00", "HST": "-10:00", "ACT": "Australia/Darwin",
+    "AET": "Australia/Sydney", "AGT": "America/Argentina/Buenos_Aires", "ART": "Africa/Cairo",
+    "AST": "America/Anchorage", "BET": "America/Sao_Paulo", "BST": "Asia/Dhaka",
+    "CAT": "Africa/Harare", "CNT": "America/St_Johns", "CST": "America/Chicago",
+    "CTT": "Asia/Shanghai", "EAT": "Africa/Addis_Ababa", "ECT": "Europe/Paris",
+    "IET": "America/Indiana/Indianapolis", "IST": "Asia/Kolkata", "JST": "Asia/Tokyo",
+    "MIT": "Pacific/Apia", "NET": "Asia/Yerevan", "NST": "Pacific/Auckland",
+    "PLT": "Asia/Karachi", "PNT": "America/Phoenix", "PRT": "America/Puerto_Rico",
+    "PST": "America/Los_Angeles", "SST": "Pacific/Guadalcanal", "VST": "Asia/Ho_Chi_Minh",
+}
+_OFFSET_RE = re.compile(r"^(?:UTC|GMT|UT)?([+-])([0-9]{1,2})(?::?([0-9]{2}))?(?::?([0-9]{2}))?\Z")
+
+
+def resolve_zone(zone_id: str) -> Optional[dt.tzinfo]:
+    """The tzinfo of a Spark session time zone id; ``None`` when Python cannot be sure of it.
+
+    Accepts what Spark does: region ids (``America/Los_Angeles``), ``UTC``/``Z``, offsets
+    (``+05:30``, ``GMT+8``, ``UTC-03:00``) and Java's three-letter short ids (``PST``).
+    """
+    zid = zone_id.strip()
+    if zid in ("Z", "UTC", "GMT", "UT", "Etc/UTC", "Etc/GMT"):
+        return dt.timezone.utc
+    zid = _SHORT_IDS.get(zid, zid)
+    m = _OFFSET_RE.match(zid)
+    if m:
+        sign = -1 if m.group(1) == "-" else 1
+        h, mi, se = int(m.group(2)), int(m.group(3) or 0), int(m.group(4) or 0)
+        if h > 18 or mi > 59 or se > 59:
+            return None
+        return dt.timezone(sign * dt.timedelta(hours=h, minutes=mi, seconds=se))
+    if "/" not in zid and not zid.isalpha():
+        return None
+    try:
+        return zoneinfo.ZoneInfo(zid)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class SparkRules:
+    """The session settings that decide how Spark reads a value from text and compares it.
+
+    Read from the session at each query (``spark.conf.set`` applies), so a folder's text and
+    a literal are read exactly as the Spark query that follows will read them.
+    """
+
+    time_zone: str = "UTC"
+    case_sensitive: bool = False
+    ansi: bool = False
+    time_parser_policy: str = "CORRECTED"
+    timestamp_type: str = "timestamp"        # what partition inference gives timestamp texts
+
+    @classmethod
+    def from_conf(cls, get: Callable[[str, str], Optional[str]]) -> "SparkRules":
+        """From a ``get(key, default)`` over the session's SQL conf."""
+        def flag(key: str, default: str) -> bool:
+            return str(get(key, default) or default).strip().lower() == "true"
+
+        ts_type = str(get("spark.sql.timestampType", "TIMESTAMP_LTZ") or "").strip().upper()
+        return cls(
+            time_zone=str(get("spark.sql.session.timeZone", "UTC") or "UTC"),
+            case_sensitive=flag("spark.sql.caseSensitive", "false"),
+            ansi=flag("spark.sql.ansi.enabled", "true"),
+            time_parser_policy=str(get("spark.sql.legacy.timeParserPolicy", "CORRECTED")
+                                   or "CORRECTED").strip().upper(),
+            timestamp_type="timestamp_ntz" if ts_type == "TIMESTAMP_NTZ" else "timestamp")
+
+    @classmethod
+    def from_spark(cls, spark: Any) -> "SparkRules":
+        conf = spark.conf
+
+        def get(key: str, default: str) -> Optional[str]:
+            try:
+                return conf.get(key, default)
+            except Exception:  # pragma: no cover - a conf the session does not know
+                return default
+
+        return cls.from_conf(get)
+
+    # ------------------------------------------------------------------ zones
+    @cached_property
+    def zone(self) -> Optional[dt.tzinfo]:
+        """The session time zone, or ``None`` when it cannot be followed with certainty."""
+        return resolve_zone(self.time_zone)
+
+    def uncertain(self, t: DataType) -> Optional[str]:
+        """Why values of ``t`` cannot be read from text or compared with certainty; else None."""
+        if t.name in ("date", "timestamp", "timestamp_ntz") \
+                and self.time_parser_policy == "LEGACY":
+            return (f"spark.sql.legacy.timeParserPolicy=LEGACY reads {t} text with the hybrid "
+                    f"Julian calendar, not modelled here; not pruned by {t} values")
+        if t.name == "timestamp" and self.zone is None:
+            return (f"session time zone {self.time_zone!r} is not one this runtime can follow "
+                    f"with certainty; not pruned by timestamp values")
+        return None
+
+    # ------------------------------------------------------------------ text
+    def read_text(self, t: DataType, text: str) -> Any:
+        """A value of ``t`` from a folder's unescaped text or a string literal, as Spark casts
+        it in this session. Raises :class:`DomainError` when it cannot (or must not) be read."""
+        why = self.uncertain(t)
+        if why is not None:
+            raise DomainError(why)
+        return t.parse_text(text, zone=self.zone if t.name == "timestamp" else None)
+
+    def column_key(self, name: str) -> str:
+        """How a column name is matched: as written when case-sensitive, else lower-cased."""
+        return name if self.case_sensitive else name.lower()
+
+    # ------------------------------------------------------------------ instants
+    def localize(self, wall: dt.datetime) -> dt.datetime:
+        """The instant (naive UTC) of a wall-clock reading in the session zone, as java.time
+        resolves it: an ambiguous hour takes its first offset, a skipped one the old offset."""
+        zone = self.zone
+        if zone is None:
+            raise DomainError(f"session time zone {self.time_zone!r} is not known")
+        return wall.replace(tzinfo=zone).astimezone(dt.timezone.utc).replace(tzinfo=None)
+
+    def to_wall(self, instant: dt.datetime) -> dt.datetime:
+        """The session-zone wall-clock reading of an instant (naive UTC)."""
+        zone = self.zone
+        if zone is None:
+            raise DomainError(f"session time zone {self.time_zone!r} is not known")
+        return instant.replace(tzinfo=dt.timezone.utc).astimezone(zone).replace(tzinfo=None)
+
+    def walls_of(self, instant: dt.datetime) -> list[dt.datetime]:
+        """Every wall-clock reading that :meth:`localize` maps to ``instant``.
+
+        Usually one; a reading inside a DST gap localizes to the same instant as the reading
+        one gap-length later, so both are returned. Offsets change by multiples of 15 minutes
+        in every zone of the tz database, by at most a few hours.
+        """
+        base = self.to_wall(instant)
+        out = [base]
+        for q in range(-16, 17):
+            if q == 0:
+                continue
+            try:
+                w = base + dt.timedelta(minutes=15 * q)
+                if self.localize(w) == instant:
+                    out.append(w)
+            except (OverflowError, ValueError):
+                continue
+        return sorted(out)
+
+
+DEFAULT_RULES = SparkRules()
