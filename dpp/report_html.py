@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from dpp.report import PHASES, JobReport, TableReport, human_bytes, percent
+from dpp.report_summary import RIGHT_ALIGNED, summary_rows
 
 __all__ = ["job_chart_png", "render_html", "write_html"]
 
@@ -186,11 +187,8 @@ def _job_html(r: JobReport) -> str:
 
 def render_html(reports: Sequence[JobReport], title: str = "dpp job reports") -> str:
     """The whole page as a string: summary table (each row links to its job), then the jobs."""
-    from dpp.report_cli import summary_rows
-
     header, rows, totals = summary_rows(reports)
-    right = {"kept/total", "pruned", "skipped", "total s"}
-    num = [h in right for h in header]
+    num = [h in RIGHT_ALIGNED for h in header]
     out = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
            f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
            f"<h1>{_e(title)} ({len(reports)} job{'s' if len(reports) != 1 else ''})</h1>",
