@@ -5,7 +5,7 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: venv system test demo bench-splits bench-collectors bench-analysis tpcds-bench clean
+.PHONY: venv system test check demo bench-splits bench-collectors bench-analysis tpcds-bench clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,6 +21,11 @@ system:
 # Runs the whole suite; exit code 5 ("no tests collected") is a failure, like any other.
 test: venv system
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+# The quick tier for the edit-test loop: algebra, codec, planner, loader, reports, Redis; no
+# Spark session and no TPC-DS data (tests/conftest.py marks those). Under 3 minutes.
+check: venv system
+	$(PYTHON) -m pytest -m "not spark and not tpcds and not slow" $(PYTEST_ARGS)
 
 demo: venv system
 	$(PYTHON) -m tpcds.demo

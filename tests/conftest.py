@@ -25,6 +25,18 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks every test that needs the Spark session (directly or through a fixture) as
+    ``spark`` and every TPC-DS test (DuckDB data generation) as ``tpcds``, so ``make check``
+    (``-m "not spark and not tpcds and not slow"``) is the quick tier, without a JVM."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "spark" in names or "tpcds_sf001" in names:
+            item.add_marker(pytest.mark.spark)
+        if item.path.name.startswith("test_tpcds"):
+            item.add_marker(pytest.mark.tpcds)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

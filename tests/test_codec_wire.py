@@ -22,7 +22,7 @@ from dpp.codec import (CODEC_VERSION, decode, decode_domain, decode_tuple_domain
                        encode_domain, encode_tuple_domain)
 from dpp.domain import DOUBLE, INT, STRING, Domain, TupleDomain, decimal_type
 from dpp.errors import CodecError, DomainError
-from tests.test_domain_strategies import any_domains, tuple_domains, typed
+from tests.domain_strategies import any_domains, tuple_domains, typed
 
 LAW = settings(max_examples=1000, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dpp.domain import Domain
 from dpp.errors import DomainError
-from tests.test_domain_strategies import (FPPS, UNIVERSE, any_domains, bloom_domains,
+from tests.domain_strategies import (FPPS, UNIVERSE, any_domains, bloom_domains,
                                           exact_domains, key_of, typed, values)
 
 LAW = settings(max_examples=1000, deadline=None,

@@ -18,7 +18,7 @@ import pytest
 
 from dpp.config import DppConfig
 from tests.conftest import free_port
-from tests.test_reliability_helpers import (DATE_SCHEMA, JOIN_Q, date_rows, only_filter, reference,
+from tests.reliability_helpers import (DATE_SCHEMA, JOIN_Q, date_rows, only_filter, reference,
                                             register_star, rows, table_report, wait_until,
                                             write_date_dim, write_star)
 
@@ -110,7 +110,7 @@ def test_build_task_retried_still_prunes_and_is_right(spark, star, redis_server,
         from pyspark.sql.types import IntegerType
         from dpp import DppSession
         from dpp.config import DppConfig
-        from tests.test_reliability_helpers import register_star, reference, rows
+        from tests.reliability_helpers import register_star, reference, rows
         from pathlib import Path
 
         star = {k: Path(v) for k, v in json.loads(sys.argv[2]).items()}

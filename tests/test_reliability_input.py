@@ -13,7 +13,7 @@ from dpp.config import DppConfig
 from dpp.errors import ConfigError, LayoutError
 from hive_splits.naming import escape_path_name
 from tests.conftest import make_partitioned_table, write_parquet
-from tests.test_reliability_helpers import (JOIN_Q, reference, register_star, rows,
+from tests.reliability_helpers import (JOIN_Q, reference, register_star, rows,
                                             table_report, write_star)
 
 

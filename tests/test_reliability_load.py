@@ -7,7 +7,7 @@ import threading
 from collections import Counter
 
 from dpp.config import DppConfig
-from tests.test_reliability_helpers import N_DAYS, register_star, wait_until, write_star
+from tests.reliability_helpers import N_DAYS, register_star, wait_until, write_star
 
 THREADS = 16
 TTL = 3.0

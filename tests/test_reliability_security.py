@@ -19,7 +19,7 @@ from dpp.codec import decode, encode
 from dpp.config import DppConfig
 from dpp.domain import (BIGINT, DATE, INT, STRING, Domain, TupleDomain, decimal_type)
 from dpp.errors import CodecError
-from tests.test_reliability_helpers import (JOIN_Q, only_filter, reference, register_star, rows,
+from tests.reliability_helpers import (JOIN_Q, only_filter, reference, register_star, rows,
                                             table_report, write_star)
 
 ROOT = Path(__file__).resolve().parents[1]
