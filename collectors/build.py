@@ -69,15 +69,11 @@ def job_group_id(filter_id: str) -> str:
 
 def spark_to_datatype(spark_type: Any, column: str = "?") -> DataType:
     """A Spark SQL type (``IntegerType()``, ``DecimalType(7,2)``, ...) as a domain type."""
-    name = spark_type.simpleString()
-    low = name.lower()
-    if low.startswith(("varchar(", "char(")):
-        return DataType.parse("string")
     try:
-        return DataType.parse(low)
-    except DomainError:
-        raise DomainError(f"build key column {column!r} has Spark type {name}, which has no "
-                          f"domain type") from None
+        return DataType.from_spark(spark_type)
+    except DomainError as exc:
+        raise DomainError(f"build key column {column!r} has Spark type "
+                          f"{spark_type.simpleString()}, which has no domain type ({exc})") from None
 
 
 def build_key_types(df: Any, key_columns: Sequence[str]) -> dict[str, DataType]:

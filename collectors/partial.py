@@ -23,9 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from collectors.bloom import effective_bloom_capacity
-from dpp.domain import (BIGINT, BOOLEAN, DATE, DOUBLE, FLOAT, INT, SMALLINT, STRING, TIMESTAMP,
-                        TIMESTAMP_NTZ,
-                        TINYINT, DataType, Domain, TupleDomain, decimal_type)
+from dpp.domain import DataType, Domain, TupleDomain
 from dpp.errors import DomainError
 
 __all__ = ["arrow_to_datatype", "ColumnCollector", "PartialCollector"]
@@ -38,34 +36,11 @@ _COMPACT_AT = 1 << 16
 
 
 def arrow_to_datatype(t: pa.DataType, column: str = "?") -> DataType:
-    """The domain type of an Arrow column type, as Spark hands batches to Python."""
-    if pa.types.is_int32(t):
-        return INT
-    if pa.types.is_int64(t):
-        return BIGINT
-    if pa.types.is_int16(t):
-        return SMALLINT
-    if pa.types.is_int8(t):
-        return TINYINT
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return STRING
-    if pa.types.is_date32(t):
-        return DATE
-    if pa.types.is_decimal(t):
-        return decimal_type(t.precision, t.scale)
-    if pa.types.is_timestamp(t):
-        # Spark hands TIMESTAMP (an instant) with the session zone attached and TIMESTAMP_NTZ
-        # (a wall-clock reading) with none: two types, never compared as one
-        return TIMESTAMP if t.tz is not None else TIMESTAMP_NTZ
-    if pa.types.is_boolean(t):
-        return BOOLEAN
-    if pa.types.is_float64(t):
-        return DOUBLE
-    if pa.types.is_float32(t):
-        return FLOAT
-    raise DomainError(f"build key column {column!r} has Arrow type {t}, which has no domain "
-                      f"type; supported: int8/16/32/64, string, date32, decimal128, timestamp, "
-                      f"bool, float, double")
+    """The domain type of a build key column's Arrow type (see :meth:`DataType.from_arrow`)."""
+    try:
+        return DataType.from_arrow(t)
+    except DomainError as exc:
+        raise DomainError(f"build key column {column!r}: {exc}") from None
 
 
 @dataclass

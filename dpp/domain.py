@@ -101,6 +101,52 @@ class DataType:
                               f"{sorted(_KINDS - {'decimal'}) + ['decimal(p,s)']}")
         return DataType(t)
 
+    @staticmethod
+    def from_catalog(text: str) -> "DataType":
+        """The domain type of a Spark type as its ``simpleString`` or a catalog names it.
+
+        ``varchar(n)`` values read back as written, so they are strings; ``char(n)`` values
+        are padded by Spark on read and compared padded, so no domain type stands for them
+        (a :class:`DomainError`, like every type without one: arrays, maps, binary, ...).
+        """
+        if not isinstance(text, str):
+            raise DomainError(f"a type name must be a string, got {text!r}")
+        t = text.strip().lower()
+        if re.match(r"^varchar\s*\(\s*[0-9]+\s*\)\Z", t):
+            return STRING
+        if re.match(r"^char\s*\(\s*[0-9]+\s*\)\Z", t):
+            raise DomainError(f"type {text!r}: CHAR(n) values are padded by Spark on read and "
+                              f"compared padded; no domain type stands for them")
+        return DataType.parse(t)
+
+    @staticmethod
+    def from_spark(spark_type: Any) -> "DataType":
+        """The domain type of a PySpark ``DataType`` (``IntegerType()``, ...)."""
+        return DataType.from_catalog(spark_type.simpleString())
+
+    @staticmethod
+    def from_arrow(arrow_type: Any) -> "DataType":
+        """The domain type of an Arrow type as Spark hands batches to Python: TIMESTAMP comes
+        with the session zone attached, TIMESTAMP_NTZ with none."""
+        import pyarrow as pa  # the algebra itself needs no pyarrow
+
+        t = arrow_type
+        if pa.types.is_dictionary(t):
+            return DataType.from_arrow(t.value_type)
+        simple = {pa.int8(): TINYINT, pa.int16(): SMALLINT, pa.int32(): INT,
+                  pa.int64(): BIGINT, pa.date32(): DATE, pa.bool_(): BOOLEAN,
+                  pa.float64(): DOUBLE, pa.float32(): FLOAT}
+        if t in simple:
+            return simple[t]
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return STRING
+        if pa.types.is_decimal(t):
+            return decimal_type(t.precision, t.scale)
+        if pa.types.is_timestamp(t):
+            return TIMESTAMP if t.tz is not None else TIMESTAMP_NTZ
+        raise DomainError(f"Arrow type {t} has no domain type; supported: int8/16/32/64, "
+                          f"string, date32, decimal128, timestamp, bool, float, double")
+
     def simple_string(self) -> str:
         if self.name == "decimal":
             return f"decimal({self.precision},{self.scale})"

@@ -733,8 +733,8 @@ def _table_columns(table: Any) -> list[tuple[str, Optional[DataType]]]:
             out.append((name.lower(), parts[name]))
             continue
         try:
-            out.append((name.lower(), DataType.parse(str(typ))))
-        except Exception:  # nested or exotic types: usable in the query, not for pruning
+            out.append((name.lower(), DataType.from_catalog(str(typ))))
+        except DppError:  # nested or exotic types: usable in the query, not for pruning
             out.append((name.lower(), None))
     return out
 
@@ -771,6 +771,6 @@ def _referenced_names(query: str, registered: dict[str, Any]) -> list[str]:
 
 def _spark_type_to_domain(dt: Any) -> Optional[DataType]:
     try:
-        return DataType.parse(dt.simpleString())
-    except Exception:
+        return DataType.from_spark(dt)
+    except DppError:
         return None

@@ -198,7 +198,7 @@ class SplitLoader:
         out: dict[str, Optional[DataType]] = {}
         for n, t in self.table.columns:
             try:
-                out[n] = DataType.parse(t)
+                out[n] = DataType.from_catalog(t)
             except DomainError:
                 out[n] = None  # nested or unsupported: never constrained
         for c in self.table.partition_columns:

@@ -377,17 +377,8 @@ def table_from_path(path: str, name: Optional[str] = None,
 # ------------------------------------------------------------------ catalog tables
 
 def _catalog_type(text: str) -> DataType:
-    t = text.strip().lower()
-    if t.startswith("varchar("):
-        return STRING  # VARCHAR(n) values read back as they were written
-    if t.startswith("char("):
-        # Spark pads CHAR(n) values to n characters on read (spark.sql.readSideCharPadding)
-        # and pads string literals compared with them: neither folder text nor a STRING key
-        # compares as written, so no domain may be tested against it
-        raise LayoutError(f"partition column type {text!r}: CHAR(n) values are padded by "
-                          f"Spark on read; pruning by them is not supported")
     try:
-        return DataType.parse(t)
+        return DataType.from_catalog(text)
     except DomainError as exc:
         raise LayoutError(f"partition column type {text!r} is not supported: {exc}") from None
 
