@@ -20,9 +20,9 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from collectors.partial import PartialCollector
 from collectors.sink import ExecutorPublisher, PartialSink
-from dpp.codec import DEFAULT_MAX_BYTES, encode
-from dpp.domain import DataType, Domain, TupleDomain
-from dpp.errors import CodecError, DomainError, DppError
+from dpp.core.codec import DEFAULT_MAX_BYTES, encode
+from dpp.core.domain import DataType, Domain, TupleDomain
+from dpp.core.errors import CodecError, DomainError, DppError
 
 __all__ = ["BuildResult", "BuildError", "build_filter", "build_key_types", "job_group_id", "map_in_arrow",
            "spark_to_datatype", "STATUS_SCHEMA"]

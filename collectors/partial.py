@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from collectors.bloom import effective_bloom_capacity
-from dpp.domain import DataType, Domain, TupleDomain
-from dpp.errors import DomainError
+from dpp.core.domain import DataType, Domain, TupleDomain
+from dpp.core.errors import DomainError
 
 __all__ = ["arrow_to_datatype", "ColumnCollector", "PartialCollector"]
 

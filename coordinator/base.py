@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Mapping, Optional, Union
 
 from coordinator.merge import PartialMerger
-from dpp.codec import DEFAULT_MAX_BYTES, decode_tuple_domain, encode
-from dpp.domain import DataType, TupleDomain
-from dpp.errors import CodecError, CoordinatorError
+from dpp.core.codec import DEFAULT_MAX_BYTES, decode_tuple_domain, encode
+from dpp.core.domain import DataType, TupleDomain
+from dpp.core.errors import CodecError, CoordinatorError
 
 __all__ = ["FilterService", "WaitResult", "OUTCOMES", "normalize_key_types"]
 

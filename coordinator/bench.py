@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from dpp.codec import encode
-from dpp.domain import BIGINT, Domain, TupleDomain
+from dpp.core.codec import encode
+from dpp.core.domain import BIGINT, Domain, TupleDomain
 
 ROOT = Path(__file__).resolve().parents[1]
 

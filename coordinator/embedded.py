@@ -15,9 +15,9 @@ from typing import Mapping, Optional, Union
 
 from coordinator.base import FilterService, WaitResult, normalize_key_types
 from coordinator.merge import PartialMerger, PartialRejected
-from dpp.codec import decode_tuple_domain
-from dpp.domain import DataType, TupleDomain
-from dpp.errors import CodecError, CoordinatorError
+from dpp.core.codec import decode_tuple_domain
+from dpp.core.domain import DataType, TupleDomain
+from dpp.core.errors import CodecError, CoordinatorError
 
 __all__ = ["EmbeddedFilterService"]
 

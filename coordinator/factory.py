@@ -5,7 +5,7 @@ from typing import Optional
 from urllib.parse import urlparse
 
 from coordinator.base import FilterService
-from dpp.errors import ConfigError
+from dpp.core.errors import ConfigError
 
 __all__ = ["make_service", "parse_coordinator_spec"]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Mapping, Optional, Sequence
 
 from collectors.bloom import effective_bloom_capacity
-from dpp.domain import DataType, Domain, TupleDomain
-from dpp.errors import DomainError
+from dpp.core.domain import DataType, Domain, TupleDomain
+from dpp.core.errors import DomainError
 
 __all__ = ["PartialMerger", "PartialRejected", "tree_union", "union_exact"]
 

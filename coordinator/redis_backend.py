@@ -29,9 +29,9 @@ from urllib.parse import urlparse, urlunparse
 
 from coordinator.base import FilterService, WaitResult, normalize_key_types
 from coordinator.merge import PartialMerger, PartialRejected
-from dpp.codec import decode_tuple_domain, encode
-from dpp.domain import DataType, TupleDomain
-from dpp.errors import CodecError, CoordinatorError
+from dpp.core.codec import decode_tuple_domain, encode
+from dpp.core.domain import DataType, TupleDomain
+from dpp.core.errors import CodecError, CoordinatorError
 
 __all__ = ["RedisFilterService", "RedisPartialPublisher", "redact_url"]
 

@@ -1,6 +1,6 @@
 """Dynamic partition pruning for PySpark star joins.
 
-Kept light on purpose: importing :mod:`dpp.domain` (which every package does) must not pull in
+Kept light on purpose: importing :mod:`dpp.core` (which every package does) must not pull in
 PySpark or the session. ``DppSession`` is imported lazily on first attribute access.
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-from dpp.errors import DppError
+from dpp.core.errors import DppError
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -26,7 +26,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping, Optional
 
-from dpp.errors import ConfigError
+from dpp.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -36,9 +36,9 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from dpp.domain import DataType, Domain, TupleDomain
-from dpp.errors import DomainError
-from dpp.spark_rules import DEFAULT_RULES, SparkRules
+from dpp.core.domain import DataType, Domain, TupleDomain
+from dpp.core.errors import DomainError
+from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 
 log = logging.getLogger(__name__)
 

@@ -19,13 +19,24 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
-from dpp.config import DppConfig
-from dpp.domain import DataType, Domain, TupleDomain
-from dpp.errors import ConfigError, DppError, LayoutError
-from dpp.reconcile import reconcile
-from dpp.spark_rules import SparkRules
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType as SparkDataType
+
+from collectors import BuildResult, build_filter, dataframe_files, job_group_id
+from coordinator import FilterService, WaitResult, fingerprint, make_service
+from dpp.config import DppConfig, redact_url
+from dpp.core.domain import DataType, Domain, TupleDomain
+from dpp.core.errors import ConfigError, DppError, LayoutError
+from dpp.core.reconcile import reconcile
+from dpp.core.spark_rules import SparkRules
+from dpp.planner import DynamicFilterSpec, TableInfo, TableRefPlan, analyze, rewrite
+from dpp.report import JobReport, append_jsonl
+from dpp.spark_metrics import scan_metrics
+from hive_splits import (DynamicFilter, LoadResult, SplitLoader, Table, table_from_catalog,
+                         table_from_path, to_dataframe)
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +66,11 @@ class _FilterRun:
     probe_type: Optional[DataType]
     started: float = 0.0
     future: Optional[cf.Future] = None
-    build_result: Any = None
+    build_result: Optional[BuildResult] = None
     cache_hit: bool = False
     error: Optional[str] = None
     build_seconds: Optional[float] = None
-    wait_result: Any = None
+    wait_result: Optional[WaitResult] = None
     report: dict[str, Any] = field(default_factory=dict)
 
 
@@ -71,16 +82,16 @@ class DppSession:
     >>> dpp.sql("SELECT ... FROM store_sales JOIN date_dim ...")      # doctest: +SKIP
     """
 
-    def __init__(self, spark: Any, config: Optional[DppConfig] = None) -> None:
+    def __init__(self, spark: SparkSession, config: Optional[DppConfig] = None) -> None:
         self.spark = spark
         self._fixed_config = config
-        self._tables: dict[str, Any] = {}           # registered path tables: name -> Table
+        self._tables: dict[str, Table] = {}         # registered path tables by name
         self._own_views: set[str] = set()           # plain views this session created
         self._lock = threading.RLock()
-        self._service: Any = None
+        self._service: Optional[FilterService] = None
         self._service_spec: Optional[tuple] = None
         self._local = threading.local()
-        self.last_report: Any = None
+        self.last_report: Optional[JobReport] = None
         self.config  # validate settings now: a bad value is an error at construction
 
     # ------------------------------------------------------------------ configuration
@@ -95,9 +106,8 @@ class DppSession:
     def app_id(self) -> str:
         return str(self.spark.sparkContext.applicationId)
 
-    def _filter_service(self, cfg: DppConfig) -> Any:
+    def _filter_service(self, cfg: DppConfig) -> FilterService:
         """One service per distinct set of service settings (re-made when they change)."""
-        from coordinator import make_service
 
         spec = (cfg.coordinator, cfg.max_distinct_values, cfg.bloom_enabled, cfg.bloom_fpp,
                 cfg.max_filter_bytes, cfg.filter_ttl)
@@ -124,13 +134,12 @@ class DppSession:
 
     # ------------------------------------------------------------------ tables
     def register_table(self, name: str, path: str, *,
-                       partition_types: Optional[dict[str, str]] = None) -> Any:
+                       partition_types: Optional[dict[str, str]] = None) -> Table:
         """Registers a Hive-partitioned Parquet folder under ``name``.
 
         Nothing is listed beyond the first partition path and one footer; the Spark view of the
         same name is created only when a query needs the whole table (``spark.sql`` fallback).
         """
-        from hive_splits import table_from_path
 
         key = _norm_name(name)
         table = table_from_path(path, name=key, partition_types=partition_types,
@@ -145,7 +154,7 @@ class DppSession:
                 _DPP_VIEWS.discard((id(self.spark), key))
         return table
 
-    def _table(self, name: str) -> Optional[Any]:
+    def _table(self, name: str) -> Optional[Table]:
         """A registered path table, or a partitioned table of Spark's catalog, or None."""
         key = _norm_name(name)
         with self._lock:
@@ -162,7 +171,6 @@ class DppSession:
             return None
         if not any(c.isPartition for c in cols):
             return None
-        from hive_splits import table_from_catalog
 
         try:
             return table_from_catalog(self.spark, key)
@@ -184,11 +192,11 @@ class DppSession:
         except Exception:
             return False
 
-    def _resolver(self, cache: dict[str, Any]) -> Callable[[str], Any]:
+    def _resolver(self, cache: dict[str, Optional[Table]]
+                  ) -> Callable[[str], Optional[TableInfo]]:
         """Table name → TableInfo: registered and catalog tables that can be pruned (with
         their partition columns), and any other table or view Spark knows (columns only, so
         the analyzer can tell which relation an unqualified column belongs to)."""
-        from dpp.planner import TableInfo
 
         def resolve(name: str) -> Optional[TableInfo]:
             key = _norm_name(name)
@@ -236,19 +244,18 @@ class DppSession:
                 fresh.add(key)
 
     # ------------------------------------------------------------------ public API
-    def sql(self, query: str) -> Any:
+    def sql(self, query: str) -> DataFrame:
         """A DataFrame with exactly the rows of ``spark.sql(query)``, reading less."""
         df, _ = self._run_sql(query, execute=False)
         return df
 
-    def collect(self, query: str) -> list[Any]:
+    def collect(self, query: str) -> list[Row]:
         """Runs the query and returns its rows; the report then holds execution metrics."""
         rows, _ = self._run_sql(query, execute=True)
         return rows
 
     def explain(self, query: str) -> str:
         """The pruning plan as text: per table reference, what prunes it, or why nothing does."""
-        from dpp.planner import analyze
 
         cfg = self.config
         head = [f"dpp: enabled={cfg.enabled}, coordinator={_redact(cfg.coordinator)}, "
@@ -258,8 +265,8 @@ class DppSession:
         plan = analyze(query, self._resolver({}), rules=SparkRules.from_spark(self.spark))
         return "\n".join(head + [plan.explain()])
 
-    def join(self, fact: str, dim_df: Any, on: Sequence[tuple[str, str]],
-             how: str = "inner") -> Any:
+    def join(self, fact: str, dim_df: DataFrame, on: Sequence[tuple[str, str]],
+             how: str = "inner") -> DataFrame:
         """``fact ⋈ dim_df`` for jobs without SQL; the fact side pruned where that is sound.
 
         ``on`` pairs a fact column with a dimension column. The result has the columns of both
@@ -268,8 +275,7 @@ class DppSession:
         return self._run_join(fact, dim_df, list(on), how)
 
     # ------------------------------------------------------------------ SQL path
-    def _run_sql(self, query: str, execute: bool) -> tuple[Any, Any]:
-        from dpp.report import JobReport
+    def _run_sql(self, query: str, execute: bool) -> tuple[Union[DataFrame, list[Row]], JobReport]:
 
         cfg = self.config
         report = JobReport.start(query_text=query, kind="sql", settings=cfg.as_settings(),
@@ -293,12 +299,11 @@ class DppSession:
                 except Exception:  # pragma: no cover
                     log.debug("dropping %s failed", v, exc_info=True)
 
-    def _plan_and_rewrite(self, query: str, cfg: DppConfig, report: Any,
-                          temp_views: list[str]) -> Any:
-        from dpp.planner import analyze, rewrite
+    def _plan_and_rewrite(self, query: str, cfg: DppConfig, report: JobReport,
+                          temp_views: list[str]) -> DataFrame:
 
         ta = time.perf_counter()
-        tables_cache: dict[str, Any] = {}
+        tables_cache: dict[str, Optional[Table]] = {}
         rules = SparkRules.from_spark(self.spark)
         try:
             plan = analyze(query, self._resolver(tables_cache), rules=rules)
@@ -327,7 +332,7 @@ class DppSession:
         service = self._filter_service(cfg)
         qid = report.query_id[:8]
         runs: dict[str, _FilterRun] = {}
-        ref_filters: dict[str, list[tuple[Any, _FilterRun]]] = {}
+        ref_filters: dict[str, list[tuple[DynamicFilterSpec, _FilterRun]]] = {}
         for ref in pruned:
             table = tables_cache[_norm_name(ref.table)]
             ref_filters[ref.ref_id] = []
@@ -361,7 +366,7 @@ class DppSession:
             return self.spark.sql(query)
         # References pruned by the same static domain and the same filters share one listing
         # and one DataFrame, so Spark can still reuse the scan between them.
-        groups: dict[str, list[Any]] = {}
+        groups: dict[str, list[TableRefPlan]] = {}
         for ref in pruned:
             groups.setdefault(self._load_key(ref, tables_cache, ref_filters, cfg), []).append(ref)
         # all build sides at once; each in its own thread (Spark job groups are per thread)
@@ -430,7 +435,8 @@ class DppSession:
             return self.spark.sql(query)
 
     # ------------------------------------------------------------------ build sides
-    def _register(self, run: _FilterRun, df: Any, key: str, service: Any, ttl: float) -> None:
+    def _register(self, run: _FilterRun, df: DataFrame, key: str, service: FilterService,
+                  ttl: float) -> None:
         """Registers the filter before any waiter can ask for it (pending until the build
         job announces its exact part count)."""
         key_type = _spark_type_to_domain(df.schema[key].dataType)
@@ -439,11 +445,9 @@ class DppSession:
                            f"{df.schema[key].dataType.simpleString()}, not supported")
         service.register(run.filter_id, _PENDING_PARTS, {key: key_type}, ttl)
 
-    def _build_filter_df(self, run: _FilterRun, df: Any, key: str, cfg: DppConfig,
-                         service: Any, fingerprint_text: Optional[str]) -> None:
+    def _build_filter_df(self, run: _FilterRun, df: DataFrame, key: str, cfg: DppConfig,
+                         service: FilterService, fingerprint_text: Optional[str]) -> None:
         """Runs one build side into the filter service; failures are recorded, never raised."""
-        from collectors import build_filter, dataframe_files
-        from coordinator import fingerprint
 
         t0 = time.perf_counter()
         key_type = _spark_type_to_domain(df.schema[key].dataType)
@@ -477,7 +481,7 @@ class DppSession:
             except Exception:  # pragma: no cover
                 log.debug("marking %s failed", run.filter_id, exc_info=True)
 
-    def _waiter(self, run: _FilterRun, cfg: DppConfig, service: Any, deadline: float,
+    def _waiter(self, run: _FilterRun, cfg: DppConfig, service: FilterService, deadline: float,
                 rules: SparkRules) -> Callable[[float], tuple[Optional[Domain], str, Optional[str]]]:
         """The split loader's view of one filter: wait, then reconcile to the probe type."""
 
@@ -506,10 +510,10 @@ class DppSession:
 
         return wait
 
-    def _load_ref(self, ref: Any, tables_cache: dict[str, Any],
-                  ref_filters: dict[str, list[tuple[Any, _FilterRun]]], cfg: DppConfig,
-                  service: Any, rules: SparkRules) -> tuple[Any, Any, Any]:
-        from hive_splits import DynamicFilter, SplitLoader, to_dataframe
+    def _load_ref(self, ref: TableRefPlan, tables_cache: dict[str, Optional[Table]],
+                  ref_filters: dict[str, list[tuple[DynamicFilterSpec, _FilterRun]]],
+                  cfg: DppConfig, service: FilterService, rules: SparkRules
+                  ) -> tuple[Table, LoadResult, DataFrame]:
 
         table = tables_cache[_norm_name(ref.table)]
         deadline = time.monotonic() + cfg.wait_timeout
@@ -523,12 +527,13 @@ class DppSession:
         return table, result, to_dataframe(self.spark, table, result)
 
     @staticmethod
-    def _static_for(ref: Any, table: Any, cfg: DppConfig) -> TupleDomain:
+    def _static_for(ref: TableRefPlan, table: Table, cfg: DppConfig) -> TupleDomain:
         """The static domain the split loader applies: data columns only with statistics."""
         return ref.static if cfg.stats_pruning else _partition_only(ref.static, table)
 
-    def _load_key(self, ref: Any, tables_cache: dict[str, Any],
-                  ref_filters: dict[str, list[tuple[Any, _FilterRun]]], cfg: DppConfig) -> str:
+    def _load_key(self, ref: TableRefPlan, tables_cache: dict[str, Optional[Table]],
+                  ref_filters: dict[str, list[tuple[DynamicFilterSpec, _FilterRun]]],
+                  cfg: DppConfig) -> str:
         """References with equal keys read exactly the same splits."""
         static = self._static_for(ref, tables_cache[_norm_name(ref.table)], cfg)
         filters = sorted((spec.probe_column.lower(), run.filter_id)
@@ -536,7 +541,7 @@ class DppSession:
         return json.dumps([_norm_name(ref.table), static.to_data(), filters], sort_keys=True,
                           default=str)
 
-    def _settle_filter(self, run: _FilterRun, service: Any, cfg: DppConfig) -> None:
+    def _settle_filter(self, run: _FilterRun, service: FilterService, cfg: DppConfig) -> None:
         """Fills the filter's report; stops a build side nobody waits for any more."""
         res = run.wait_result
         if res is None:
@@ -544,7 +549,6 @@ class DppSession:
             run.wait_result = res
         if run.future is not None and not run.future.done():
             try:
-                from collectors import job_group_id
 
                 self.spark.sparkContext.cancelJobGroup(job_group_id(run.filter_id))
             except Exception:  # pragma: no cover
@@ -559,21 +563,20 @@ class DppSession:
             outcome = "failed" if outcome != "unavailable" else outcome
         run.report.update(
             filter_id=run.filter_id, build_column=run.build_label, build_query=run.build_query,
-            build_rows=getattr(br, "rows", None),
+            build_rows=br.rows if br is not None else None,
             distinct_values=dom.value_count() if dom is not None else
             (0 if td is not None and td.is_none() else None),
             kind=(dom.kind if dom is not None else ("none" if td is not None else "unknown")),
-            encoded_bytes=getattr(res, "encoded_bytes", None),
-            parts_expected=getattr(res, "parts_expected", 0) or 0,
-            parts_reported=getattr(res, "parts_reported", 0) or 0,
+            encoded_bytes=res.encoded_bytes,
+            parts_expected=res.parts_expected,
+            parts_reported=res.parts_reported,
             cache_hit=run.cache_hit, outcome=outcome,
             reason=res.reason or run.error, build_seconds=run.build_seconds,
-            wait_seconds=getattr(res, "seconds", None))
+            wait_seconds=res.seconds)
 
     # ------------------------------------------------------------------ DataFrame path
-    def _run_join(self, fact: str, dim_df: Any, on: list[tuple[str, str]], how: str) -> Any:
-        from dpp.report import JobReport
-        from pyspark.sql import functions as F
+    def _run_join(self, fact: str, dim_df: DataFrame, on: list[tuple[str, str]],
+                  how: str) -> DataFrame:
 
         cfg = self.config
         rules = SparkRules.from_spark(self.spark)
@@ -596,7 +599,7 @@ class DppSession:
             if dcol not in dim_df.columns:
                 raise ConfigError(f"dpp.join: the dimension DataFrame has no column {dcol!r}")
 
-        def plain() -> Any:
+        def plain() -> DataFrame:
             return full_dataframe(self.spark, table)
 
         prunable = cfg.enabled and norm_how in _PRUNABLE_HOWS
@@ -631,7 +634,6 @@ class DppSession:
                                                  service, None)
                     runs.append(run)
                     dyn.append(self._dynamic(run, fcol, cfg, service, deadline, rules))
-                from hive_splits import SplitLoader, to_dataframe
 
                 result = SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
                                      stats_pruning=cfg.stats_pruning, rules=rules).load()
@@ -651,22 +653,20 @@ class DppSession:
         out, _ = self._finish(df, report, cfg, t0, execute=False)
         return out
 
-    def _dynamic(self, run: _FilterRun, column: str, cfg: DppConfig, service: Any,
-                 deadline: float, rules: SparkRules) -> Any:
-        from hive_splits import DynamicFilter
+    def _dynamic(self, run: _FilterRun, column: str, cfg: DppConfig, service: FilterService,
+                 deadline: float, rules: SparkRules) -> DynamicFilter:
 
         return DynamicFilter(filter_id=run.filter_id, column=column,
                              wait=self._waiter(run, cfg, service, deadline, rules))
 
     # ------------------------------------------------------------------ reporting
-    def _finish(self, df: Any, report: Any, cfg: DppConfig, t0: float,
-                execute: bool) -> tuple[Any, Any]:
+    def _finish(self, df: DataFrame, report: JobReport, cfg: DppConfig, t0: float,
+                execute: bool) -> tuple[Union[DataFrame, list[Row]], JobReport]:
         rows = None
         if execute:
             te = time.perf_counter()
             rows = df.collect()
             report.phases["execution"] = time.perf_counter() - te
-            from dpp.spark_metrics import scan_metrics
 
             m = scan_metrics(df)
             report.spark_scan = {"files_read": m.files_read, "bytes_read": m.bytes_read,
@@ -678,7 +678,6 @@ class DppSession:
         self.last_report = report
         report.log(log)
         if cfg.report_path:
-            from dpp.report import append_jsonl
 
             try:
                 append_jsonl(report, cfg.report_path)
@@ -695,12 +694,12 @@ _DPP_VIEWS: set[tuple[int, str]] = set()
 _DPP_VIEWS_LOCK = threading.Lock()
 
 
-def _made_by_dpp(spark: Any, name: str) -> bool:
+def _made_by_dpp(spark: SparkSession, name: str) -> bool:
     with _DPP_VIEWS_LOCK:
         return (id(spark), name) in _DPP_VIEWS
 
 
-def _mark_made_by_dpp(spark: Any, name: str) -> None:
+def _mark_made_by_dpp(spark: SparkSession, name: str) -> None:
     with _DPP_VIEWS_LOCK:
         _DPP_VIEWS.add((id(spark), name))
 
@@ -719,12 +718,11 @@ def _safe(name: str) -> str:
 
 
 def _redact(url: str) -> str:
-    from dpp.config import redact_url
 
     return redact_url(url)
 
 
-def _table_columns(table: Any) -> list[tuple[str, Optional[DataType]]]:
+def _table_columns(table: Table) -> list[tuple[str, Optional[DataType]]]:
     """(name, type) of every column of a hive_splits Table, partition columns included."""
     out: list[tuple[str, Optional[DataType]]] = []
     parts = {c.name: c.type for c in table.partition_columns}
@@ -739,23 +737,22 @@ def _table_columns(table: Any) -> list[tuple[str, Optional[DataType]]]:
     return out
 
 
-def full_dataframe(spark: Any, table: Any) -> Any:
+def full_dataframe(spark: SparkSession, table: Table) -> DataFrame:
     """The whole table through the split loader (no domains): Spark's reader, all files."""
-    from hive_splits import SplitLoader, to_dataframe
 
     return to_dataframe(spark, table,
                         SplitLoader(table, rules=SparkRules.from_spark(spark)).load())
 
 
-def _column_type(table: Any, column: str) -> Optional[DataType]:
+def _column_type(table: Table, column: str) -> Optional[DataType]:
     return dict(_table_columns(table)).get(column.lower())
 
 
-def _is_partition_column(table: Any, column: str) -> bool:
+def _is_partition_column(table: Table, column: str) -> bool:
     return column.lower() in {c.name.lower() for c in table.partition_columns}
 
 
-def _partition_only(td: TupleDomain, table: Any) -> TupleDomain:
+def _partition_only(td: TupleDomain, table: Table) -> TupleDomain:
     if td.is_none():
         return td
     parts = {c.name.lower() for c in table.partition_columns}
@@ -763,13 +760,13 @@ def _partition_only(td: TupleDomain, table: Any) -> TupleDomain:
     return TupleDomain.of({k: v for k, v in doms.items() if k.lower() in parts})
 
 
-def _referenced_names(query: str, registered: dict[str, Any]) -> list[str]:
+def _referenced_names(query: str, registered: dict[str, Table]) -> list[str]:
     """Registered table names the query text mentions (a cheap, conservative scan)."""
     low = query.lower()
     return [n for n in registered if re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", low)]
 
 
-def _spark_type_to_domain(dt: Any) -> Optional[DataType]:
+def _spark_type_to_domain(dt: SparkDataType) -> Optional[DataType]:
     try:
         return DataType.from_spark(dt)
     except DppError:

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-spark", action="store_true", help="skip the Spark comparison")
     args = ap.parse_args(argv)
 
-    from dpp.domain import INT, Domain
+    from dpp.core.domain import INT, Domain
     from hive_splits import DynamicFilter, SplitLoader, table_from_path
 
     out = Path(args.out)

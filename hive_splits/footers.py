@@ -11,7 +11,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Mapping, Optional
 
-from dpp.domain import Domain
+from dpp.core.domain import Domain
 
 __all__ = ["FooterCache", "read_footer", "might_match", "cannot_match"]
 

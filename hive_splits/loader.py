@@ -34,9 +34,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
-from dpp.domain import DataType, Domain, TupleDomain
-from dpp.errors import DomainError, LayoutError
-from dpp.spark_rules import DEFAULT_RULES, SparkRules
+from dpp.core.domain import DataType, Domain, TupleDomain
+from dpp.core.errors import DomainError, LayoutError
+from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 from hive_splits.footers import FooterCache, cannot_match, read_footer
 from hive_splits.naming import is_hidden, parse_folder_name, partition_path
 from hive_splits.table import Table, local_path

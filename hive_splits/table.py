@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from urllib.parse import unquote, urlparse
 
-from dpp.domain import (BIGINT, DATE, DOUBLE, INT, STRING, TIMESTAMP, TIMESTAMP_NTZ, DataType,
+from dpp.core.domain import (BIGINT, DATE, DOUBLE, INT, STRING, TIMESTAMP, TIMESTAMP_NTZ, DataType,
                         decimal_type)
-from dpp.errors import DomainError, LayoutError
+from dpp.core.errors import DomainError, LayoutError
 from hive_splits.naming import DEFAULT_PARTITION_NAME, is_hidden, parse_folder_name
 
 __all__ = [

@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dpp.domain import (BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, TIMESTAMP, DataType, Domain,
+from dpp.core.domain import (BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, TIMESTAMP, DataType, Domain,
                         Range, TupleDomain, decimal_type)
 
 DEC = decimal_type(5, 2)

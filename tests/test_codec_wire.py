@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpp import codec
-from dpp.codec import (CODEC_VERSION, decode, decode_domain, decode_tuple_domain, encode,
+from dpp.core.codec import (CODEC_VERSION, decode, decode_domain, decode_tuple_domain, encode,
                        encode_domain, encode_tuple_domain)
-from dpp.domain import DOUBLE, INT, STRING, Domain, TupleDomain, decimal_type
-from dpp.errors import CodecError, DomainError
+from dpp.core.domain import DOUBLE, INT, STRING, Domain, TupleDomain, decimal_type
+from dpp.core.errors import CodecError, DomainError
 from tests.domain_strategies import any_domains, tuple_domains, typed
 
 LAW = settings(max_examples=1000, deadline=None,

@@ -16,7 +16,7 @@ from collectors import (BuildError, PartialCollector, arrow_to_datatype, build_f
                         build_key_types, dataframe_files, effective_bloom_capacity,
                         job_group_id, map_in_arrow)
 from coordinator import fingerprint, make_service
-from dpp.domain import (BIGINT, BOOLEAN, DATE, DOUBLE, FLOAT, INT, SMALLINT, STRING, TIMESTAMP,
+from dpp.core.domain import (BIGINT, BOOLEAN, DATE, DOUBLE, FLOAT, INT, SMALLINT, STRING, TIMESTAMP,
                         TIMESTAMP_NTZ, TINYINT, Domain, TupleDomain, decimal_type)
 
 from tests.conftest import write_parquet

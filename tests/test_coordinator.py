@@ -10,9 +10,9 @@ import pytest
 from coordinator import (EmbeddedFilterService, RedisFilterService, fingerprint, make_service,
                          parse_coordinator_spec)
 from coordinator.embedded import PROCESS_CACHE
-from dpp.codec import encode
-from dpp.domain import BIGINT, STRING, Domain, TupleDomain
-from dpp.errors import ConfigError, CoordinatorError
+from dpp.core.codec import encode
+from dpp.core.domain import BIGINT, STRING, Domain, TupleDomain
+from dpp.core.errors import ConfigError, CoordinatorError
 
 KT = {"k": BIGINT}
 

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from dpp.domain import (BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, TIMESTAMP, TIMESTAMP_NTZ,
+from dpp.core.domain import (BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, TIMESTAMP, TIMESTAMP_NTZ,
                         DataType, Domain, Range, TupleDomain, decimal_type)
-from dpp.errors import DomainError
+from dpp.core.errors import DomainError
 
 D = decimal.Decimal
 

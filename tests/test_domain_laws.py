@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpp.domain import Domain
-from dpp.errors import DomainError
+from dpp.core.domain import Domain
+from dpp.core.errors import DomainError
 from tests.domain_strategies import (FPPS, UNIVERSE, any_domains, bloom_domains,
                                           exact_domains, key_of, typed, values)
 

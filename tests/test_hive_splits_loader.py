@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpp.domain import BIGINT, DATE, INT, STRING, DataType, Domain, TupleDomain, decimal_type
-from dpp.errors import LayoutError
+from dpp.core.domain import BIGINT, DATE, INT, STRING, DataType, Domain, TupleDomain, decimal_type
+from dpp.core.errors import LayoutError
 from hive_splits import (DynamicFilter, FooterCache, SplitLoader, escape_path_name,
                          partition_folder_name, table_from_path)
 from hive_splits.naming import DEFAULT_PARTITION_NAME, is_hidden, unescape_path_name

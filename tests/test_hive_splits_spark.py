@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dpp.domain import DATE, INT, STRING, Domain, TupleDomain, decimal_type
-from dpp.errors import LayoutError
+from dpp.core.domain import DATE, INT, STRING, Domain, TupleDomain, decimal_type
+from dpp.core.errors import LayoutError
 from hive_splits import (DynamicFilter, SplitLoader, escape_path_name, spark_ddl,
                          table_from_catalog, table_from_path, to_dataframe,
                          unescape_path_name)

@@ -19,7 +19,7 @@ from typing import Any, Optional
 import pytest
 import sqlglot
 
-from dpp.domain import DataType, Domain
+from dpp.core.domain import DataType, Domain
 from dpp.planner import PruningPlan, TableInfo, analyze, rewrite
 from tpcds.generate import FACT_PARTITIONS, TABLES
 from tpcds.queries import Query, load_queries

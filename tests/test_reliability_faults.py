@@ -258,8 +258,8 @@ def test_corrupt_or_oversized_partial_in_redis_through_session(spark, star, udfs
 def test_corrupt_partials_at_the_service_level(redis_server):
     """Every way a part in Redis can be bad ends the wait with an outcome, never an exception."""
     from coordinator import RedisFilterService
-    from dpp.codec import encode
-    from dpp.domain import BIGINT, STRING, Domain, TupleDomain
+    from dpp.core.codec import encode
+    from dpp.core.domain import BIGINT, STRING, Domain, TupleDomain
 
     svc = RedisFilterService(redis_server.url, app_id="rel-corrupt", max_distinct=100,
                              bloom_fpp=None, max_bytes=2048, default_ttl=30)

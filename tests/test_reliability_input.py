@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpp.config import DppConfig
-from dpp.errors import ConfigError, LayoutError
+from dpp.core.errors import ConfigError, LayoutError
 from hive_splits.naming import escape_path_name
 from tests.conftest import make_partitioned_table, write_parquet
 from tests.reliability_helpers import (JOIN_Q, reference, register_star, rows,

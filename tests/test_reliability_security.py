@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from dpp.codec import decode, encode
+from dpp.core.codec import decode, encode
 from dpp.config import DppConfig
-from dpp.domain import (BIGINT, DATE, INT, STRING, Domain, TupleDomain, decimal_type)
-from dpp.errors import CodecError
+from dpp.core.domain import (BIGINT, DATE, INT, STRING, Domain, TupleDomain, decimal_type)
+from dpp.core.errors import CodecError
 from tests.reliability_helpers import (JOIN_Q, only_filter, reference, register_star, rows,
                                             table_report, write_star)
 
@@ -154,7 +154,7 @@ def test_decoder_cannot_be_made_to_import_or_call_anything(tmp_path):
         _frame(zlib.compress(evil_hi), flags=1),
         b"cos\nsystem\n(S'touch " + str(canary).encode() + b"'\ntR.",
         _frame(b'{"d":{"__class__":"os.system","__reduce__":["os.system",["id"]]}}'),
-        _frame(b'{"__class__":"dpp.domain.Domain","d":{"type":"bigint"}}'),
+        _frame(b'{"__class__":"dpp.core.domain.Domain","d":{"type":"bigint"}}'),
         _frame(b'{"d":{"py/object":"subprocess.Popen","args":["id"]}}'),
         _frame(b'{"d":{"type":"__import__(\'os\').system(\'id\')","kind":"values","values":[]}}'),
         _frame(b'{"t":{"columns":{"k":{"type":"bigint","kind":"values","values":[1],'

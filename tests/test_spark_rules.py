@@ -9,10 +9,10 @@ import datetime as dt
 
 import pytest
 
-from dpp.domain import DATE, INT, TIMESTAMP, TIMESTAMP_NTZ, Domain
-from dpp.errors import DomainError
-from dpp.reconcile import reconcile
-from dpp.spark_rules import SparkRules, resolve_zone
+from dpp.core.domain import DATE, INT, TIMESTAMP, TIMESTAMP_NTZ, Domain
+from dpp.core.errors import DomainError
+from dpp.core.reconcile import reconcile
+from dpp.core.spark_rules import SparkRules, resolve_zone
 
 LA = SparkRules(time_zone="America/Los_Angeles")
 KOLKATA = SparkRules(time_zone="Asia/Kolkata")

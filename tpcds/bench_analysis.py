@@ -12,7 +12,7 @@ import statistics
 import time
 from typing import Optional
 
-from dpp.domain import DataType
+from dpp.core.domain import DataType
 from dpp.planner import TableInfo, analyze
 
 PARTITIONED = {

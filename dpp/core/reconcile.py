@@ -4,7 +4,7 @@ A join ``fact.int_col = dim.bigint_col`` compares after widening both sides; a d
 that the probe type cannot hold can never be equal to a probe value, so dropping it is exact.
 Date, TIMESTAMP and TIMESTAMP_NTZ compare in their common type (a date is its midnight; an
 NTZ reading meets an instant in the session time zone), so those conversions need the
-session's rules (:class:`dpp.spark_rules.SparkRules`). Where the comparison would go through a
+session's rules (:class:`dpp.core.spark_rules.SparkRules`). Where the comparison would go through a
 cast we do not model (string vs number, integral vs decimal) the filter is not used: no
 pruning is always sound.
 """
@@ -14,9 +14,9 @@ import datetime as dt
 import decimal
 from typing import Any, Callable, Optional
 
-from dpp.domain import DataType, Domain, Range
-from dpp.errors import DomainError
-from dpp.spark_rules import DEFAULT_RULES, SparkRules
+from dpp.core.domain import DataType, Domain, Range, _Bloom
+from dpp.core.errors import DomainError
+from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 
 _TEMPORAL = ("date", "timestamp", "timestamp_ntz")
 # wider than any zone offset or DST shift: range bounds moved by it stay sound
@@ -59,8 +59,6 @@ def _convert(domain: Domain, t: DataType, keep_bloom: bool) -> Domain:
         return Domain.values(t, kept, null_allowed=domain.null_allowed)
     if domain.kind == "bloom" and keep_bloom:
         # integral (and floating) types hash the same text whatever their width
-        from dpp.domain import _Bloom  # noqa: PLC0415 - internal, same algebra
-
         vs = domain.value_set
         assert isinstance(vs, _Bloom)
         env = _clamp_ranges(domain, t)

@@ -14,8 +14,8 @@ import struct
 import zlib
 from typing import Any, Union
 
-from dpp.domain import Domain, TupleDomain
-from dpp.errors import CodecError
+from dpp.core.domain import Domain, TupleDomain
+from dpp.core.errors import CodecError
 
 __all__ = ["encode", "decode", "encode_domain", "decode_domain", "encode_tuple_domain",
            "decode_tuple_domain", "CODEC_VERSION", "DEFAULT_MAX_BYTES", "CodecError"]

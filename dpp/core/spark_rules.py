@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Optional
 
-from dpp.domain import DataType
-from dpp.errors import DomainError
+from dpp.core.domain import DataType
+from dpp.core.errors import DomainError
 
 __all__ = ["SparkRules", "DEFAULT_RULES", "resolve_zone"]
 

@@ -10,8 +10,8 @@ Values are held internally as *keys* (see :meth:`DataType.key`) so that ordering
 follow Spark's semantics, including the NaN rule for doubles: NaN equals NaN and sorts above
 every other value, +Infinity included; -0.0 equals 0.0.
 
-This module imports nothing of the project but :mod:`dpp.errors`, so every package can use it
-without pulling in the session.
+This module imports nothing of the project but :mod:`dpp.core.errors`, so every package can use
+it without pulling in the session.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from dpp.errors import DomainError
+from dpp.core.errors import DomainError
 
 __all__ = [
     "DataType", "Range", "Domain", "TupleDomain",
@@ -256,7 +256,7 @@ class DataType:
 
         ``zone`` is where a TIMESTAMP text without an offset is read (Spark reads it in the
         session time zone); UTC when not given. Callers comparing with Spark's values go
-        through :class:`dpp.spark_rules.SparkRules`, which passes the session's zone.
+        through :class:`dpp.core.spark_rules.SparkRules`, which passes the session's zone.
         """
         n = self.name
         if not isinstance(text, str):
