@@ -13,37 +13,20 @@ import logging
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
 from typing import Mapping, Optional, Union
 
 from coordinator.merge import PartialMerger
 from dpp.core.codec import DEFAULT_MAX_BYTES, decode_tuple_domain, encode
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import CodecError, CoordinatorError
+from dpp.core.outcomes import SERVICE_OUTCOMES, FilterOutcome, WaitResult
 
 __all__ = ["FilterService", "WaitResult", "OUTCOMES", "normalize_key_types"]
 
 log = logging.getLogger(__name__)
 
-#: Every outcome :meth:`FilterService.wait` can return.
-OUTCOMES = ("complete", "timeout", "failed", "too_large", "corrupt", "cancelled", "unavailable")
-
-
-@dataclass(frozen=True)
-class WaitResult:
-    """What a waiter got: a domain only when ``outcome == "complete"``."""
-
-    domain: Optional[TupleDomain]
-    outcome: str
-    reason: Optional[str]
-    parts_expected: int
-    parts_reported: int
-    encoded_bytes: int
-    seconds: float
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome == "complete"
+#: Every outcome :meth:`FilterService.wait` can return (their words).
+OUTCOMES = tuple(o.value for o in SERVICE_OUTCOMES)
 
 
 def normalize_key_types(key_types: Mapping[str, Union[DataType, str]]) -> dict[str, DataType]:
@@ -185,8 +168,8 @@ class FilterService(abc.ABC):
         self._count(outcome)
         if outcome != "complete":
             log.info("filter wait ended %s: %s", outcome, reason)
-        return WaitResult(domain if outcome == "complete" else None, outcome, reason, expected,
-                          reported, size, time.monotonic() - t0)
+        return WaitResult(domain if outcome == "complete" else None, FilterOutcome(outcome),
+                          reason, expected, reported, size, time.monotonic() - t0)
 
     def __enter__(self) -> "FilterService":
         return self

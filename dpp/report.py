@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from dpp.core.errors import DppError
+from dpp.core.outcomes import REPORTED_OUTCOMES
 
 __all__ = [
     "SCHEMA_VERSION", "QUERY_TEXT_LIMIT", "FILTER_KINDS", "FILTER_OUTCOMES", "PHASES",
@@ -49,8 +50,7 @@ FILTER_KINDS = ("values", "range", "bloom", "all", "none", "unknown")
 #: How a filter ended. The first seven are the design's; ``unavailable`` (the filter service
 #: could not be reached) and ``type_mismatch`` (the build key cannot be compared in the
 #: partition column's type) are produced by the session too, and mean "no pruning" as well.
-FILTER_OUTCOMES = ("complete", "timeout", "failed", "too_large", "corrupt", "cancelled",
-                   "not_used", "unavailable", "type_mismatch")
+FILTER_OUTCOMES = tuple(o.value for o in REPORTED_OUTCOMES)
 #: Phase names the session fills, in the order a job goes through them.
 PHASES = ("analysis", "build", "wait", "split_enumeration", "execution", "total")
 _PRUNING = ("applied", "none")

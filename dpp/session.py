@@ -26,10 +26,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType as SparkDataType
 
 from collectors import BuildResult, build_filter, dataframe_files, job_group_id
-from coordinator import FilterService, WaitResult, fingerprint, make_service
+from coordinator import FilterService, fingerprint, make_service
 from dpp.config import DppConfig, redact_url
 from dpp.core.domain import DataType, Domain, TupleDomain
 from dpp.core.errors import ConfigError, DppError, LayoutError
+from dpp.core.outcomes import FilterOutcome, WaitResult
 from dpp.core.reconcile import reconcile
 from dpp.core.spark_rules import SparkRules
 from dpp.planner import DynamicFilterSpec, TableInfo, TableRefPlan, analyze, rewrite
@@ -470,7 +471,7 @@ class DppSession:
             run.build_seconds = time.perf_counter() - t0
             if fp is not None:
                 waited = service.wait(run.filter_id, 0.0)
-                if waited.outcome == "complete" and waited.domain is not None:
+                if waited.ok and waited.domain is not None:
                     service.cache_put(fp, waited.domain, cfg.filter_ttl)
         except Exception as exc:  # a failed build side means no pruning, reported
             run.error = f"{type(exc).__name__}: {exc}"
@@ -481,32 +482,33 @@ class DppSession:
             except Exception:  # pragma: no cover
                 log.debug("marking %s failed", run.filter_id, exc_info=True)
 
-    def _waiter(self, run: _FilterRun, cfg: DppConfig, service: FilterService, deadline: float,
-                rules: SparkRules) -> Callable[[float], tuple[Optional[Domain], str, Optional[str]]]:
-        """The split loader's view of one filter: wait, then reconcile to the probe type."""
+    def _waiter(self, run: _FilterRun, column: str, service: FilterService, deadline: float,
+                rules: SparkRules) -> Callable[[float], WaitResult]:
+        """The split loader's view of one filter: wait, then reconcile the build side's domain
+        to the probe column's type, keyed by that column."""
+        complete = FilterOutcome.COMPLETE
 
-        def wait(timeout: float) -> tuple[Optional[Domain], str, Optional[str]]:
+        def wait(timeout: float) -> WaitResult:
             res = service.wait(run.filter_id, max(0.0, min(timeout, deadline - time.monotonic())))
             run.wait_result = res
-            if res.outcome != "complete" or res.domain is None:
-                return None, res.outcome, res.reason or run.error
+            if not res.ok or res.domain is None:
+                return WaitResult(None, res.outcome, res.reason or run.error)
             td: TupleDomain = res.domain
             if td.is_none():
-                dom = Domain.none(run.probe_type) if run.probe_type else None
-                return dom, "complete", None
+                return WaitResult(td, complete)
             cols = td.columns
             if not cols:
-                return None, "complete", "the build side constrains nothing"
+                return WaitResult(None, complete, "the build side constrains nothing")
             d = td.get(cols[0])
             assert d is not None
             if run.probe_type is None:
-                return None, "type_mismatch", "probe column type unknown"
+                return WaitResult(None, FilterOutcome.TYPE_MISMATCH, "probe column type unknown")
             # equi-joins never match NULL keys: the NULL partition is never needed by them
             d = Domain(d.type, d.value_set, False)
             conv, why = reconcile(d, run.probe_type, rules)
             if conv is None:
-                return None, "type_mismatch", why
-            return conv, "complete", None
+                return WaitResult(None, FilterOutcome.TYPE_MISMATCH, why)
+            return WaitResult(TupleDomain.of({column: conv}), complete)
 
         return wait
 
@@ -518,7 +520,7 @@ class DppSession:
         table = tables_cache[_norm_name(ref.table)]
         deadline = time.monotonic() + cfg.wait_timeout
         dyn = [DynamicFilter(filter_id=run.filter_id, column=spec.probe_column,
-                             wait=self._waiter(run, cfg, service, deadline, rules))
+                             wait=self._waiter(run, spec.probe_column, service, deadline, rules))
                for spec, run in ref_filters[ref.ref_id]]
         static = self._static_for(ref, table, cfg)
         loader = SplitLoader(table, static, dyn, wait_timeout=cfg.wait_timeout,
@@ -553,14 +555,14 @@ class DppSession:
                 self.spark.sparkContext.cancelJobGroup(job_group_id(run.filter_id))
             except Exception:  # pragma: no cover
                 log.debug("cancel %s", run.filter_id, exc_info=True)
-        td = res.domain if res.outcome == "complete" else None
+        td = res.domain if res.ok else None
         dom = None
         if td is not None and not td.is_none() and td.columns:
             dom = td.get(td.columns[0])
         br = run.build_result
         outcome = res.outcome
-        if run.error and outcome in ("timeout", "failed", "unavailable"):
-            outcome = "failed" if outcome != "unavailable" else outcome
+        if run.error and outcome in (FilterOutcome.TIMEOUT, FilterOutcome.FAILED):
+            outcome = FilterOutcome.FAILED
         run.report.update(
             filter_id=run.filter_id, build_column=run.build_label, build_query=run.build_query,
             build_rows=br.rows if br is not None else None,
@@ -570,7 +572,7 @@ class DppSession:
             encoded_bytes=res.encoded_bytes,
             parts_expected=res.parts_expected,
             parts_reported=res.parts_reported,
-            cache_hit=run.cache_hit, outcome=outcome,
+            cache_hit=run.cache_hit, outcome=str(outcome),
             reason=res.reason or run.error, build_seconds=run.build_seconds,
             wait_seconds=res.seconds)
 
@@ -657,7 +659,7 @@ class DppSession:
                  deadline: float, rules: SparkRules) -> DynamicFilter:
 
         return DynamicFilter(filter_id=run.filter_id, column=column,
-                             wait=self._waiter(run, cfg, service, deadline, rules))
+                             wait=self._waiter(run, column, service, deadline, rules))
 
     # ------------------------------------------------------------------ reporting
     def _finish(self, df: DataFrame, report: JobReport, cfg: DppConfig, t0: float,

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from dpp.core.domain import DataType, Domain, TupleDomain
 from dpp.core.errors import DomainError, LayoutError
+from dpp.core.outcomes import FilterOutcome, WaitResult
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 from hive_splits.footers import FooterCache, cannot_match, read_footer
 from hive_splits.naming import is_hidden, parse_folder_name, partition_path
@@ -46,16 +47,14 @@ __all__ = ["DynamicFilter", "Split", "KeptPartition", "FilterStatus", "LevelStat
 
 log = logging.getLogger(__name__)
 
-WaitResult = tuple[Optional[Domain], str, Optional[str]]
-
 
 @dataclass
 class DynamicFilter:
     """A filter whose domain arrives at run time (from the coordinator).
 
-    ``wait(timeout_seconds)`` blocks at most that long and returns ``(domain or None, outcome,
-    reason)``; outcome is e.g. ``complete``, ``timeout``, ``failed``, ``too_large``, ``corrupt``.
-    ``column`` is the column of *this* table it constrains (partition or data column).
+    ``wait(timeout_seconds)`` blocks at most that long and returns a :class:`WaitResult` whose
+    domain, when complete, constrains ``column`` (keyed by it, or as its only column): the
+    column of *this* table it constrains (partition or data column), in that column's type.
     """
 
     filter_id: str
@@ -90,13 +89,15 @@ class FilterStatus:
     filter_id: str
     column: str
     arrived: bool = False
-    outcome: str = "pending"
+    outcome: FilterOutcome = FilterOutcome.PENDING
     reason: Optional[str] = None
     used: bool = False
     domain: Optional[str] = None  # its describe(), for reports
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        d["outcome"] = str(self.outcome)
+        return d
 
 
 @dataclass
@@ -145,9 +146,10 @@ class LoadResult:
 class _Pending:
     """One dynamic filter being waited for on its own daemon thread, from load start."""
 
-    def __init__(self, f: DynamicFilter, deadline: float) -> None:
+    def __init__(self, f: DynamicFilter, deadline: float, status: FilterStatus) -> None:
         self.filter = f
         self.deadline = deadline
+        self.status = status
         self.done = threading.Event()
         self.result: Optional[WaitResult] = None
         self.resolved = False
@@ -156,11 +158,11 @@ class _Pending:
     def _run(self) -> None:
         try:
             r = self.filter.wait(max(0.0, self.deadline - time.monotonic()))
-            if not (isinstance(r, tuple) and len(r) == 3):
-                raise TypeError(f"wait() must return (domain, outcome, reason), got {r!r}")
+            if not isinstance(r, WaitResult):
+                raise TypeError(f"wait() must return a WaitResult, got {r!r}")
             self.result = r
         except Exception as exc:
-            self.result = (None, "failed", f"{type(exc).__name__}: {exc}")
+            self.result = WaitResult(None, FilterOutcome.FAILED, f"{type(exc).__name__}: {exc}")
         self.done.set()
 
 
@@ -238,21 +240,20 @@ class SplitLoader:
             st = FilterStatus(f.filter_id, f.column)
             res.filters.append(st)
             if f.column not in types:
-                st.outcome, st.reason = "unknown_column", (
+                st.outcome, st.reason = FilterOutcome.UNKNOWN_COLUMN, (
                     f"column {f.column!r} is not a column of table {t.name}")
                 continue
             if f.column not in part_names and not self.stats_pruning:
-                st.outcome, st.reason = "unused", (
+                st.outcome, st.reason = FilterOutcome.UNUSED, (
                     f"{f.column!r} is a data column and statistics pruning is off")
                 continue
             ct = types.get(f.column)
             why = self.rules.uncertain(ct) if ct is not None else None
             if why is not None:
-                st.outcome, st.reason = "type_mismatch", why
+                st.outcome, st.reason = FilterOutcome.TYPE_MISMATCH, why
                 log.warning("dynamic filter %s on %s: %s", f.filter_id, f.column, why)
                 continue
-            p = _Pending(f, deadline)
-            p.status = st  # type: ignore[attr-defined]
+            p = _Pending(f, deadline, st)
             self._pending.setdefault(f.column, []).append(p)
         self._dynamic_domain: dict[str, Optional[Domain]] = {}
         self._types = types
@@ -298,27 +299,36 @@ class SplitLoader:
 
     def _resolve(self, p: _Pending) -> Optional[Domain]:
         p.resolved = True
-        st: FilterStatus = p.status  # type: ignore[attr-defined]
+        st = p.status
         if not p.done.is_set():
-            st.outcome = "timeout"
+            st.outcome = FilterOutcome.TIMEOUT
             st.reason = f"no domain within the wait timeout of {self.wait_timeout:g}s"
             log.warning("dynamic filter %s on %s: %s", st.filter_id, st.column, st.reason)
             return None
         assert p.result is not None
-        d, outcome, reason = p.result
-        st.outcome, st.reason = str(outcome), reason
-        if d is None:
+        r = p.result
+        st.outcome, st.reason = r.outcome, r.reason
+        if r.domain is None or not r.ok:
             log.info("dynamic filter %s on %s: no domain (%s: %s)", st.filter_id, st.column,
-                     outcome, reason)
+                     r.outcome, r.reason)
             return None
-        if not isinstance(d, Domain):
-            st.outcome, st.reason = "failed", f"wait() returned {type(d).__name__}, not a Domain"
+        ct = self._types.get(st.column)
+        td = r.domain
+        if td.is_none():
+            d = Domain.none(ct) if ct is not None else None
+        else:
+            # keyed by this column, or the one column a single-key filter carries
+            d = td.get(st.column)
+            if d is None and len(td.columns) == 1:
+                d = td.get(td.columns[0])
+        if d is None:
+            st.outcome, st.reason = FilterOutcome.NOT_USED, (
+                f"the filter's domain does not constrain column {st.column!r}")
             return None
         st.arrived = True
         st.domain = d.describe()
-        ct = self._types.get(st.column)
         if ct is None or d.type != ct:
-            st.outcome = "type_mismatch"
+            st.outcome = FilterOutcome.TYPE_MISMATCH
             st.reason = (f"filter domain is of type {d.type}, column {st.column!r} is of type "
                          f"{ct if ct is not None else 'unsupported'}; not used")
             log.warning("dynamic filter %s: %s", st.filter_id, st.reason)
@@ -333,11 +343,11 @@ class SplitLoader:
                 if not p.resolved:
                     if p.done.is_set():
                         self._resolve(p)
-                        p.status.used = False  # type: ignore[attr-defined]
+                        p.status.used = False
                     else:
                         p.resolved = True
-                        p.status.outcome = "not_waited"  # type: ignore[attr-defined]
-                        p.status.reason = why  # type: ignore[attr-defined]
+                        p.status.outcome = FilterOutcome.NOT_WAITED
+                        p.status.reason = why
 
     # ------------------------------------------------------------------ partition tests
     def _tester(self, level: int) -> Callable[[Optional[str], str], tuple[Any, str]]:

@@ -37,6 +37,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.tpcds)
 
 
+def answer(domain: Any, outcome: str = "complete", reason: str | None = None) -> Any:
+    """What a dynamic filter's wait() returns: ``domain`` (a Domain, or None) as the filter's
+    one column."""
+    from dpp.core.domain import TupleDomain
+    from dpp.core.outcomes import WaitResult
+
+    td = None if domain is None else TupleDomain.of({"key": domain})
+    return WaitResult(td, outcome, reason)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

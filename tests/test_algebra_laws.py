@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpp import codec
+from dpp.core import codec
 from dpp.core.domain import (BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, TIMESTAMP, DataType, Domain,
                         Range, TupleDomain, decimal_type)
 from dpp.core.errors import CodecError, DomainError

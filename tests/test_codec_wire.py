@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpp import codec
+from dpp.core import codec
 from dpp.core.codec import (CODEC_VERSION, decode, decode_domain, decode_tuple_domain, encode,
                        encode_domain, encode_tuple_domain)
 from dpp.core.domain import DOUBLE, INT, STRING, Domain, TupleDomain, decimal_type

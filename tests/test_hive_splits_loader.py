@@ -22,12 +22,12 @@ from hive_splits import (DynamicFilter, FooterCache, SplitLoader, escape_path_na
                          partition_folder_name, table_from_path)
 from hive_splits.naming import DEFAULT_PARTITION_NAME, is_hidden, unescape_path_name
 
-from tests.conftest import make_partitioned_table, write_parquet
+from tests.conftest import answer, make_partitioned_table, write_parquet
 
 
 def ready(domain: Optional[Domain], outcome: str = "complete", reason: Optional[str] = None):
     """A dynamic filter's wait() that answers at once."""
-    return lambda timeout: (domain, outcome, reason)
+    return lambda timeout: answer(domain, outcome, reason)
 
 
 def single_level(root: Path, n: int = 40) -> Path:
@@ -118,7 +118,7 @@ def test_filter_that_times_out_prunes_nothing(tmp_path: Path) -> None:
 
     def never(timeout: float):  # ignores its timeout on purpose: the loader must not wait
         release.wait(30)
-        return Domain.values(INT, [1]), "complete", None
+        return answer(Domain.values(INT, [1]))
 
     try:
         r = SplitLoader(t, None, [DynamicFilter("late", "d", never)], wait_timeout=0.2).load()
@@ -164,8 +164,8 @@ def test_filter_on_level_two_arrives_while_level_one_is_listed(tmp_path: Path,
         # answers only once the loader has listed a level-1 folder: proof that it enumerates
         # level 1 while this level-2 filter is pending
         if level_one_listed.wait(timeout):
-            return Domain.values(INT, [2]), "complete", None
-        return None, "timeout", "level 1 was never listed"
+            return answer(Domain.values(INT, [2]))
+        return answer(None, "timeout", "level 1 was never listed")
 
     def watch():
         while not level_one_listed.is_set():

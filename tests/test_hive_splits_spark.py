@@ -16,7 +16,7 @@ from hive_splits import (DynamicFilter, SplitLoader, escape_path_name, spark_ddl
                          unescape_path_name)
 from hive_splits.table import infer_column_type
 
-from tests.conftest import write_parquet
+from tests.conftest import answer, write_parquet
 
 SPECIAL = ["a:b", "a/b", "50%", "x y", "ünï", "#", "=", "plain", "a\tb", "{[*?]}", "%41"]
 
@@ -80,8 +80,8 @@ def test_round_trip_typed_partitions_two_levels(spark, tmp_path: Path) -> None:
      .write.partitionBy("a", "b").parquet(path))
     t = table_from_path(path, partition_types={"a": "int", "b": "date"})
     expected = spark.read.schema(spark_ddl(t)).parquet(path)
-    dyn = DynamicFilter("fb", "b", lambda timeout: (Domain.values(DATE, [dt.date(2000, 1, 2)]),
-                                                    "complete", None))
+    dyn = DynamicFilter("fb", "b", lambda timeout: answer(Domain.values(DATE,
+                                                                       [dt.date(2000, 1, 2)])))
     result = SplitLoader(t, TupleDomain.of({"a": Domain.values(INT, [1, 2])}), [dyn],
                          wait_timeout=5).load()
     got = to_dataframe(spark, t, result)
@@ -123,8 +123,7 @@ def test_catalog_table_with_custom_partition_location(spark, tmp_path: Path) -> 
         assert rows(got) == rows(expected.where("p in (0, 9)"))
         assert rows(got.where("p = 9")) == Counter({(100, 9, "a/b"): 1, (101, 9, "a/b"): 1})
         # NULL partition through the catalog, dynamic filter on q
-        dyn = DynamicFilter("fq", "q", lambda timeout: (Domain.only_null(STRING), "complete",
-                                                        None))
+        dyn = DynamicFilter("fq", "q", lambda timeout: answer(Domain.only_null(STRING)))
         got = to_dataframe(spark, t, SplitLoader(t, None, [dyn], wait_timeout=5).load())
         assert rows(got) == rows(expected.where("q is null"))
         # a kept partition whose location is gone: an error naming it
