@@ -1,0 +1,154 @@
+"""What to prune, decided from a pruning plan alone: no Spark, no threads, no I/O.
+
+From the analyzer's plan and the tables it names, :func:`decide` says which references stay
+unpruned (and why), which dynamic filters to build (one per distinct build query), which
+references share one listing (same table, same static domain, same filters: one DataFrame, so
+Spark can still reuse the scan), and which registered tables need their plain view.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Optional
+
+from dpp.core.domain import DataType, TupleDomain
+from dpp.core.errors import DppError
+from dpp.filter_runs import FilterSpec
+from dpp.planner import DynamicFilterSpec, PruningPlan, TableRefPlan
+from dpp.views import norm_name
+from hive_splits import Table
+
+__all__ = ["LoadGroup", "PruningDecision", "decide", "table_columns", "static_for"]
+
+
+@dataclass(frozen=True)
+class LoadGroup:
+    """References that read exactly the same splits: one listing, one DataFrame."""
+
+    key: str
+    refs: tuple[TableRefPlan, ...]
+    table: Table
+    static: TupleDomain
+    filters: tuple[tuple[DynamicFilterSpec, FilterSpec], ...]
+
+
+@dataclass(frozen=True)
+class PruningDecision:
+    unpruned: tuple[tuple[TableRefPlan, str], ...]
+    filters: tuple[FilterSpec, ...]
+    groups: tuple[LoadGroup, ...]
+    plain_tables: frozenset[str]
+
+
+def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id: str,
+           stats_pruning: bool, mentions: Callable[[str], Iterable[str]]) -> PruningDecision:
+    """The decision for ``plan``. ``tables`` holds every table the analyzer resolved;
+    ``mentions(text)`` names the registered tables a SQL text refers to (they need their plain
+    view when read unpruned, or by a build side)."""
+    unpruned: list[tuple[TableRefPlan, str]] = [
+        (r, r.reason or "no usable predicate") for r in plan.refs if not r.pruning]
+    pruned = [r for r in plan.refs if r.pruning]
+    # every registered table the rewritten query still names needs its plain view
+    unpruned_names = {r.table for r, _ in unpruned}
+    plain = (unpruned_names | set(mentions(plan.sql))) - {
+        r.table for r in pruned if r.table not in unpruned_names}
+    if not pruned:
+        return PruningDecision(tuple(unpruned), (), (), frozenset(plain))
+
+    specs: dict[str, FilterSpec] = {}
+    ref_filters: dict[str, list[tuple[DynamicFilterSpec, FilterSpec]]] = {}
+    for ref in pruned:
+        table = _table(tables, ref)
+        ref_filters[ref.ref_id] = []
+        for dyn in ref.dynamic:
+            if not _is_partition_column(table, dyn.probe_column) and not stats_pruning:
+                continue  # a data-column filter only helps statistics pruning
+            spec = specs.get(dyn.build_query)
+            if spec is None:
+                spec = FilterSpec(filter_id=f"{query_id}-{dyn.filter_id}",
+                                  build_label=dyn.build_column,
+                                  probe_type=column_type(table, dyn.probe_column),
+                                  build_query=dyn.build_query)
+                specs[dyn.build_query] = spec
+            ref_filters[ref.ref_id].append((dyn, spec))
+    # A reference left with nothing to prune by (no usable dynamic filter, no static domain
+    # on a partition column unless statistics pruning is on) reads the plain view: its own
+    # listing and DataFrame would only cost time, and a relation of its own keeps Spark from
+    # merging or reusing scans of the table (TPC-DS q9: fifteen scalar subqueries over
+    # store_sales, merged into few scans when they read one relation).
+    idle = [ref for ref in pruned if not ref_filters[ref.ref_id]
+            and static_for(ref, _table(tables, ref), stats_pruning).is_all()]
+    why_idle = ("no predicate on a partition column to prune by"
+                + ("" if stats_pruning else
+                   " (data-column filters need spark.dpp.statsPruning.enabled)"))
+    unpruned += [(ref, why_idle) for ref in idle]
+    plain |= {ref.table for ref in idle}
+    pruned = [ref for ref in pruned if ref not in idle]
+    if not pruned:
+        return PruningDecision(tuple(unpruned), (), (), frozenset(plain))
+
+    grouped: dict[str, list[TableRefPlan]] = {}
+    for ref in pruned:
+        grouped.setdefault(_load_key(ref, tables, ref_filters, stats_pruning), []).append(ref)
+    used = {s.build_query for fs in ref_filters.values() for _, s in fs}
+    for q in used:
+        if q is not None:
+            plain |= set(mentions(q))
+    groups = tuple(
+        LoadGroup(key=k, refs=tuple(refs), table=_table(tables, refs[0]),
+                  static=static_for(refs[0], _table(tables, refs[0]), stats_pruning),
+                  filters=tuple(ref_filters[refs[0].ref_id]))
+        for k, refs in grouped.items())
+    return PruningDecision(tuple(unpruned), tuple(specs.values()), groups, frozenset(plain))
+
+
+def static_for(ref: TableRefPlan, table: Table, stats_pruning: bool) -> TupleDomain:
+    """The static domain the split loader applies: data columns only with statistics."""
+    td = ref.static
+    if stats_pruning or td.is_none():
+        return td
+    parts = {c.name.lower() for c in table.partition_columns}
+    doms = td.domains or {}
+    return TupleDomain.of({k: v for k, v in doms.items() if k.lower() in parts})
+
+
+def table_columns(table: Table) -> list[tuple[str, Optional[DataType]]]:
+    """(name, type) of every column of a table, partition columns included; None for types
+    with no domain type (usable in the query, not for pruning)."""
+    out: list[tuple[str, Optional[DataType]]] = []
+    parts = {c.name: c.type for c in table.partition_columns}
+    for name, typ in table.all_columns():
+        if name in parts:
+            out.append((name.lower(), parts[name]))
+            continue
+        try:
+            out.append((name.lower(), DataType.from_catalog(str(typ))))
+        except DppError:
+            out.append((name.lower(), None))
+    return out
+
+
+def column_type(table: Table, column: str) -> Optional[DataType]:
+    return dict(table_columns(table)).get(column.lower())
+
+
+def _is_partition_column(table: Table, column: str) -> bool:
+    return column.lower() in {c.name.lower() for c in table.partition_columns}
+
+
+def _table(tables: Mapping[str, Optional[Table]], ref: TableRefPlan) -> Table:
+    t = tables.get(norm_name(ref.table))
+    if t is None:  # pragma: no cover - the analyzer prunes only tables it resolved
+        raise DppError(f"table {ref.table!r} of reference {ref.ref_id} was not resolved")
+    return t
+
+
+def _load_key(ref: TableRefPlan, tables: Mapping[str, Optional[Table]],
+              ref_filters: Mapping[str, list[tuple[DynamicFilterSpec, FilterSpec]]],
+              stats_pruning: bool) -> str:
+    """References with equal keys read exactly the same splits."""
+    static = static_for(ref, _table(tables, ref), stats_pruning)
+    filters = sorted((dyn.probe_column.lower(), spec.filter_id)
+                     for dyn, spec in ref_filters[ref.ref_id])
+    return json.dumps([norm_name(ref.table), static.to_data(), filters], sort_keys=True,
+                      default=str)

@@ -1,0 +1,236 @@
+"""The dynamic filters of one query: their build jobs, their waiters, and what came of them.
+
+Shared by the SQL path and ``dpp.join``. Every build side starts at once, each in a thread of
+its own (Spark job groups are per thread), and returns an immutable :class:`BuildOutcome`; the
+only state written from other threads is the last wait result, under a lock. ``settle`` turns
+each filter into its report entry and stops build jobs nobody waits for any more. Nothing here
+raises for a build side or a filter service that fails: that is "no pruning", reported.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from pyspark.sql import DataFrame, SparkSession
+
+from collectors import BuildResult, build_filter, dataframe_files, job_group_id
+from coordinator import FilterService, fingerprint
+from dpp.config import DppConfig
+from dpp.core.domain import DataType, Domain, TupleDomain
+from dpp.core.errors import DppError
+from dpp.core.outcomes import FilterOutcome, WaitResult
+from dpp.core.reconcile import reconcile
+from dpp.core.spark_rules import SparkRules
+
+__all__ = ["FilterSpec", "BuildOutcome", "FilterRuns"]
+
+log = logging.getLogger(__name__)
+
+# Registered before the build job knows its task count, so that no waiter can see the
+# filter complete early; the build job sets the exact count (expect_parts) before it runs.
+_PENDING_PARTS = 1 << 30
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    """One dynamic filter to build: ``build_query`` (SQL path) also fingerprints it for the
+    filter cache; ``probe_type`` is the type of the column it prunes (None: unknown)."""
+
+    filter_id: str
+    build_label: str
+    probe_type: Optional[DataType]
+    build_query: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    """What one build job came to."""
+
+    result: Optional[BuildResult] = None
+    cache_hit: bool = False
+    error: Optional[str] = None
+    seconds: Optional[float] = None
+
+
+class _Run:
+    def __init__(self, spec: FilterSpec) -> None:
+        self.spec = spec
+        self.start_error: Optional[str] = None      # set before any waiter exists
+        self.future: Optional[cf.Future[BuildOutcome]] = None
+        self._lock = threading.Lock()
+        self._wait_result: Optional[WaitResult] = None
+
+    def record_wait(self, res: WaitResult) -> None:
+        with self._lock:
+            self._wait_result = res
+
+    def last_wait(self) -> Optional[WaitResult]:
+        with self._lock:
+            return self._wait_result
+
+    def outcome(self) -> Optional[BuildOutcome]:
+        if self.start_error is not None:
+            return BuildOutcome(error=self.start_error)
+        if self.future is not None and self.future.done() and not self.future.cancelled():
+            return self.future.result()
+        return None
+
+
+class FilterRuns:
+    """Owns the thread pool of one query: build jobs, and the loads that wait on them."""
+
+    def __init__(self, spark: SparkSession, service: FilterService, cfg: DppConfig,
+                 max_workers: int) -> None:
+        self.spark = spark
+        self.service = service
+        self.cfg = cfg
+        self._pool = cf.ThreadPoolExecutor(max_workers=max(1, max_workers),
+                                           thread_name_prefix="dpp")
+        self._runs: dict[str, _Run] = {}
+
+    def __enter__(self) -> "FilterRuns":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------------ builds
+    def start(self, spec: FilterSpec, make_df: Callable[[], DataFrame],
+              key: Optional[str] = None) -> None:
+        """Registers the filter, then runs its build side in the pool. ``key`` is the build
+        key column (the DataFrame's first column when not given)."""
+        run = _Run(spec)
+        self._runs[spec.filter_id] = run
+        try:
+            df = make_df()
+            col = key or df.columns[0]
+            key_type = _key_type(spec, df, col)
+            self.service.register(spec.filter_id, _PENDING_PARTS, {col: key_type},
+                                  self.cfg.filter_ttl)
+        except Exception as exc:  # no filter: its waiters see "unavailable"
+            run.start_error = f"{type(exc).__name__}: {exc}"
+            log.warning("dpp: build side %s cannot start: %s", spec.build_label, exc)
+            return
+        run.future = self._pool.submit(self._build, spec, df, col, key_type)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> "cf.Future[Any]":
+        """Runs ``fn`` in the same pool (split loads wait there while builds run)."""
+        return self._pool.submit(fn, *args)
+
+    def _build(self, spec: FilterSpec, df: DataFrame, key: str,
+               key_type: DataType) -> BuildOutcome:
+        cfg, service = self.cfg, self.service
+        t0 = time.perf_counter()
+        try:
+            fp = None
+            if cfg.filter_cache and spec.build_query is not None:
+                fp = fingerprint(spec.build_query, [key], dataframe_files(df))
+                cached = service.cache_get(fp)
+                if cached is not None:
+                    service.register(spec.filter_id, 1, {key: key_type}, cfg.filter_ttl)
+                    service.publish(spec.filter_id, 0, cached)
+                    return BuildOutcome(cache_hit=True, seconds=time.perf_counter() - t0)
+            result = build_filter(
+                df, [key], filter_id=spec.filter_id, max_distinct=cfg.max_distinct_values,
+                bloom_enabled=cfg.bloom_enabled, bloom_fpp=cfg.bloom_fpp,
+                bloom_capacity=None, sink=service)
+            seconds = time.perf_counter() - t0
+            if fp is not None:
+                waited = service.wait(spec.filter_id, 0.0)
+                if waited.ok and waited.domain is not None:
+                    service.cache_put(fp, waited.domain, cfg.filter_ttl)
+            return BuildOutcome(result=result, seconds=seconds)
+        except Exception as exc:  # a failed build side means no pruning, reported
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("dpp: build side %s failed, no pruning by it: %s", spec.build_label, exc)
+            try:
+                service.fail(spec.filter_id, error)
+            except Exception:  # pragma: no cover
+                log.debug("marking %s failed", spec.filter_id, exc_info=True)
+            return BuildOutcome(error=error, seconds=time.perf_counter() - t0)
+
+    # ------------------------------------------------------------------ waiting
+    def waiter(self, filter_id: str, column: str, deadline: float,
+               rules: SparkRules) -> Callable[[float], WaitResult]:
+        """The split loader's view of one filter: wait (never past ``deadline``), then bring
+        the build side's domain into the probe column's type, keyed by ``column``."""
+        run = self._runs[filter_id]
+        complete = FilterOutcome.COMPLETE
+
+        def wait(timeout: float) -> WaitResult:
+            res = self.service.wait(filter_id,
+                                    max(0.0, min(timeout, deadline - time.monotonic())))
+            run.record_wait(res)
+            if not res.ok or res.domain is None:
+                return WaitResult(None, res.outcome, res.reason or run.start_error)
+            td: TupleDomain = res.domain
+            if td.is_none():
+                return WaitResult(td, complete)
+            cols = td.columns
+            if not cols:
+                return WaitResult(None, complete, "the build side constrains nothing")
+            d = td.get(cols[0])
+            assert d is not None
+            if run.spec.probe_type is None:
+                return WaitResult(None, FilterOutcome.TYPE_MISMATCH, "probe column type unknown")
+            # equi-joins never match NULL keys: the NULL partition is never needed by them
+            d = Domain(d.type, d.value_set, False)
+            conv, why = reconcile(d, run.spec.probe_type, rules)
+            if conv is None:
+                return WaitResult(None, FilterOutcome.TYPE_MISMATCH, why)
+            return WaitResult(TupleDomain.of({column: conv}), complete)
+
+        return wait
+
+    # ------------------------------------------------------------------ settling
+    def settle(self) -> list[dict[str, Any]]:
+        """Each filter's report entry, in start order; stops build jobs still running."""
+        return [self._settle(run) for run in self._runs.values()]
+
+    def build_seconds(self) -> float:
+        outs = [run.outcome() for run in self._runs.values()]
+        return max((o.seconds or 0.0 for o in outs if o is not None), default=0.0)
+
+    def _settle(self, run: _Run) -> dict[str, Any]:
+        spec = run.spec
+        res = run.last_wait()
+        if res is None:
+            res = self.service.wait(spec.filter_id, 0.0)
+            run.record_wait(res)
+        if run.future is not None and not run.future.done():
+            try:
+                self.spark.sparkContext.cancelJobGroup(job_group_id(spec.filter_id))
+            except Exception:  # pragma: no cover
+                log.debug("cancel %s", spec.filter_id, exc_info=True)
+        built = run.outcome() or BuildOutcome()
+        td = res.domain if res.ok else None
+        dom = None
+        if td is not None and not td.is_none() and td.columns:
+            dom = td.get(td.columns[0])
+        outcome = res.outcome
+        if built.error and outcome in (FilterOutcome.TIMEOUT, FilterOutcome.FAILED):
+            outcome = FilterOutcome.FAILED
+        return dict(
+            filter_id=spec.filter_id, build_column=spec.build_label,
+            build_query=spec.build_query,
+            build_rows=built.result.rows if built.result is not None else None,
+            distinct_values=dom.value_count() if dom is not None else
+            (0 if td is not None and td.is_none() else None),
+            kind=(dom.kind if dom is not None else ("none" if td is not None else "unknown")),
+            encoded_bytes=res.encoded_bytes, parts_expected=res.parts_expected,
+            parts_reported=res.parts_reported, cache_hit=built.cache_hit,
+            outcome=str(outcome), reason=res.reason or built.error,
+            build_seconds=built.seconds, wait_seconds=res.seconds)
+
+
+def _key_type(spec: FilterSpec, df: DataFrame, key: str) -> DataType:
+    spark_type = df.schema[key].dataType
+    try:
+        return DataType.from_spark(spark_type)
+    except DppError:
+        raise DppError(f"build key {spec.build_label} has type "
+                       f"{spark_type.simpleString()}, not supported") from None
