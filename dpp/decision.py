@@ -7,6 +7,7 @@ Spark can still reuse the scan), and which registered tables need their plain vi
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Optional
@@ -18,7 +19,8 @@ from dpp.planner import DynamicFilterSpec, PruningPlan, TableRefPlan
 from dpp.views import norm_name
 from hive_splits import Table
 
-__all__ = ["LoadGroup", "PruningDecision", "decide", "table_columns", "static_for"]
+__all__ = ["LoadGroup", "PruningDecision", "decide", "table_columns", "static_for",
+           "real_column"]
 
 
 @dataclass(frozen=True)
@@ -94,12 +96,34 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
     for q in used:
         if q is not None:
             plain |= set(mentions(q))
-    groups = tuple(
-        LoadGroup(key=k, refs=tuple(refs), table=_table(tables, refs[0]),
-                  static=static_for(refs[0], _table(tables, refs[0]), stats_pruning),
-                  filters=tuple(ref_filters[refs[0].ref_id]))
-        for k, refs in grouped.items())
+    groups = tuple(_group(k, refs, _table(tables, refs[0]), ref_filters, stats_pruning)
+                   for k, refs in grouped.items())
     return PruningDecision(tuple(unpruned), tuple(specs.values()), groups, frozenset(plain))
+
+
+def _group(key: str, refs: list[TableRefPlan], table: Table,
+           ref_filters: Mapping[str, list[tuple[DynamicFilterSpec, FilterSpec]]],
+           stats_pruning: bool) -> LoadGroup:
+    """The group's loader inputs, with column names as the table spells them (the analyzer
+    lower-cases them; a folder ``Part=...`` is column ``Part`` to the split loader)."""
+    static = static_for(refs[0], table, stats_pruning)
+    if not static.is_none() and static.domains:
+        static = TupleDomain.of({real_column(table, c) or c: d
+                                 for c, d in static.domains.items()})
+    filters = tuple((dataclasses.replace(dyn, probe_column=real_column(table, dyn.probe_column)
+                                         or dyn.probe_column), spec)
+                    for dyn, spec in ref_filters[refs[0].ref_id])
+    return LoadGroup(key=key, refs=tuple(refs), table=table, static=static, filters=filters)
+
+
+def real_column(table: Table, name: str) -> Optional[str]:
+    """The table's own spelling of a column: exact, else the one case-insensitive match
+    (None when there is none, or more than one)."""
+    names = [n for n, _ in table.all_columns()]
+    if name in names:
+        return name
+    found = [n for n in names if n.lower() == name.lower()]
+    return found[0] if len(found) == 1 else None
 
 
 def static_for(ref: TableRefPlan, table: Table, stats_pruning: bool) -> TupleDomain:

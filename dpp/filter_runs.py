@@ -84,10 +84,11 @@ class FilterRuns:
     """Owns the thread pool of one query: build jobs, and the loads that wait on them."""
 
     def __init__(self, spark: SparkSession, service: FilterService, cfg: DppConfig,
-                 max_workers: int) -> None:
+                 rules: SparkRules, max_workers: int) -> None:
         self.spark = spark
         self.service = service
         self.cfg = cfg
+        self.rules = rules
         self._pool = cf.ThreadPoolExecutor(max_workers=max(1, max_workers),
                                            thread_name_prefix="dpp")
         self._runs: dict[str, _Run] = {}
@@ -127,8 +128,13 @@ class FilterRuns:
         t0 = time.perf_counter()
         try:
             fp = None
-            if cfg.filter_cache and spec.build_query is not None:
-                fp = fingerprint(spec.build_query, [key], dataframe_files(df))
+            files = dataframe_files(df) if cfg.filter_cache and spec.build_query else []
+            if spec.build_query is not None and files:
+                # a build side that reads no files (local rows, a redefined view over them)
+                # cannot be fingerprinted by its files: never cached; and the session's
+                # settings change its rows (hour(t) in the session zone): part of the key
+                fp = fingerprint(f"{spec.build_query}\n-- {self.rules.signature()}", [key],
+                                 files)
                 cached = service.cache_get(fp)
                 if cached is not None:
                     service.register(spec.filter_id, 1, {key: key_type}, cfg.filter_ttl)
@@ -154,8 +160,8 @@ class FilterRuns:
             return BuildOutcome(error=error, seconds=time.perf_counter() - t0)
 
     # ------------------------------------------------------------------ waiting
-    def waiter(self, filter_id: str, column: str, deadline: float,
-               rules: SparkRules) -> Callable[[float], WaitResult]:
+    def waiter(self, filter_id: str, column: str, deadline: float
+               ) -> Callable[[float], WaitResult]:
         """The split loader's view of one filter: wait (never past ``deadline``), then bring
         the build side's domain into the probe column's type, keyed by ``column``."""
         run = self._runs[filter_id]
@@ -179,7 +185,7 @@ class FilterRuns:
                 return WaitResult(None, FilterOutcome.TYPE_MISMATCH, "probe column type unknown")
             # equi-joins never match NULL keys: the NULL partition is never needed by them
             d = Domain(d.type, d.value_set, False)
-            conv, why = reconcile(d, run.spec.probe_type, rules)
+            conv, why = reconcile(d, run.spec.probe_type, self.rules)
             if conv is None:
                 return WaitResult(None, FilterOutcome.TYPE_MISMATCH, why)
             return WaitResult(TupleDomain.of({column: conv}), complete)

@@ -757,7 +757,10 @@ def _compatible(build: DataType, probe: DataType) -> bool:
         return True
     if build.is_floating and probe.is_floating:
         return True
-    return False
+    # a date is its midnight, an NTZ reading meets an instant in the session zone:
+    # dpp.core.reconcile converts between the three with the session's rules
+    temporal = ("date", "timestamp", "timestamp_ntz")
+    return build.name in temporal and probe.name in temporal
 
 
 # ---------------------------------------------------------------------- static domains

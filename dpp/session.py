@@ -27,9 +27,10 @@ from dpp.config import DppConfig, redact_url
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import ConfigError, DppError, LayoutError
 from dpp.core.spark_rules import SparkRules
-from dpp.decision import LoadGroup, PruningDecision, decide, table_columns
+from dpp.decision import LoadGroup, PruningDecision, decide, real_column, table_columns
 from dpp.filter_runs import FilterRuns, FilterSpec
-from dpp.planner import PruningPlan, TableInfo, analyze, rewrite
+from dpp import planner
+from dpp.planner import PruningPlan, TableInfo, rewrite
 from dpp.report import JobReport, append_jsonl
 from dpp.spark_metrics import scan_metrics
 from dpp.views import PlainViews, norm_name
@@ -129,8 +130,9 @@ class DppSession:
         with self._lock:
             return self._tables.get(key)
 
-    def _table(self, name: str) -> Optional[Table]:
-        """A registered path table, or a partitioned table of Spark's catalog, or None."""
+    def _table(self, name: str, unusable: Optional[dict[str, str]] = None) -> Optional[Table]:
+        """A registered path table, or a partitioned table of Spark's catalog, or None (with
+        the reason in ``unusable`` when a partitioned catalog table cannot be pruned)."""
         key = norm_name(name)
         t = self._registered(key)
         if t is not None:
@@ -149,6 +151,8 @@ class DppSession:
             return table_from_catalog(self.spark, key)
         except Exception as exc:
             log.warning("dpp: catalog table %s cannot be used for pruning: %s", key, exc)
+            if unusable is not None:
+                unusable[key] = f"cannot be used for pruning: {_first_line(exc)}"
             return None
 
     def _is_temp_view(self, name: str) -> bool:
@@ -165,7 +169,8 @@ class DppSession:
         except Exception:
             return False
 
-    def _resolver(self, cache: dict[str, Optional[Table]]
+    def _resolver(self, cache: dict[str, Optional[Table]],
+                  unusable: Optional[dict[str, str]] = None
                   ) -> Callable[[str], Optional[TableInfo]]:
         """Table name → TableInfo: registered and catalog tables that can be pruned (with
         their partition columns), and any other table or view Spark knows (columns only, so
@@ -174,7 +179,7 @@ class DppSession:
         def resolve(name: str) -> Optional[TableInfo]:
             key = norm_name(name)
             if key not in cache:
-                cache[key] = self._table(key)
+                cache[key] = self._table(key, unusable)
             t = cache[key]
             if t is not None:
                 return TableInfo(name=key, columns=dict(table_columns(t)),
@@ -215,7 +220,7 @@ class DppSession:
                 f"waitTimeout={cfg.wait_timeout:g}s, maxDistinctValues={cfg.max_distinct_values}"]
         if not cfg.enabled:
             head.append("spark.dpp.enabled=false: the query runs as spark.sql(query), unpruned")
-        plan = analyze(query, self._resolver({}), rules=SparkRules.from_spark(self.spark))
+        plan = planner.analyze(query, self._resolver({}), rules=SparkRules.from_spark(self.spark))
         return "\n".join(head + [plan.explain()])
 
     def join(self, fact: str, dim_df: DataFrame, on: Sequence[tuple[str, str]],
@@ -256,7 +261,10 @@ class DppSession:
         """analyze → decide → build and load → substitute → run; unpruned on any failure."""
         rules = SparkRules.from_spark(self.spark)
         tables: dict[str, Optional[Table]] = {}
-        plan = self._analyze(query, tables, rules, report)
+        unusable: dict[str, str] = {}
+        plan = self._analyze(query, tables, unusable, rules, report)
+        for name, why in unusable.items():
+            report.add_table_unpruned(name, None, why)
         if plan is None:
             self._views.ensure(self._mentions(query))
             return self.spark.sql(query)
@@ -268,7 +276,7 @@ class DppSession:
         if not decision.groups:
             return self.spark.sql(query)
         workers = len(decision.filters) + sum(len(g.refs) for g in decision.groups)
-        with FilterRuns(self.spark, self._filter_service(cfg), cfg, workers) as runs:
+        with FilterRuns(self.spark, self._filter_service(cfg), cfg, rules, workers) as runs:
             for spec in decision.filters:  # every build side at once, each in its thread
                 runs.start(spec, lambda q=spec.build_query: self.spark.sql(q))
             replacements = self._substitute(decision, runs, cfg, rules, report, temp_views)
@@ -279,12 +287,14 @@ class DppSession:
                                     default=0.0)
         return self._run_rewritten(query, plan, decision, replacements, report)
 
-    def _analyze(self, query: str, tables: dict[str, Optional[Table]], rules: SparkRules,
+    def _analyze(self, query: str, tables: dict[str, Optional[Table]],
+                 unusable: dict[str, str], rules: SparkRules,
                  report: JobReport) -> Optional[PruningPlan]:
         """The pruning plan, or None (reported) when the query cannot be analysed."""
         ta = time.perf_counter()
         try:
-            plan: Optional[PruningPlan] = analyze(query, self._resolver(tables), rules=rules)
+            plan: Optional[PruningPlan] = planner.analyze(
+                query, self._resolver(tables, unusable), rules=rules)
         except Exception as exc:  # the analyzer must never cost the user their query
             log.warning("dpp: analysis failed, running unpruned: %s", exc)
             report.analysis_notes.append(f"analysis failed: {exc}")
@@ -328,7 +338,7 @@ class DppSession:
     def _load_group(self, g: LoadGroup, runs: FilterRuns, cfg: DppConfig, rules: SparkRules,
                     deadline: float) -> tuple[LoadResult, DataFrame]:
         dyn = [DynamicFilter(filter_id=spec.filter_id, column=d.probe_column,
-                             wait=runs.waiter(spec.filter_id, d.probe_column, deadline, rules))
+                             wait=runs.waiter(spec.filter_id, d.probe_column, deadline))
                for d, spec in g.filters]
         result = SplitLoader(g.table, g.static, dyn, wait_timeout=cfg.wait_timeout,
                              stats_pruning=cfg.stats_pruning, rules=rules).load()
@@ -369,17 +379,30 @@ class DppSession:
         report = JobReport.start(query_text=text, kind="join", settings=cfg.as_settings(),
                                  enabled=cfg.enabled)
         t0 = time.perf_counter()
-        table = self._table(fact)
+        unusable: dict[str, str] = {}
+        table = self._table(fact, unusable)
         if table is None:
-            raise LayoutError(f"dpp.join: unknown table {fact!r}; register it with "
-                              f"register_table(name, path) or create it in Spark's catalog")
-        columns = dict(table_columns(table))
+            # a table Spark knows that cannot be pruned (not partitioned, CHAR columns): read
+            # whole, by name, and say why
+            try:
+                whole = self.spark.table(fact)
+            except Exception:
+                raise LayoutError(f"dpp.join: unknown table {fact!r}; register it with "
+                                  f"register_table(name, path) or create it in Spark's "
+                                  f"catalog") from None
+            columns = {c.lower(): None for c in whole.columns}
+        else:
+            columns = dict(table_columns(table))
         for fcol, dcol in on:
-            if fcol not in columns:
+            if fcol.lower() not in columns:
                 raise ConfigError(f"dpp.join: table {fact!r} has no column {fcol!r}")
             if dcol not in dim_df.columns:
                 raise ConfigError(f"dpp.join: the dimension DataFrame has no column {dcol!r}")
-        if cfg.enabled and norm_how in _PRUNABLE_HOWS:
+        if table is None:
+            report.add_table_unpruned(fact, None, unusable.get(norm_name(fact),
+                                                               "not a partitioned table"))
+            fact_df = whole
+        elif cfg.enabled and norm_how in _PRUNABLE_HOWS:
             fact_df = self._pruned_fact(fact, table, dim_df, on, cfg, rules, report)
         else:
             why = ("spark.dpp.enabled=false" if not cfg.enabled else
@@ -401,7 +424,7 @@ class DppSession:
         parts = {c.name.lower() for c in table.partition_columns}
         columns = dict(table_columns(table))
         qid = report.query_id[:8]
-        with FilterRuns(self.spark, self._filter_service(cfg), cfg, len(on) + 1) as runs:
+        with FilterRuns(self.spark, self._filter_service(cfg), cfg, rules, len(on) + 1) as runs:
             deadline = time.monotonic() + cfg.wait_timeout
             dyn = []
             for i, (fcol, dcol) in enumerate(on):
@@ -410,8 +433,9 @@ class DppSession:
                 spec = FilterSpec(filter_id=f"{qid}-j{i + 1}", build_label=f"dataframe.{dcol}",
                                   probe_type=columns.get(fcol.lower()))
                 runs.start(spec, lambda c=dcol: dim_df.select(F.col(c)), key=dcol)
-                dyn.append(DynamicFilter(filter_id=spec.filter_id, column=fcol,
-                                         wait=runs.waiter(spec.filter_id, fcol, deadline, rules)))
+                col = real_column(table, fcol) or fcol  # as the table spells it
+                dyn.append(DynamicFilter(filter_id=spec.filter_id, column=col,
+                                         wait=runs.waiter(spec.filter_id, col, deadline)))
             result = SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
                                  stats_pruning=cfg.stats_pruning, rules=rules).load()
             fact_df = to_dataframe(self.spark, table, result)

@@ -409,6 +409,17 @@ def table_from_catalog(spark: Any, name: str) -> Table:
             ptypes[c.name] = _catalog_type(c.dataType)
         else:
             cols.append((c.name, c.dataType))
+    # the catalog lists CHAR(n) and VARCHAR(n) columns as "string"; their declared type
+    # survives only in the schema's field metadata
+    declared = {f.name: f.metadata.get("__CHAR_VARCHAR_TYPE_STRING")
+                for f in spark.table(name).schema.fields}
+    chars = sorted(f"{n} {t}" for n, t in declared.items()
+                   if isinstance(t, str) and t.strip().lower().startswith("char"))
+    if chars:
+        # Spark pads CHAR values on read and pads literals compared with them: folder text,
+        # keys and the rewritten query's literals would all compare differently
+        raise LayoutError(f"table {name!r} has CHAR(n) columns ({', '.join(chars)}): Spark "
+                          f"pads their values on read; such tables are not pruned")
     pcols = tuple(PartitionColumn(n, ptypes[n]) for n in part_names)
     partitions: list[CatalogPartition] = []
     if part_names:

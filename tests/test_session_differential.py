@@ -240,7 +240,7 @@ def test_analysis_failure_runs_unpruned_with_reason(spark, dpp_env, monkeypatch)
     """If the analyzer itself breaks, the query still runs, unpruned, and the report says so."""
     import dpp.planner
 
-    def broken(sql, resolve):
+    def broken(sql, resolve, **kw):  # **kw: the session's rules (issue 18)
         raise RuntimeError("analyzer bug")
 
     monkeypatch.setattr(dpp.planner, "analyze", broken)
@@ -291,13 +291,13 @@ def _count_loads(dpp_env, monkeypatch) -> list[str]:
     from dpp.session import DppSession
 
     loads: list[str] = []
-    real = DppSession._load_ref
+    real = DppSession._load_group  # one listing per group of references pruned alike
 
-    def counting(self, ref, *a, **k):
-        loads.append(ref.table)
-        return real(self, ref, *a, **k)
+    def counting(self, group, *a, **k):
+        loads.append(group.refs[0].table)
+        return real(self, group, *a, **k)
 
-    monkeypatch.setattr(DppSession, "_load_ref", counting)
+    monkeypatch.setattr(DppSession, "_load_group", counting)
     return loads
 
 

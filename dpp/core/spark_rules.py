@@ -133,6 +133,12 @@ class SparkRules:
             raise DomainError(why)
         return t.parse_text(text, zone=self.zone if t.name == "timestamp" else None)
 
+    def signature(self) -> str:
+        """Every setting here as text: a build side's rows can depend on them (``hour(t)``
+        in the session zone), so a cached filter is only reused under equal settings."""
+        return (f"tz={self.time_zone};cs={self.case_sensitive};ansi={self.ansi};"
+                f"parser={self.time_parser_policy};ts={self.timestamp_type}")
+
     def column_key(self, name: str) -> str:
         """How a column name is matched: as written when case-sensitive, else lower-cased."""
         return name if self.case_sensitive else name.lower()
