@@ -22,9 +22,9 @@ from typing import Any, Iterable, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from collectors.bloom import effective_bloom_capacity
 from dpp.core.domain import DataType, Domain, TupleDomain
 from dpp.core.errors import DomainError
+from dpp.core.policy import CollapsePolicy
 
 __all__ = ["arrow_to_datatype", "ColumnCollector", "PartialCollector"]
 
@@ -49,9 +49,7 @@ class ColumnCollector:
 
     name: str
     type: DataType
-    max_distinct: int
-    bloom_fpp: Optional[float]          # None: blooms disabled
-    bloom_capacity: int
+    policy: CollapsePolicy
     rows: int = 0
     nulls: int = 0
     mode: str = "values"                # values | minmax
@@ -64,7 +62,7 @@ class ColumnCollector:
     @property
     def _limit(self) -> int:
         """How many distinct values may be kept before only min/max is."""
-        return self.bloom_capacity if self.bloom_fpp is not None else self.max_distinct
+        return self.policy.exact_limit
 
     def add(self, arr: pa.Array) -> None:
         if isinstance(arr, pa.ChunkedArray):
@@ -132,7 +130,7 @@ class ColumnCollector:
             if not self._chunks:
                 return Domain.only_null(t) if null else Domain.none(t)
             d = Domain.values(t, self._chunks[0].to_pylist(), null_allowed=null)
-            return d.simplify(self.max_distinct, self.bloom_fpp, self.bloom_capacity)
+            return self.policy.simplify(d)
         if self._lo is None:
             if self._nan:
                 return Domain.values(t, [math.nan], null_allowed=null)
@@ -151,17 +149,16 @@ class PartialCollector:
         column holds how many input rows each stands for; it only feeds :attr:`rows`."""
         if max_distinct < 0:
             raise DomainError(f"max_distinct must be >= 0, got {max_distinct}")
-        cap = effective_bloom_capacity(max_distinct, bloom_capacity)
-        fpp = float(bloom_fpp) if bloom_enabled else None
+        policy = CollapsePolicy.of(max_distinct, float(bloom_fpp) if bloom_enabled else None,
+                                   bloom_capacity)
         self.columns: list[ColumnCollector] = []
         for name in key_columns:
             idx = schema.get_field_index(name)
             if idx < 0:
                 raise DomainError(f"build key column {name!r} is not in the batch schema "
                                   f"{schema.names}")
-            self.columns.append(ColumnCollector(name, arrow_to_datatype(schema.field(idx).type,
-                                                                        name),
-                                                max_distinct, fpp, cap))
+            self.columns.append(ColumnCollector(
+                name, arrow_to_datatype(schema.field(idx).type, name), policy))
         if count_column is not None and schema.get_field_index(count_column) < 0:
             raise DomainError(f"count column {count_column!r} is not in the batch schema "
                               f"{schema.names}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
 
-from collectors.bloom import effective_bloom_capacity
+from dpp.core.policy import CollapsePolicy
 from dpp.core.domain import DataType, Domain, TupleDomain
 from dpp.core.errors import DomainError
 
@@ -63,9 +63,10 @@ class PartialMerger:
     def __init__(self, key_types: Mapping[str, DataType], *, max_distinct: int,
                  bloom_fpp: Optional[float], bloom_capacity: Optional[int] = None) -> None:
         self.key_types = dict(key_types)
-        self.max_distinct = int(max_distinct)
-        self.bloom_fpp = bloom_fpp
-        self.bloom_capacity = effective_bloom_capacity(max_distinct, bloom_capacity)
+        self.policy = CollapsePolicy.of(max_distinct, bloom_fpp, bloom_capacity)
+        self.max_distinct = self.policy.max_distinct
+        self.bloom_fpp = self.policy.bloom_fpp
+        self.bloom_capacity = self.policy.bloom_capacity
         self.parts: set[int] = set()
         self._merged: Optional[TupleDomain] = None    # None: no non-NONE partial yet
         self._pending: list[TupleDomain] = []
@@ -117,7 +118,7 @@ class PartialMerger:
         self._merged = TupleDomain.of(out)
 
     def _simplify(self, d: Domain) -> Domain:
-        return d.simplify(self.max_distinct, self.bloom_fpp, self.bloom_capacity)
+        return self.policy.simplify(d)
 
     def _merge_column(self, doms: list[Domain]) -> Domain:
         exact = [d for d in doms if d.kind in ("values", "none")]
