@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -45,6 +45,25 @@ def answer(domain: Any, outcome: str = "complete", reason: str | None = None) ->
 
     td = None if domain is None else TupleDomain.of({"key": domain})
     return WaitResult(td, outcome, reason)
+
+
+@contextlib.contextmanager
+def spark_conf(spark: Any, settings: Mapping[str, Optional[str]]) -> Iterator[None]:
+    """Sets session settings (``None`` unsets) and restores the previous values afterwards."""
+    old = {k: spark.conf.get(k, None) for k in settings}
+    try:
+        for k, v in settings.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 def free_port() -> int:

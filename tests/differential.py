@@ -13,12 +13,13 @@ fallback (no pruning) would otherwise hide.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from tests.conftest import spark_conf
 
 PRUNING_OFF = {
     "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
@@ -33,25 +34,6 @@ TZ = "spark.sql.session.timeZone"
 
 def utc(*args: int) -> dt.datetime:
     return dt.datetime(*args, tzinfo=dt.timezone.utc)
-
-
-@contextlib.contextmanager
-def spark_conf(spark: Any, settings: Mapping[str, Optional[str]]) -> Iterator[None]:
-    """Sets session settings (``None`` unsets) and restores the previous values afterwards."""
-    old = {k: spark.conf.get(k, None) for k in settings}
-    try:
-        for k, v in settings.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 @dataclass(frozen=True)
