@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
 from dpp.core.domain import DataType, Domain, TupleDomain
-from dpp.core.errors import DomainError, LayoutError
+from dpp.core.errors import DomainError, LayoutError, ValueOutOfRange
 from dpp.core.outcomes import FilterOutcome, WaitResult
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 from hive_splits.footers import FooterCache, cannot_match, read_footer
@@ -369,6 +369,9 @@ class SplitLoader:
             else:
                 try:
                     value = self.rules.read_text(pc.type, raw)
+                except ValueOutOfRange:
+                    memo[raw] = (raw, "keep")  # Spark reads it, Python cannot: never pruned
+                    return raw, "keep"
                 except DomainError as exc:
                     raise LayoutError(f"partition folder {where!r}: value {raw!r} of column "
                                       f"{pc.name!r} cannot be read as {pc.type} ({exc})") from None

@@ -156,3 +156,18 @@ def test_timestamp_text_matches_sparks_cast(spark):
             assert midnight // dt.timedelta(microseconds=1) == row.m, (zone, text)
     finally:
         spark.conf.set("spark.sql.session.timeZone", old)
+
+
+@pytest.mark.parametrize("rules,t,text", [
+    (LA, TIMESTAMP, "0000-12-31 16:07:02"),     # how Spark writes 0001-01-01T00:00Z in LA
+    (KOLKATA, TIMESTAMP, "0001-01-01 00:00:00"),  # its instant is before datetime.min
+    (UTC, DATE, "+10000-01-01"),
+])
+def test_values_spark_reads_but_python_cannot_hold_are_out_of_range_not_errors(rules, t, text):
+    from dpp.core.errors import ValueOutOfRange
+
+    with pytest.raises(ValueOutOfRange):
+        rules.read_text(t, text)
+    with pytest.raises(DomainError) as bad:  # a text nobody reads stays a plain error
+        rules.read_text(t, "not a date")
+    assert not isinstance(bad.value, ValueOutOfRange)

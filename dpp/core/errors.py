@@ -18,6 +18,12 @@ class DomainError(DppError, ValueError):
     """A value cannot be read as, or compared in, a column's type."""
 
 
+class ValueOutOfRange(DomainError):
+    """A value Spark reads that Python's types cannot hold (a date of year 0 or 10000, an
+    instant past ``datetime``'s range once placed in the session zone): never compared, so
+    never pruned by — the partition is kept."""
+
+
 class CodecError(DppError, ValueError):
     """Bytes that are not a valid encoded domain: truncated, oversized, malformed or foreign."""
 

@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import Any, Callable, Optional
 
 from dpp.core.domain import DataType
-from dpp.core.errors import DomainError
+from dpp.core.errors import DomainError, ValueOutOfRange
 
 __all__ = ["SparkRules", "DEFAULT_RULES", "resolve_zone"]
 
@@ -38,6 +38,9 @@ _SHORT_IDS = {
     "PLT": "Asia/Karachi", "PNT": "America/Phoenix", "PRT": "America/Puerto_Rico",
     "PST": "America/Los_Angeles", "SST": "Pacific/Guadalcanal", "VST": "Asia/Ho_Chi_Minh",
 }
+# a date or timestamp text whose year Python's datetime cannot hold (Spark's can: 0000, -0044,
+# +10000); Spark writes 0001-01-01T00:00Z as "0000-12-31 16:07:02" in Los Angeles
+_FAR_YEAR_RE = re.compile(r"^\s*(?:[+-][0-9]{4,}|[0-9]{5,}|0000)-[0-9]{1,2}-[0-9]{1,2}")
 _OFFSET_RE = re.compile(r"^(?:UTC|GMT|UT)?([+-])([0-9]{1,2})(?::?([0-9]{2}))?(?::?([0-9]{2}))?\Z")
 
 
@@ -131,7 +134,29 @@ class SparkRules:
         why = self.uncertain(t)
         if why is not None:
             raise DomainError(why)
-        return t.parse_text(text, zone=self.zone if t.name == "timestamp" else None)
+        try:
+            return t.parse_text(text, zone=self.zone if t.name == "timestamp" else None)
+        except DomainError as exc:
+            if t.name in ("date", "timestamp", "timestamp_ntz") and self._beyond_python(t, text):
+                raise ValueOutOfRange(f"{text!r} is a {t} Spark reads but Python cannot hold: "
+                                      f"not compared") from None
+            raise exc
+
+    def _beyond_python(self, t: DataType, text: str) -> bool:
+        if _FAR_YEAR_RE.match(text):
+            return True
+        if t.name != "timestamp":
+            return False
+        try:  # a reading Python holds whose instant falls outside datetime's range
+            wall = dt.datetime.fromisoformat(text.strip())
+        except ValueError:
+            return False
+        try:
+            (wall if wall.tzinfo is not None else wall.replace(tzinfo=self.zone)) \
+                .astimezone(dt.timezone.utc)
+        except (OverflowError, ValueError):
+            return True
+        return False
 
     def signature(self) -> str:
         """Every setting here as text: a build side's rows can depend on them (``hour(t)``
