@@ -67,6 +67,7 @@ for _name, _p in _PROFILES.items():
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                HealthCheck.large_base_example, HealthCheck.filter_too_much])
 
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("prune_property")
