@@ -47,7 +47,7 @@ class BuildResult:
 
     filter_id: str
     parts_expected: int
-    rows: int
+    rows: Optional[int]                     # None: not counted (a native build past its limit)
     distinct: Optional[int]
     seconds: float
     published_by: str                       # "driver" or "executor"
@@ -84,7 +84,8 @@ def build_key_types(df: Any, key_columns: Sequence[str]) -> dict[str, DataType]:
 
 def build_filter(df: Any, key_columns: list[str], *, filter_id: str, max_distinct: int,
                  bloom_enabled: bool, bloom_fpp: float, bloom_capacity: Optional[int],
-                 sink: PartialSink, pre_aggregate: bool = True) -> BuildResult:
+                 sink: PartialSink, pre_aggregate: bool = True,
+                 description: Optional[str] = None) -> BuildResult:
     """Runs the build side of ``filter_id`` as one Spark job and publishes its partials.
 
     ``pre_aggregate`` (default): the tasks receive ``df.groupBy(keys).count()`` instead of
@@ -130,8 +131,8 @@ def build_filter(df: Any, key_columns: list[str], *, filter_id: str, max_distinc
     group = job_group_id(filter_id)
     saved = {k: sc.getLocalProperty(k) for k in _JOB_PROPS}
     try:
-        sc.setJobGroup(group, f"dpp build side: filter {filter_id} on "
-                              f"({', '.join(keys)})", interruptOnCancel=True)
+        sc.setJobGroup(group, description or f"dpp build: {', '.join(keys)} "
+                                             f"(filter {filter_id})", interruptOnCancel=True)
         try:
             rdd = mapped.rdd  # with AQE this fixes the final partitions (runs shuffles)
             parts = rdd.getNumPartitions()
@@ -143,7 +144,7 @@ def build_filter(df: Any, key_columns: list[str], *, filter_id: str, max_distinc
             raise
         except Exception as exc:
             raise BuildError(f"build job of filter {filter_id!r} failed: "
-                             f"{_short(exc)}") from exc
+                             f"{short_error(exc)}") from exc
     finally:
         for k, v in saved.items():
             sc.setLocalProperty(k, v)
@@ -200,12 +201,12 @@ def map_in_arrow(df: Any, fn: Any, schema: str) -> Any:
     return DataFrame(df._jdf.mapInArrow(col._jc, False, None), df.sparkSession)
 
 
-def _short(exc: BaseException) -> str:
+def short_error(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
 
 
-def _coarsen(td: TupleDomain) -> TupleDomain:
+def coarsen(td: TupleDomain) -> TupleDomain:
     """Each column's min/max range: always small, and still sound."""
     doms = td.domains
     if doms is None:
@@ -254,7 +255,7 @@ class _TaskFunction:
         except CodecError as exc:
             log.warning("filter %s part %d: %s; publishing its min/max instead",
                         self.filter_id, part, exc)
-            payload = encode(_coarsen(partial), self.max_bytes)
+            payload = encode(coarsen(partial), self.max_bytes)
             coarsened = True
         if self.publisher is not None:
             self.publisher.publish(self.filter_id, part, payload)

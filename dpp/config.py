@@ -18,6 +18,11 @@ Defaults, and why:
 - ``maxFilterBytes=16m`` (an addition to DESIGN's keys): the bound on an encoded filter.
 - ``filterTtl=600s`` (an addition): how long filters and cached filters live in the service
   (every Redis key expires after it).
+- ``collector=auto`` (an addition): how build sides compute their domain. ``native`` is
+  Spark's own aggregation (``SELECT DISTINCT key LIMIT n+1``, then min/max past the limit),
+  which needs nothing on executors; ``arrow`` runs this package's collector in every build
+  task (executors need pyarrow and this package; with Redis, tasks publish directly).
+  ``auto`` is ``native``: measured by ``python -m coordinator.bench``, see the README.
 """
 from __future__ import annotations
 
@@ -99,6 +104,16 @@ def _parse_coordinator(key: str, raw: str) -> str:
     raise ConfigError(f"{key}={raw!r}: expected 'embedded' or a redis:// or rediss:// URL")
 
 
+COLLECTORS = ("auto", "native", "arrow")
+
+
+def _parse_collector(key: str, raw: str) -> str:
+    v = raw.strip().lower()
+    if v not in COLLECTORS:
+        raise ConfigError(f"{key}={raw!r}: expected one of {', '.join(COLLECTORS)}")
+    return v
+
+
 def _parse_path(key: str, raw: str) -> Optional[str]:
     v = raw.strip()
     return v or None
@@ -117,6 +132,7 @@ class DppConfig:
     report_path: Optional[str] = None
     max_filter_bytes: int = 16 * 1024 * 1024
     filter_ttl: float = 600.0
+    collector: str = "auto"
 
     @classmethod
     def from_mapping(cls, conf: Mapping[str, str]) -> "DppConfig":
@@ -177,6 +193,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.report.path": ("report_path", _parse_path),
     "spark.dpp.maxFilterBytes": ("max_filter_bytes", _parse_size),
     "spark.dpp.filterTtl": ("filter_ttl", _parse_duration),
+    "spark.dpp.collector": ("collector", _parse_collector),
 }
 
 KNOWN_KEYS = tuple(_KEYS)

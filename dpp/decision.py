@@ -70,7 +70,10 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
                 spec = FilterSpec(filter_id=f"{query_id}-{dyn.filter_id}",
                                   build_label=dyn.build_column,
                                   probe_type=column_type(table, dyn.probe_column),
-                                  build_query=dyn.build_query)
+                                  build_query=dyn.build_query, probe_label=ref.table)
+                specs[dyn.build_query] = spec
+            elif ref.table not in spec.probe_label.split(", "):
+                spec = dataclasses.replace(spec, probe_label=f"{spec.probe_label}, {ref.table}")
                 specs[dyn.build_query] = spec
             ref_filters[ref.ref_id].append((dyn, spec))
     # A reference left with nothing to prune by (no usable dynamic filter, no static domain

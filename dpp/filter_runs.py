@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional
 from pyspark.sql import DataFrame, SparkSession
 
 from collectors import BuildResult, build_filter, dataframe_files, job_group_id
+from collectors.native import build_filter_native
 from coordinator import FilterService, fingerprint
 from dpp.config import DppConfig
 from dpp.core.domain import DataType, Domain, TupleDomain
@@ -26,7 +27,7 @@ from dpp.core.outcomes import FilterOutcome, WaitResult
 from dpp.core.reconcile import reconcile
 from dpp.core.spark_rules import SparkRules
 
-__all__ = ["FilterSpec", "BuildOutcome", "FilterRuns"]
+__all__ = ["FilterSpec", "BuildOutcome", "FilterRuns", "EnvironmentNotes", "environment_problem"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,13 @@ class FilterSpec:
     build_label: str
     probe_type: Optional[DataType]
     build_query: Optional[str] = None
+    probe_label: str = ""           # the table (or tables) it prunes, for Spark's UI
+
+    @property
+    def description(self) -> str:
+        """What Spark's UI and event log show for the build job."""
+        target = f" for {self.probe_label}" if self.probe_label else ""
+        return f"dpp build: {self.build_label}{target}"
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,47 @@ class BuildOutcome:
     cache_hit: bool = False
     error: Optional[str] = None
     seconds: Optional[float] = None
+
+
+# Failures that say the executors' Python cannot run the Arrow collector (not a Spark error in
+# the build query itself): a missing module, no interpreter, a worker that cannot start.
+_ENVIRONMENT_SIGNS = ("No module named", "ModuleNotFoundError", "Cannot run program",
+                      "Python worker exited unexpectedly", "Python in worker has different version",
+                      "PYTHON_VERSION_MISMATCH", "ImportError")
+
+
+def environment_problem(error: str) -> Optional[str]:
+    """The environment note for an Arrow build failure (``error``: the whole text, causes
+    included), or None if it is not one."""
+    lines = [ln.strip() for ln in error.splitlines()
+             if any(sign in ln for sign in _ENVIRONMENT_SIGNS)]
+    if not lines:
+        return None
+    first = lines[-1][:300]  # the innermost cause: "ModuleNotFoundError: No module named ..."
+    return ("the Arrow build side cannot run in the executors' Python "
+            f"({first}); set spark.dpp.collector=native (or auto), which needs nothing on "
+            "executors, or point spark.pyspark.python (PYSPARK_PYTHON) at a Python that has "
+            "dpp-spark and pyarrow installed")
+
+
+class EnvironmentNotes:
+    """Environment problems seen by a session's build sides, each said once per session."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: list[str] = []
+
+    def add(self, note: str) -> bool:
+        """Records ``note``; True the first time (the caller reports and logs it then)."""
+        with self._lock:
+            if note in self._seen:
+                return False
+            self._seen.append(note)
+            return True
+
+    def all(self) -> list[str]:
+        with self._lock:
+            return list(self._seen)
 
 
 class _Run:
@@ -84,11 +133,14 @@ class FilterRuns:
     """Owns the thread pool of one query: build jobs, and the loads that wait on them."""
 
     def __init__(self, spark: SparkSession, service: FilterService, cfg: DppConfig,
-                 rules: SparkRules, max_workers: int) -> None:
+                 rules: SparkRules, max_workers: int,
+                 env_notes: Optional[EnvironmentNotes] = None) -> None:
         self.spark = spark
         self.service = service
         self.cfg = cfg
         self.rules = rules
+        self.env_notes = env_notes if env_notes is not None else EnvironmentNotes()
+        self.new_env_notes: list[str] = []   # said for the first time by this query
         self._pool = cf.ThreadPoolExecutor(max_workers=max(1, max_workers),
                                            thread_name_prefix="dpp")
         self._runs: dict[str, _Run] = {}
@@ -140,10 +192,7 @@ class FilterRuns:
                     service.register(spec.filter_id, 1, {key: key_type}, cfg.filter_ttl)
                     service.publish(spec.filter_id, 0, cached)
                     return BuildOutcome(cache_hit=True, seconds=time.perf_counter() - t0)
-            result = build_filter(
-                df, [key], filter_id=spec.filter_id, max_distinct=cfg.max_distinct_values,
-                bloom_enabled=cfg.bloom_enabled, bloom_fpp=cfg.bloom_fpp,
-                bloom_capacity=None, sink=service)
+            result = self._run_collector(spec, df, key)
             seconds = time.perf_counter() - t0
             if fp is not None:
                 waited = service.wait(spec.filter_id, 0.0)
@@ -152,12 +201,42 @@ class FilterRuns:
             return BuildOutcome(result=result, seconds=seconds)
         except Exception as exc:  # a failed build side means no pruning, reported
             error = f"{type(exc).__name__}: {exc}"
+            note = (environment_problem(_whole_text(exc)) if self.collector == "arrow"
+                    else None)
+            if note is not None:
+                if self.env_notes.add(note):
+                    self.new_env_notes.append(note)
+                    log.warning("dpp: %s", note)
+                    error = f"environment: {note}"
+                else:  # said in full once per session (the report's ``environment``)
+                    error = ("environment: the executors' Python cannot run the Arrow "
+                             "collector, as reported earlier in this session; set "
+                             "spark.dpp.collector=native")
             log.warning("dpp: build side %s failed, no pruning by it: %s", spec.build_label, exc)
             try:
                 service.fail(spec.filter_id, error)
             except Exception:  # pragma: no cover
                 log.debug("marking %s failed", spec.filter_id, exc_info=True)
             return BuildOutcome(error=error, seconds=time.perf_counter() - t0)
+
+    @property
+    def collector(self) -> str:
+        """The collector build sides use: ``auto`` is ``native`` (see ``coordinator.bench``:
+        Spark's own DISTINCT costs no more than the Arrow tasks warm, far less on a
+        process's first query, and needs nothing on executors)."""
+        return "arrow" if self.cfg.collector == "arrow" else "native"
+
+    def _run_collector(self, spec: FilterSpec, df: DataFrame, key: str) -> BuildResult:
+        cfg = self.cfg
+        if self.collector == "native":
+            return build_filter_native(
+                df, key, filter_id=spec.filter_id, max_distinct=cfg.max_distinct_values,
+                bloom_enabled=cfg.bloom_enabled, bloom_fpp=cfg.bloom_fpp, bloom_capacity=None,
+                sink=self.service, description=spec.description)
+        return build_filter(
+            df, [key], filter_id=spec.filter_id, max_distinct=cfg.max_distinct_values,
+            bloom_enabled=cfg.bloom_enabled, bloom_fpp=cfg.bloom_fpp,
+            bloom_capacity=None, sink=self.service, description=spec.description)
 
     # ------------------------------------------------------------------ waiting
     def waiter(self, filter_id: str, column: str, deadline: float
@@ -231,6 +310,16 @@ class FilterRuns:
             parts_reported=res.parts_reported, cache_hit=built.cache_hit,
             outcome=str(outcome), reason=res.reason or built.error,
             build_seconds=built.seconds, wait_seconds=res.seconds)
+
+
+def _whole_text(exc: BaseException) -> str:
+    """The messages of ``exc`` and its causes (a Spark task's Python traceback is there)."""
+    parts: list[str] = []
+    seen: Optional[BaseException] = exc
+    while seen is not None and len(parts) < 8:
+        parts.append(f"{type(seen).__name__}: {seen}")
+        seen = seen.__cause__ or seen.__context__
+    return "\n".join(parts)
 
 
 def _key_type(spec: FilterSpec, df: DataFrame, key: str) -> DataType:

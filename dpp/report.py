@@ -147,6 +147,7 @@ class JobReport:
     enabled: bool
     phases: dict[str, float] = field(default_factory=dict)
     analysis_notes: list[str] = field(default_factory=list)
+    environment: list[str] = field(default_factory=list)   # said once per session
     filters: list[FilterReport] = field(default_factory=list)
     tables: list[TableReport] = field(default_factory=list)
     spark_scan: dict[str, Optional[int]] = field(default_factory=_empty_scan)
@@ -261,6 +262,7 @@ class JobReport:
             return "spark.dpp.enabled=false"
         reasons = [f"{t.table}: {t.reason}" for t in self.tables if t.reason]
         reasons += self.analysis_notes[:2]
+        reasons += self.environment[:1]
         if self.error:
             reasons.insert(0, f"error: {self.error}")
         if not reasons:
@@ -524,6 +526,7 @@ _JOB_SPEC: dict[str, _Check] = {
     "enabled": _bool,
     "phases": _phases,
     "analysis_notes": _str_list,
+    "environment": _str_list,
     "filters": _list_of(lambda v, p: FilterReport(**_record(v, p, _FILTER_SPEC,
                                                                required=("filter_id",)))),
     "tables": _list_of(lambda v, p: _table_from(v, p)),

@@ -28,7 +28,7 @@ from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import ConfigError, DppError, LayoutError
 from dpp.core.spark_rules import SparkRules
 from dpp.decision import LoadGroup, PruningDecision, decide, real_column, table_columns
-from dpp.filter_runs import FilterRuns, FilterSpec
+from dpp.filter_runs import EnvironmentNotes, FilterRuns, FilterSpec
 from dpp import planner
 from dpp.planner import PruningPlan, TableInfo, rewrite
 from dpp.report import JobReport, append_jsonl
@@ -71,6 +71,7 @@ class DppSession:
         self._views = PlainViews(spark, self._registered,
                                  lambda t: full_dataframe(self.spark, t))
         self.last_report: Optional[JobReport] = None
+        self._env_notes = EnvironmentNotes()        # environment problems, said once
         self.config  # validate settings now: a bad value is an error at construction
 
     # ------------------------------------------------------------------ configuration
@@ -276,13 +277,15 @@ class DppSession:
         if not decision.groups:
             return self.spark.sql(query)
         workers = len(decision.filters) + sum(len(g.refs) for g in decision.groups)
-        with FilterRuns(self.spark, self._filter_service(cfg), cfg, rules, workers) as runs:
+        with FilterRuns(self.spark, self._filter_service(cfg), cfg, rules, workers,
+                        self._env_notes) as runs:
             for spec in decision.filters:  # every build side at once, each in its thread
                 runs.start(spec, lambda q=spec.build_query: self.spark.sql(q))
             replacements = self._substitute(decision, runs, cfg, rules, report, temp_views)
             for entry in runs.settle():
                 report.add_filter(entry)
             report.phases["build"] = runs.build_seconds()
+            report.environment.extend(runs.new_env_notes)
         report.phases["wait"] = max((t.get("wait_seconds") or 0.0 for t in report.tables),
                                     default=0.0)
         return self._run_rewritten(query, plan, decision, replacements, report)
@@ -424,14 +427,15 @@ class DppSession:
         parts = {c.name.lower() for c in table.partition_columns}
         columns = dict(table_columns(table))
         qid = report.query_id[:8]
-        with FilterRuns(self.spark, self._filter_service(cfg), cfg, rules, len(on) + 1) as runs:
+        with FilterRuns(self.spark, self._filter_service(cfg), cfg, rules, len(on) + 1,
+                        self._env_notes) as runs:
             deadline = time.monotonic() + cfg.wait_timeout
             dyn = []
             for i, (fcol, dcol) in enumerate(on):
                 if fcol.lower() not in parts and not cfg.stats_pruning:
                     continue
                 spec = FilterSpec(filter_id=f"{qid}-j{i + 1}", build_label=f"dataframe.{dcol}",
-                                  probe_type=columns.get(fcol.lower()))
+                                  probe_type=columns.get(fcol.lower()), probe_label=fact)
                 runs.start(spec, lambda c=dcol: dim_df.select(F.col(c)), key=dcol)
                 col = real_column(table, fcol) or fcol  # as the table spells it
                 dyn.append(DynamicFilter(filter_id=spec.filter_id, column=col,
@@ -443,6 +447,7 @@ class DppSession:
             for entry in runs.settle():
                 report.add_filter(entry)
             report.phases["build"] = runs.build_seconds()
+            report.environment.extend(runs.new_env_notes)
         return fact_df
 
     # ------------------------------------------------------------------ reporting

@@ -1,0 +1,153 @@
+"""The native build side: Spark's own aggregation computes the key domain, no Python on executors.
+
+Why it exists: the Arrow collector (:mod:`collectors.build`) runs a Python function in every
+build task, so it needs the executors' Python to import pyarrow and this package. A job
+started as ``.venv/bin/python job.py`` (venv not activated, no ``PYSPARK_PYTHON``) starts its
+workers with the ``python3`` on the PATH, and on a cluster the executors may lack the package:
+every build side then fails and nothing is pruned. Here the executors run only Spark's
+code-generated aggregation; the driver, which has pyarrow because it imported this package,
+turns the small result into a domain.
+
+The plan, per key column:
+
+1. ``SELECT key, count(*) ... GROUP BY key LIMIT limit + 1`` collected as Arrow (``DataFrame.toArrow``:
+   Spark's JVM writes the Arrow batches; no Python worker starts). ``limit`` is what the
+   collapse policy may hold exactly: ``maxDistinctValues``, or the bloom capacity when blooms
+   are on (a bloom is filled from the distinct keys). At most ``limit`` + 1 keys ever reach
+   the driver.
+2. Only when there are more: ``SELECT min(key), max(key), count(*), count(key)`` — one more pass, and the domain is
+   that range (no bloom: the keys needed to fill one would not fit the bound).
+
+The driver feeds the collected keys through the very :class:`PartialCollector` the Arrow
+collector runs in its tasks, so both collectors make identical domains from identical keys
+(same type mapping, same NULL and NaN handling, same collapse). The result is published to
+the filter service as one part from the driver.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any, Optional
+
+from collectors.build import (BuildError, BuildResult, coarsen, job_group_id, short_error,
+                              spark_to_datatype)
+from collectors.partial import PartialCollector
+from collectors.sink import PartialSink
+from dpp.core.codec import DEFAULT_MAX_BYTES, encode
+from dpp.core.domain import Domain, TupleDomain
+from dpp.core.errors import CodecError, DomainError, DppError
+from dpp.core.policy import CollapsePolicy
+
+__all__ = ["build_filter_native"]
+
+log = logging.getLogger(__name__)
+
+_COUNT = "__dpp_rows"
+_JOB_PROPS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+
+def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
+                        bloom_enabled: bool, bloom_fpp: float, bloom_capacity: Optional[int],
+                        sink: PartialSink, description: Optional[str] = None) -> BuildResult:
+    """Computes the domain of ``df[key]`` with Spark's aggregation and publishes it.
+
+    ``description`` is what Spark's UI and event log show for the build jobs (their job
+    group is :func:`job_group_id`, so ``cancelJobGroup`` stops them). Raises
+    :class:`BuildError` when Spark fails; the caller fails the filter ("no pruning").
+    """
+    from pyspark.sql import functions as F
+
+    t0 = time.monotonic()
+    if max_distinct < 0:
+        raise DomainError(f"max_distinct must be >= 0, got {max_distinct}")
+    policy = CollapsePolicy.of(max_distinct, float(bloom_fpp) if bloom_enabled else None,
+                               bloom_capacity)
+    selected = df.select(key)
+    if selected.columns[0] == _COUNT:
+        raise DomainError(f"filter {filter_id!r}: key column name {_COUNT!r} is reserved")
+    field = selected.schema.fields[0]
+    name = field.name
+    key_types = {name: spark_to_datatype(field.dataType, name)}
+    col = F.col("`" + name.replace("`", "``") + "`")
+    sc = df.sparkSession.sparkContext
+    group = job_group_id(filter_id)
+    saved = {k: sc.getLocalProperty(k) for k in _JOB_PROPS}
+    jobs = 1
+    try:
+        sc.setJobGroup(group, description or f"dpp build: {name} (filter {filter_id})",
+                       interruptOnCancel=True)
+        try:
+            keys = (selected.groupBy(col).agg(F.count(F.lit(1)).alias(_COUNT))
+                    .limit(policy.exact_limit + 1).toArrow())
+            non_null = len(keys) - keys.column(0).null_count
+            rows: Optional[int] = None
+            if non_null <= policy.exact_limit:
+                collector = PartialCollector(
+                    keys.schema, [name], max_distinct=policy.max_distinct,
+                    bloom_enabled=policy.bloom_fpp is not None,
+                    bloom_fpp=policy.bloom_fpp or 0.01, bloom_capacity=policy.bloom_capacity,
+                    count_column=_COUNT)
+                for batch in keys.to_batches():
+                    collector.add_batch(batch)
+                td = collector.result()
+                distinct: Optional[int] = non_null
+                rows = collector.rows
+            else:
+                jobs = 2
+                stats = selected.agg(F.min(col).alias("lo"), F.max(col).alias("hi"),
+                                     F.count(F.lit(1)).alias("n"),
+                                     F.count(col).alias("n_keys")).toArrow()
+                rows = int(stats.column("n")[0].as_py())
+                td = _min_max(stats, name, key_types,
+                              null=rows > int(stats.column("n_keys")[0].as_py()))
+                distinct = None
+        except DppError:
+            raise
+        except Exception as exc:
+            raise BuildError(f"native build of filter {filter_id!r} failed: "
+                             f"{short_error(exc)}") from exc
+    finally:
+        for k, v in saved.items():
+            sc.setLocalProperty(k, v)
+
+    max_bytes = int(getattr(sink, "max_bytes", DEFAULT_MAX_BYTES))
+    coarsened = False
+    try:
+        payload = encode(td, max_bytes)
+    except CodecError as exc:
+        log.warning("filter %s: %s; publishing its min/max instead", filter_id, exc)
+        payload = encode(coarsen(td), max_bytes)
+        coarsened = True
+    expect = getattr(sink, "expect_parts", None)
+    if expect is not None:
+        expect(filter_id, 1, key_types)
+    sink.publish_on_driver(filter_id, 0, payload)
+    result = BuildResult(
+        filter_id=filter_id, parts_expected=1, rows=rows, distinct=distinct,
+        seconds=time.monotonic() - t0, published_by="driver", executor_pids=(),
+        parts_reported=1, key_types=key_types, payload_bytes=len(payload),
+        coarsened_parts=int(coarsened), driver_pid=os.getpid(), job_group=group)
+    log.info("filter %s built natively: %s distinct keys in %d job(s), %.3f s", filter_id,
+             "more than " + str(policy.exact_limit) if distinct is None else distinct,
+             jobs, result.seconds)
+    return result
+
+
+def _min_max(table: Any, name: str, key_types: dict, null: bool) -> TupleDomain:
+    """The range domain of a one-row ``lo, hi`` Arrow table."""
+    import pyarrow as pa
+
+    t = key_types[name]
+    lo, hi = table.column("lo"), table.column("hi")
+    if lo.null_count == len(lo):  # only NULL keys (cannot happen past the limit; kept sound)
+        return TupleDomain.of({name: Domain.only_null(t) if null else Domain.none(t)})
+    # through the collector's min/max mode, so NaN and -0.0 are handled as in build tasks
+    both = pa.table({name: pa.concat_arrays([lo.combine_chunks(), hi.combine_chunks()])})
+    collector = PartialCollector(both.schema, [name], max_distinct=0, bloom_enabled=False,
+                                 bloom_fpp=0.01, bloom_capacity=None)
+    for batch in both.to_batches():
+        collector.add_batch(batch)
+    d = collector.result().get(name)
+    assert d is not None
+    return TupleDomain.of({name: Domain(d.type, d.value_set, null)})

@@ -1,0 +1,151 @@
+"""The native build side (Spark's own aggregation, nothing on executors).
+
+Its domains must equal the Arrow collector's on the same keys, for every key type, NULL keys,
+empty and NULL-only build sides, and past the exact limit; its jobs carry a readable
+description in Spark's status store; and the session uses it by default.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from collectors import build_filter, spark_to_datatype
+from collectors.native import build_filter_native
+from coordinator import make_service
+from dpp import DppSession
+from tests.conftest import spark_conf
+
+UTC = dt.timezone.utc
+
+
+@pytest.fixture
+def service():
+    svc = make_service("embedded", app_id="t-native", max_distinct=50, bloom_fpp=0.01,
+                       max_bytes=1 << 20)
+    yield svc
+    svc.close()
+
+
+def _build(svc, builder, df, key, fid, **kw):
+    opts = dict(max_distinct=50, bloom_enabled=True, bloom_fpp=0.01, bloom_capacity=None)
+    opts.update(kw)
+    svc.register(fid, 1 << 30, {key: spark_to_datatype(df.schema[key].dataType)}, 600)
+    if builder is build_filter:
+        res = build_filter(df, [key], filter_id=fid, sink=svc, **opts)
+    else:
+        res = build_filter_native(df, key, filter_id=fid, sink=svc, **opts)
+    w = svc.wait(fid, 60)
+    assert w.outcome == "complete", w.reason
+    return res, w.domain
+
+
+_CASES = {
+    "int": ("int", [3, -7, 3, None, 2_000_000_000]),
+    "bigint": ("bigint", [2 ** 40, -(2 ** 62), 0, None, 0]),
+    "decimal": ("decimal(7,2)", [Decimal("1.25"), Decimal("-99999.99"), None, Decimal("0.00")]),
+    "string": ("string", ["a", "", "ü ß", None, "a", "zz"]),
+    "date": ("date", [dt.date(2000, 1, 1), dt.date(1, 1, 1), None, dt.date(9999, 12, 31)]),
+    "timestamp": ("timestamp", [dt.datetime(2024, 3, 10, 10, 30, tzinfo=UTC), None,
+                                dt.datetime(1969, 12, 31, 23, 59, 59, 1, tzinfo=UTC)]),
+    "timestamp_ntz": ("timestamp_ntz", [dt.datetime(2024, 3, 10, 2, 30), None,
+                                        dt.datetime(2024, 11, 3, 1, 30)]),
+    "double": ("double", [1.5, -0.0, None, float("inf")]),
+    "nulls only": ("int", [None, None]),
+    "empty": ("int", []),
+}
+
+
+@pytest.mark.parametrize("case", list(_CASES))
+def test_native_domain_equals_the_arrow_collectors(spark, service, case):
+    type_, values = _CASES[case]
+    with spark_conf(spark, {"spark.sql.session.timeZone": "America/Los_Angeles"}):
+        df = spark.createDataFrame([(v,) for v in values], f"k {type_}")
+        fid = case.replace(" ", "_")
+        arrow_res, arrow = _build(service, build_filter, df, "k", f"a-{fid}")
+        native_res, native = _build(service, build_filter_native, df, "k", f"n-{fid}")
+    assert native == arrow
+    assert native_res.rows == len(values) == arrow_res.rows
+    assert native_res.published_by == "driver" and native_res.parts_expected == 1
+
+
+def test_past_the_limit_a_bloom_like_the_arrow_collectors(spark, service):
+    df = spark.range(0, 500, numPartitions=3).selectExpr("id * 7 AS k")
+    _, arrow = _build(service, build_filter, df, "k", "a-bloom", max_distinct=50)
+    res, native = _build(service, build_filter_native, df, "k", "n-bloom", max_distinct=50)
+    d = native.get("k")
+    assert d.kind == "bloom" and native == arrow
+    assert all(d.contains(k) for k in range(0, 3500, 7))
+    assert res.distinct == 500
+
+
+def test_past_the_limit_without_blooms_min_max_in_a_second_job(spark, service):
+    df = spark.range(0, 500, numPartitions=3).selectExpr("CAST(id * 3 - 100 AS INT) AS k")
+    df = df.union(spark.createDataFrame([(None,)], "k int"))
+    _, arrow = _build(service, build_filter, df, "k", "a-range", max_distinct=50,
+                      bloom_enabled=False)
+    res, native = _build(service, build_filter_native, df, "k", "n-range", max_distinct=50,
+                         bloom_enabled=False)
+    d = native.get("k")
+    assert d.kind == "range" and d.bounds() == (-100, 1397) and d.null_allowed
+    assert native == arrow
+    assert res.distinct is None and res.rows == 501
+
+
+def _star(tmp_path, parts=6):
+    fact = tmp_path / "fact"
+    for p in range(parts):
+        folder = fact / f"k={p}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"v": pa.array([p * 10 + i for i in range(3)], pa.int64())}),
+                       folder / "part-0.parquet")
+    dim = tmp_path / "dim"
+    dim.mkdir()
+    pq.write_table(pa.table({"d_k": pa.array(list(range(parts)), pa.int32()),
+                             "d_name": [f"n{p}" for p in range(parts)]}), dim / "d.parquet")
+    return fact, dim
+
+
+def test_build_jobs_carry_a_readable_description_in_sparks_status_store(spark, tmp_path):
+    fact, dim = _star(tmp_path)
+    spark.read.parquet(str(dim)).createOrReplaceTempView("native_dim")
+    dpp = DppSession(spark)
+    dpp.register_table("native_fact", str(fact))
+    try:
+        rows = dpp.collect("SELECT sum(v) AS s FROM native_fact JOIN native_dim ON k = d_k "
+                           "WHERE d_name IN ('n1', 'n4')")
+        assert rows[0]["s"] == sum(p * 10 + i for p in (1, 4) for i in range(3))
+        report = dpp.last_report
+        (f,) = report.filters
+        assert f.outcome == "complete"
+        assert report.tables[0].partitions_kept == 2
+        group = f"dpp-build-{f.filter_id}"
+        store = spark.sparkContext._jsc.sc().statusStore()
+        ids = spark.sparkContext.statusTracker().getJobIdsForGroup(group)
+        assert ids, f"no job in group {group}"
+        descriptions = {store.job(i).description().get() for i in ids}
+        assert descriptions == {"dpp build: native_dim.d_k for native_fact"}
+    finally:
+        spark.catalog.dropTempView("native_dim")
+        dpp.close()
+
+
+def test_arrow_collector_still_selectable_and_reports_which_ran(spark, tmp_path):
+    fact, dim = _star(tmp_path)
+    spark.read.parquet(str(dim)).createOrReplaceTempView("native_dim2")
+    dpp = DppSession(spark)
+    dpp.register_table("native_fact2", str(fact))
+    q = ("SELECT count(*) AS n FROM native_fact2 JOIN native_dim2 ON k = d_k "
+         "WHERE d_name = 'n3'")
+    try:
+        for collector in ("arrow", "native", "auto"):
+            with spark_conf(spark, {"spark.dpp.collector": collector}):
+                assert dpp.collect(q)[0]["n"] == 3
+                assert dpp.last_report.tables[0].partitions_kept == 1
+                assert dpp.last_report.settings["spark.dpp.collector"] == collector
+    finally:
+        spark.catalog.dropTempView("native_dim2")
+        dpp.close()
