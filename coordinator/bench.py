@@ -2,9 +2,11 @@
 
 Side by side in one run:
 
-1. the build-side job (:func:`collectors.build_filter` + wait) against a plain Spark
-   ``SELECT DISTINCT key`` collect over the same Parquet data (int64 and string keys, 10 million
-   rows by default, generated once with ``spark.range`` into ``data/bench_collectors``);
+1. the native build side (:func:`collectors.native.build_filter_native`: Spark's own
+   aggregation) and the Arrow build side (:func:`collectors.build_filter`: Python tasks)
+   against a plain Spark ``SELECT DISTINCT key`` collect over the same Parquet data (int64 and
+   string keys, 10 million rows by default, generated once with ``spark.range`` into
+   ``data/bench_collectors``), warm and as the first query of a fresh process;
 2. Redis merge of 10,000 partials: already published, and published live by 4 threads;
 3. wake-up latency, from the last publish to the waiter returning, embedded and Redis.
 
@@ -85,12 +87,14 @@ def _partials(n: int, per: int, universe: int, seed: int = 1) -> list[bytes]:
 
 # --------------------------------------------------------------------------- 1. build vs distinct
 
-def bench_build(rows: int, data_dir: Path, reps: int) -> list[dict[str, Any]]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+_CASES = [("int64, 1,000 distinct", "k_long"),
+          ("string, 1,000 distinct", "k_str"),
+          ("int64, 1,000,000 distinct", "k_long_1m")]
+_MODES = ("plain", "native", "arrow")
 
-    from collectors import build_filter
-    from coordinator import make_service
+
+def _bench_spark() -> Any:
+    from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]").appName("dpp-bench-collectors")
              .config("spark.ui.enabled", "false")
@@ -100,6 +104,74 @@ def bench_build(rows: int, data_dir: Path, reps: int) -> list[dict[str, Any]]:
              .config("spark.sql.session.timeZone", "UTC")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+class _Builds:
+    """The three ways to get a key's distinct values, each run to a complete filter (or, for
+    ``plain``, to the collected rows), with the session's default policy (10,000 exact values,
+    1% bloom filters)."""
+
+    def __init__(self, spark: Any, path: Path) -> None:
+        from coordinator import make_service
+
+        self.spark = spark
+        self.path = path
+        self.svc = make_service("embedded", app_id="bench", max_distinct=10_000,
+                                bloom_fpp=0.01, max_bytes=16 << 20)
+        self.n = 0
+
+    def run(self, mode: str, col: str) -> str:
+        from collectors import build_filter, spark_to_datatype
+        from collectors.native import build_filter_native
+
+        df = self.spark.read.parquet(str(self.path))
+        if mode == "plain":
+            return f"{len(df.select(col).distinct().collect())} values"
+        self.n += 1
+        fid = f"{col}-{mode}-{self.n}"
+        self.svc.register(fid, 1 << 30, {col: spark_to_datatype(df.schema[col].dataType)}, 600)
+        opts: dict[str, Any] = dict(filter_id=fid, max_distinct=10_000, bloom_enabled=True,
+                                    bloom_fpp=0.01, bloom_capacity=None, sink=self.svc)
+        if mode == "native":
+            build_filter_native(df, col, **opts)
+        else:
+            build_filter(df, [col], **opts)
+        w = self.svc.wait(fid, 600)
+        assert w.outcome == "complete", w.reason
+        d = w.domain.get(col)
+        self.svc.cancel(fid)
+        return f"{d.kind}({d.value_count()})"
+
+
+def _first_query(mode: str, path: Path, col: str) -> float:
+    """A fresh process: Spark started, then one build timed (the first query of a job)."""
+    env = dict(os.environ)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    out = subprocess.run([sys.executable, "-m", "coordinator.bench", "--first", mode,
+                          "--first-path", str(path), "--first-col", col],
+                         capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=900)
+    for line in out.stdout.splitlines():
+        if line.startswith("FIRST "):
+            return float(line.split()[1])
+    raise RuntimeError(f"first-query run of {mode} failed: {out.stderr[-2000:]}")
+
+
+def _first_child(mode: str, path: Path, col: str) -> int:
+    spark = _bench_spark()
+    builds = _Builds(spark, path)
+    t0 = time.perf_counter()
+    builds.run(mode, col)
+    print(f"FIRST {time.perf_counter() - t0:.4f}", flush=True)
+    return 0
+
+
+def bench_build(rows: int, data_dir: Path, reps: int) -> list[dict[str, Any]]:
+    """Plain ``SELECT DISTINCT`` collect, the native build side and the Arrow build side on
+    the same key: warm (median of ``reps``, modes interleaved) and as the first query of a
+    fresh process (where the Arrow side also starts Python workers and imports pyarrow)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = _bench_spark()
     path = data_dir / f"rows_{rows}"
     if not (path / "_SUCCESS").exists():
         print(f"generating {rows:,} rows into {path} ...", flush=True)
@@ -108,69 +180,32 @@ def bench_build(rows: int, data_dir: Path, reps: int) -> list[dict[str, Any]]:
                      "CONCAT('customer-', CAST(id % 1000 AS STRING)) AS k_str",
                      "id % 1000000 AS k_long_1m")
          .write.mode("overwrite").parquet(str(path)))
-    cases = [("int64, 1,000 distinct", "k_long", 10_000),
-             ("string, 1,000 distinct", "k_str", 10_000),
-             ("int64, 1,000,000 distinct → min/max", "k_long_1m", 10_000)]
-    svc = make_service("embedded", app_id="bench", max_distinct=10_000, bloom_fpp=None,
-                       max_bytes=16 << 20)
+    builds = _Builds(spark, path)
     out = []
-    try:
-        for label, col, max_distinct in cases:
-            df = spark.read.parquet(str(path))
-            counter = [0]
-
-            def plain() -> int:
-                return len(df.select(col).distinct().collect())
-
-            def build() -> int:
-                counter[0] += 1
-                fid = f"{col}-{counter[0]}"
-                build_filter(df, [col], filter_id=fid, max_distinct=max_distinct,
-                             bloom_enabled=False, bloom_fpp=0.01, bloom_capacity=None,
-                             sink=svc)
-                w = svc.wait(fid, 600)
-                assert w.outcome == "complete", w.reason
-                d = w.domain.get(col)
-                n = d.value_count()
-                svc.cancel(fid)
-                return -1 if n is None else n
-
-            plain(), build()   # warm both paths (file listing, Python workers)
-            tp: list[float] = []
-            tb: list[float] = []
-            for _ in range(reps):
-                for fn, acc in ((plain, tp), (build, tb)):
-                    t0 = time.perf_counter()
-                    fn()
-                    acc.append(time.perf_counter() - t0)
-            # the map-only shape (every row shipped to Python), for the record
-            def build_map_only() -> None:
-                counter[0] += 1
-                fid = f"{col}-m{counter[0]}"
-                build_filter(df, [col], filter_id=fid, max_distinct=max_distinct,
-                             bloom_enabled=False, bloom_fpp=0.01, bloom_capacity=None,
-                             sink=svc, pre_aggregate=False)
-                svc.cancel(fid)
-
-            tm: list[float] = []
-            for _ in range(reps):
+    print(f"  {'case':<28} {'warm: plain':>12} {'native':>14} {'arrow':>14}   "
+          f"{'first query: plain':>19} {'native':>14} {'arrow':>14}   domain (native)")
+    for label, col in _CASES:
+        kinds = {m: builds.run(m, col) for m in _MODES}   # warm every path once
+        warm: dict[str, list[float]] = {m: [] for m in _MODES}
+        for _ in range(reps):
+            for m in _MODES:
                 t0 = time.perf_counter()
-                build_map_only()
-                tm.append(time.perf_counter() - t0)
-            out.append({"case": label, "plain": _median(tp), "build": _median(tb),
-                        "map_only": _median(tm),
-                        "plain_all": tp, "build_all": tb})
-            print(f"  {label:<38} plain DISTINCT {_median(tp):6.2f} s   build-side job "
-                  f"{_median(tb):6.2f} s ({_median(tb) / _median(tp):4.2f}x)   map-only "
-                  f"variant {_median(tm):6.2f} s ({_median(tm) / _median(tp):4.2f}x)",
-                  flush=True)
-    finally:
-        svc.close()
-        spark.stop()
+                builds.run(m, col)
+                warm[m].append(time.perf_counter() - t0)
+        first = {m: _first_query(m, path, col) for m in _MODES}
+        w = {m: _median(v) for m, v in warm.items()}
+        row = {"case": label, "warm": w, "first": first, "domain": kinds["native"],
+               "plain": w["plain"], "build": w["native"]}
+        out.append(row)
+
+        def cell(d: dict[str, float], m: str) -> str:
+            return f"{d[m]:6.2f} s" + ("" if m == "plain" else f" {d[m] / d['plain']:4.2f}x")
+        print(f"  {label:<28} {cell(w, 'plain'):>12} {cell(w, 'native'):>14} "
+              f"{cell(w, 'arrow'):>14}   {cell(first, 'plain'):>19} {cell(first, 'native'):>14} "
+              f"{cell(first, 'arrow'):>14}   {kinds['native']}", flush=True)
+    spark.stop()
     return out
 
-
-# --------------------------------------------------------------------------- 2. Redis merge
 
 def bench_merge(url: str, n: int = 10_000) -> dict[str, float]:
     from coordinator import make_service
@@ -277,14 +312,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--redis-url", default=None, help="use this Redis instead of starting one")
     ap.add_argument("--skip-spark", action="store_true", help="only the coordinator figures")
+    ap.add_argument("--skip-coordinator", action="store_true", help="only the build sides")
+    ap.add_argument("--first", choices=_MODES, help=argparse.SUPPRESS)
+    ap.add_argument("--first-path", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--first-col", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.first:
+        return _first_child(args.first, args.first_path, args.first_col)
 
     print("== coordinator/collectors benchmark ==", flush=True)
     builds = []
     if not args.skip_spark:
-        print(f"\n[1] build-side job vs plain SELECT DISTINCT collect ({args.rows:,} rows, "
-              f"local[2], median of {args.reps})", flush=True)
+        print(f"\n[1] build sides (native: Spark's aggregation; arrow: Python tasks) vs a plain "
+              f"SELECT DISTINCT collect ({args.rows:,} rows, local[2]; warm: median of "
+              f"{args.reps}; first query: a fresh process)", flush=True)
         builds = bench_build(args.rows, args.data_dir, args.reps)
+    if args.skip_coordinator:
+        return 0
     with _redis(args.redis_url) as url:
         print("\n[2] Redis merge of 10,000 partials (10 bigint values each)", flush=True)
         m = bench_merge(url)
@@ -305,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         r = b["build"] / b["plain"]
         good = r <= 1.3
         ok &= good
-        print(f"  build/plain {b['case']:<38} {r:5.2f}x  (target ≤ 1.30x)  "
+        print(f"  native build/plain (warm) {b['case']:<28} {r:5.2f}x  (target ≤ 1.30x)  "
               f"{'PASS' if good else 'FAIL'}")
     good = m["prepublished_wait"] < 2.0 and m["live_first_publish_to_complete"] < 2.0
     ok &= good

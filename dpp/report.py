@@ -123,6 +123,7 @@ class TableReport:
     footers_unreadable: int = 0
     wait_seconds: float = 0.0
     enumeration_seconds: float = 0.0
+    handoff_seconds: float = 0.0
     filters: list[dict[str, Any]] = field(default_factory=list)
 
     def get(self, name: str, default: Any = None) -> Any:
@@ -194,7 +195,7 @@ class JobReport:
             footers_unreadable=getattr(result, "footers_unreadable", 0),
             wait_seconds=result.wait_seconds,
             enumeration_seconds=max(0.0, result.elapsed_seconds - result.wait_seconds),
-            filters=filt))
+            handoff_seconds=getattr(result, "handoff_seconds", 0.0), filters=filt))
 
     def add_filter(self, data: dict[str, Any]) -> None:
         """Adds a filter from a dict; keys the schema does not know are dropped (the session's
@@ -512,6 +513,7 @@ _TABLE_SPEC: dict[str, _Check] = {
     "footers_unreadable": _count,
     "wait_seconds": _seconds,
     "enumeration_seconds": _seconds,
+    "handoff_seconds": _seconds,
     "filters": _list_of(_table_filter),
 }
 

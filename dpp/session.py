@@ -72,6 +72,7 @@ class DppSession:
                                  lambda t: full_dataframe(self.spark, t))
         self.last_report: Optional[JobReport] = None
         self._env_notes = EnvironmentNotes()        # environment problems, said once
+        self._estimates: dict[tuple[str, str], Optional[int]] = {}
         self.config  # validate settings now: a bad value is an error at construction
 
     # ------------------------------------------------------------------ configuration
@@ -288,6 +289,8 @@ class DppSession:
             report.environment.extend(runs.new_env_notes)
         report.phases["wait"] = max((t.get("wait_seconds") or 0.0 for t in report.tables),
                                     default=0.0)
+        report.phases["handoff"] = max((t.get("handoff_seconds") or 0.0
+                                        for t in report.tables), default=0.0)
         return self._run_rewritten(query, plan, decision, replacements, report)
 
     def _analyze(self, query: str, tables: dict[str, Optional[Table]],
@@ -345,7 +348,41 @@ class DppSession:
                for d, spec in g.filters]
         result = SplitLoader(g.table, g.static, dyn, wait_timeout=cfg.wait_timeout,
                              stats_pruning=cfg.stats_pruning, rules=rules).load()
-        return result, to_dataframe(self.spark, g.table, result)
+        return result, self._handoff(g.table, result)
+
+    def _handoff(self, table: Table, result: LoadResult) -> DataFrame:
+        """The surviving splits as a DataFrame that Spark's planner sizes like the whole
+        table (see :mod:`hive_splits.spark_io`): a pruned file list must never make Spark
+        pick a worse join (q72)."""
+        th = time.perf_counter()
+        df = to_dataframe(self.spark, table, result,
+                          estimate_bytes=self._unpruned_estimate(table, result))
+        result.handoff_seconds = time.perf_counter() - th
+        return df
+
+    def _unpruned_estimate(self, table: Table, result: LoadResult) -> Optional[int]:
+        """What Spark would estimate the unpruned table at: the catalog's figure for catalog
+        tables (Spark's own, often its default for tables without statistics), else the
+        listed partitions' bytes scaled to every partition."""
+        if table.is_catalog and table.catalog_name:
+            key = ("estimate", table.catalog_name)
+            with self._lock:
+                if key in self._estimates:
+                    return self._estimates[key]
+            try:
+                jdf = self.spark.table(table.catalog_name)._jdf
+                est: Optional[int] = int(jdf.queryExecution().analyzed().stats().sizeInBytes())
+            except Exception as exc:
+                log.debug("no size estimate for %s: %s", table.catalog_name, exc)
+                est = None
+            with self._lock:
+                self._estimates[key] = est
+            return est
+        if result.partitions_kept <= 0:
+            return None
+        listed = result.bytes_kept + result.bytes_skipped
+        return int(listed * max(result.partitions_total, result.partitions_kept)
+                   / result.partitions_kept)
 
     def _run_rewritten(self, query: str, plan: PruningPlan, decision: PruningDecision,
                        replacements: dict[str, str], report: JobReport) -> DataFrame:
@@ -442,8 +479,9 @@ class DppSession:
                                          wait=runs.waiter(spec.filter_id, col, deadline)))
             result = SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
                                  stats_pruning=cfg.stats_pruning, rules=rules).load()
-            fact_df = to_dataframe(self.spark, table, result)
+            fact_df = self._handoff(table, result)
             report.add_table_result(fact, None, table, result)
+            report.phases["handoff"] = result.handoff_seconds
             for entry in runs.settle():
                 report.add_filter(entry)
             report.phases["build"] = runs.build_seconds()

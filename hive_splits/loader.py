@@ -131,6 +131,7 @@ class LoadResult:
     footers_unreadable: int = 0
     wait_seconds: float = 0.0
     elapsed_seconds: float = 0.0
+    handoff_seconds: float = 0.0        # set by whoever hands the splits to Spark
     filters: list[FilterStatus] = field(default_factory=list)
     levels: list[LevelStats] = field(default_factory=list)
     static_ignored: list[str] = field(default_factory=list)

@@ -1,0 +1,124 @@
+"""A pruned file list must not make Spark choose a worse join (TPC-DS q72).
+
+The handoff sizes the pruned relation like the table it stands for, through
+``spark.sql.sources.fileCompressionFactor`` in a sibling session (see hive_splits.spark_io).
+Checked here: the join strategies Spark picks for dpp's rewritten query equal those it picks
+over the unpruned table; without the adjustment the same query would broadcast the fact (so
+the test cannot pass vacuously); rows are unchanged; the user's session settings are untouched
+and still govern how the relation is read (time zone of timestamp partitions).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from zoneinfo import ZoneInfo
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dpp import DppSession
+from hive_splits import SplitLoader, table_from_path
+from hive_splits.spark_io import to_dataframe
+from dpp.core.domain import TupleDomain
+from tests.conftest import spark_conf
+
+PARTS = 20
+
+
+@pytest.fixture(scope="module")
+def star(tmp_path_factory):
+    root = tmp_path_factory.mktemp("estimates")
+    for p in range(PARTS):
+        folder = root / "fact" / f"k={p}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"id": pa.array(range(p * 200, p * 200 + 200), pa.int64()),
+                                 "v": pa.array([float(i) for i in range(200)])}),
+                       folder / "part-0.parquet")
+    (root / "other").mkdir()
+    pq.write_table(pa.table({"o_id": pa.array(range(0, 4000), pa.int64()),
+                             "o_pad": [f"padding-{i:06d}" * 4 for i in range(4000)]}),
+                   root / "other" / "o.parquet")
+    (root / "dim").mkdir()
+    pq.write_table(pa.table({"d_k": pa.array(range(PARTS), pa.int32()),
+                             "d_name": [f"n{p}" for p in range(PARTS)]}),
+                   root / "dim" / "d.parquet")
+    return root
+
+
+def _joins(df) -> list[str]:
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return sorted(re.findall(r"\b(BroadcastHashJoin|SortMergeJoin|ShuffledHashJoin|"
+                             r"BroadcastNestedLoopJoin|CartesianProduct)\b", plan))
+
+
+def _size(df) -> int:
+    return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
+
+
+QUERY = ("SELECT count(*) AS n, sum(v) AS s FROM est_fact f JOIN est_other o ON f.id = o.o_id "
+         "JOIN est_dim d ON f.k = d.d_k WHERE d.d_name = 'n3'")
+
+
+def test_join_strategy_over_the_pruned_files_is_the_one_over_the_whole_table(spark, star):
+    full = spark.read.parquet(str(star / "fact"))
+    one = spark.read.option("basePath", str(star / "fact")).parquet(str(star / "fact" / "k=3"))
+    # a threshold the unpruned fact is above and one partition of it below
+    threshold = (_size(full.select("id", "v", "k")) + _size(one.select("id", "v", "k"))) // 2
+    spark.read.parquet(str(star / "dim")).createOrReplaceTempView("est_dim")
+    spark.read.parquet(str(star / "other")).createOrReplaceTempView("est_other")
+    full.createOrReplaceTempView("est_fact")
+    settings = {"spark.sql.autoBroadcastJoinThreshold": str(threshold),
+                "spark.sql.adaptive.enabled": "false",
+                "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
+                "spark.sql.optimizer.runtime.bloomFilter.enabled": "false"}
+    dpp = DppSession(spark)
+    try:
+        with spark_conf(spark, settings):
+            plain = spark.sql(QUERY)
+            expected_joins, expected_rows = _joins(plain), plain.collect()
+            spark.catalog.dropTempView("est_fact")
+            dpp.register_table("est_fact", str(star / "fact"))
+            df = dpp.sql(QUERY)
+            assert dpp.last_report.tables[0].partitions_kept == 1
+            assert _joins(df) == expected_joins
+            assert "SortMergeJoin" in expected_joins
+            assert df.collect() == expected_rows
+            # the same pruned files without the estimate: Spark would broadcast the fact
+            table = table_from_path(str(star / "fact"), "est_fact")
+            result = SplitLoader(table, TupleDomain.all(), []).load()
+            kept = [s for s in result.splits if "/k=3/" in s.path]
+            result.splits = kept
+            result.bytes_kept = sum(s.size for s in kept)
+            result.partitions = [p for p in result.partitions if p.path.endswith("k=3")]
+            bare = to_dataframe(spark, table, result)
+            bare.createOrReplaceTempView("est_fact_bare")
+            worse = spark.sql(QUERY.replace("est_fact", "est_fact_bare"))
+            assert _joins(worse) != expected_joins
+            assert worse.collect() == expected_rows
+            # the user's session is untouched
+            assert spark.conf.get("spark.sql.sources.fileCompressionFactor", None) is None
+    finally:
+        for v in ("est_dim", "est_other", "est_fact", "est_fact_bare"):
+            spark.catalog.dropTempView(v)
+        dpp.close()
+
+
+def test_sized_relation_is_read_with_the_users_settings(spark, tmp_path):
+    # timestamp partition folders are read in the session time zone: the sibling session
+    # that sizes the relation must read them exactly as the user's session does
+    for i, text in enumerate(["2024-03-10 01:30:00", "2024-03-10 03:30:00"]):
+        folder = tmp_path / "t" / f"t={text.replace(':', '%3A')}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"v": [i]}), folder / "p.parquet")
+    with spark_conf(spark, {"spark.sql.session.timeZone": "America/Los_Angeles"}):
+        table = table_from_path(str(tmp_path / "t"), "tz_t", timestamp_type="TIMESTAMP_LTZ")
+        result = SplitLoader(table, TupleDomain.all(), []).load()
+        sized = to_dataframe(spark, table, result, estimate_bytes=result.bytes_kept * 100)
+        plain = to_dataframe(spark, table, result)
+        assert _size(sized) > 50 * _size(plain)
+        got = sorted((r["v"], r["t"]) for r in sized.collect())
+        assert got == sorted((r["v"], r["t"]) for r in plain.collect())
+        # 01:30 on the LA wall clock (PySpark hands instants back in the process's zone)
+        la = dt.datetime(2024, 3, 10, 1, 30, tzinfo=ZoneInfo("America/Los_Angeles"))
+        assert got[0][1] == la.astimezone().replace(tzinfo=None)
