@@ -11,6 +11,7 @@ different answer.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import threading
@@ -32,10 +33,11 @@ from dpp.filter_runs import EnvironmentNotes, FilterRuns, FilterSpec
 from dpp import planner
 from dpp.planner import PruningPlan, TableInfo, rewrite
 from dpp.report import JobReport, append_jsonl
+from dpp.schema_cache import SchemaCache
 from dpp.spark_metrics import scan_metrics
 from dpp.views import PlainViews, norm_name
 from hive_splits import (DynamicFilter, LoadResult, SplitLoader, Table, table_from_catalog,
-                         table_from_path, to_dataframe)
+                         table_from_path, to_dataframe, with_catalog_partitions)
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +74,7 @@ class DppSession:
                                  lambda t: full_dataframe(self.spark, t))
         self.last_report: Optional[JobReport] = None
         self._env_notes = EnvironmentNotes()        # environment problems, said once
-        self._estimates: dict[tuple[str, str], Optional[int]] = {}
+        self._schemas = SchemaCache(spark)          # table shapes, valid while Spark's are
         self.config  # validate settings now: a bad value is an error at construction
 
     # ------------------------------------------------------------------ configuration
@@ -126,6 +128,7 @@ class DppSession:
         with self._lock:
             self._tables[key] = table
         self._views.forget(key)  # a view over the previous registration must not outlive it
+        self._schemas.forget(key)
         return table
 
     def _registered(self, key: str) -> Optional[Table]:
@@ -142,6 +145,27 @@ class DppSession:
         if self._is_temp_view(key):
             return None  # the user's own view: never second-guessed
         try:
+            shape = self._schemas.get_or_compute("catalog", key,
+                                                 lambda: self._catalog_shape(key))
+        except Exception as exc:
+            log.warning("dpp: catalog table %s cannot be used for pruning: %s", key, exc)
+            if unusable is not None:
+                unusable[key] = f"cannot be used for pruning: {_first_line(exc)}"
+            return None
+        if shape is None:
+            return None
+        try:
+            return with_catalog_partitions(self.spark, shape)
+        except Exception as exc:
+            log.warning("dpp: catalog table %s cannot be used for pruning: %s", key, exc)
+            if unusable is not None:
+                unusable[key] = f"cannot be used for pruning: {_first_line(exc)}"
+            return None
+
+    def _catalog_shape(self, key: str) -> Optional[Table]:
+        """A partitioned catalog table's shape (partitions are fetched per query), or None
+        for anything else."""
+        try:
             if not self.spark.catalog.tableExists(key):
                 return None
             cols = self.spark.catalog.listColumns(key)
@@ -149,13 +173,7 @@ class DppSession:
             return None
         if not any(c.isPartition for c in cols):
             return None
-        try:
-            return table_from_catalog(self.spark, key)
-        except Exception as exc:
-            log.warning("dpp: catalog table %s cannot be used for pruning: %s", key, exc)
-            if unusable is not None:
-                unusable[key] = f"cannot be used for pruning: {_first_line(exc)}"
-            return None
+        return dataclasses.replace(table_from_catalog(self.spark, key), catalog_partitions=())
 
     def _is_temp_view(self, name: str) -> bool:
         if "." in name:
@@ -186,16 +204,21 @@ class DppSession:
             if t is not None:
                 return TableInfo(name=key, columns=dict(table_columns(t)),
                                  partition_columns=tuple(c.name for c in t.partition_columns))
-            try:
-                schema = self.spark.table(key).schema
-            except Exception:
-                return None
-            cols: dict[str, Optional[DataType]] = {}
-            for f in schema.fields:
-                cols[f.name.lower()] = _spark_type_to_domain(f.dataType)
-            return TableInfo(name=key, columns=cols, partition_columns=())
+            return self._schemas.get_or_compute("columns", key, lambda: self._columns_of(key))
 
         return resolve
+
+    def _columns_of(self, key: str) -> Optional[TableInfo]:
+        """Columns of a table or view Spark knows (not pruned; the analyzer needs to know
+        which relation an unqualified column belongs to)."""
+        try:
+            schema = self.spark.table(key).schema
+        except Exception:
+            return None
+        cols: dict[str, Optional[DataType]] = {}
+        for f in schema.fields:
+            cols[f.name.lower()] = _spark_type_to_domain(f.dataType)
+        return TableInfo(name=key, columns=cols, partition_columns=())
 
     def _mentions(self, text: str) -> list[str]:
         """Registered table names a SQL text mentions (a cheap, conservative scan)."""
@@ -365,19 +388,16 @@ class DppSession:
         tables (Spark's own, often its default for tables without statistics), else the
         listed partitions' bytes scaled to every partition."""
         if table.is_catalog and table.catalog_name:
-            key = ("estimate", table.catalog_name)
-            with self._lock:
-                if key in self._estimates:
-                    return self._estimates[key]
-            try:
-                jdf = self.spark.table(table.catalog_name)._jdf
-                est: Optional[int] = int(jdf.queryExecution().analyzed().stats().sizeInBytes())
-            except Exception as exc:
-                log.debug("no size estimate for %s: %s", table.catalog_name, exc)
-                est = None
-            with self._lock:
-                self._estimates[key] = est
-            return est
+            name = table.catalog_name
+
+            def estimate() -> Optional[int]:
+                try:
+                    jdf = self.spark.table(name)._jdf
+                    return int(jdf.queryExecution().analyzed().stats().sizeInBytes())
+                except Exception as exc:
+                    log.debug("no size estimate for %s: %s", name, exc)
+                    return None
+            return self._schemas.get_or_compute("estimate", name, estimate)
         if result.partitions_kept <= 0:
             return None
         listed = result.bytes_kept + result.bytes_skipped

@@ -21,11 +21,11 @@ from hive_splits.naming import (DEFAULT_PARTITION_NAME, escape_path_name, is_hid
 from hive_splits.spark_io import to_dataframe
 from hive_splits.table import (CatalogPartition, PartitionColumn, Table, infer_partition_type,
                                spark_ddl, spark_struct_type, table_from_catalog,
-                               table_from_path)
+                               table_from_path, with_catalog_partitions)
 
 __all__ = [
     "Table", "PartitionColumn", "CatalogPartition", "table_from_path", "table_from_catalog",
-    "spark_ddl", "spark_struct_type", "infer_partition_type",
+    "with_catalog_partitions", "spark_ddl", "spark_struct_type", "infer_partition_type",
     "DEFAULT_PARTITION_NAME", "escape_path_name", "unescape_path_name", "is_hidden",
     "parse_folder_name", "partition_folder_name",
     "DynamicFilter", "Split", "KeptPartition", "FilterStatus", "LevelStats", "LoadResult",

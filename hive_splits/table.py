@@ -8,6 +8,8 @@ infers it.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import decimal
 import json
 import logging
@@ -24,7 +26,7 @@ from hive_splits.naming import DEFAULT_PARTITION_NAME, is_hidden, parse_folder_n
 
 __all__ = [
     "PartitionColumn", "CatalogPartition", "Table", "table_from_path", "table_from_catalog",
-    "infer_partition_type", "spark_ddl", "spark_struct_type", "local_path",
+    "with_catalog_partitions", "infer_partition_type", "spark_ddl", "spark_struct_type", "local_path",
 ]
 
 log = logging.getLogger(__name__)
@@ -421,9 +423,29 @@ def table_from_catalog(spark: Any, name: str) -> Table:
         raise LayoutError(f"table {name!r} has CHAR(n) columns ({', '.join(chars)}): Spark "
                           f"pads their values on read; such tables are not pruned")
     pcols = tuple(PartitionColumn(n, ptypes[n]) for n in part_names)
+    shape = Table(name=name, location=location, columns=tuple(cols), partition_columns=pcols,
+                  catalog_partitions=(), catalog_name=name)
+    return with_catalog_partitions(spark, shape)
+
+
+def with_catalog_partitions(spark: Any, table: Table) -> Table:
+    """``table`` (from :func:`table_from_catalog`) with the catalog's partitions as they are
+    now. Callers that keep a table's schema across queries call this for every query: a
+    partition another job added since must never be missed (its rows would be lost)."""
+    name = table.catalog_name or table.name
+    jvm = spark._jvm
+    catalog = spark._jsparkSession.sessionState().catalog()
+    parts_name = name.split(".")
+    db = parts_name[-2] if len(parts_name) >= 2 else None
+    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
+        parts_name[-1], jvm.scala.Option.apply(db))
+    part_names = [c.name for c in table.partition_columns]
     partitions: list[CatalogPartition] = []
     if part_names:
-        jparts = catalog.listPartitions(meta.identifier(), jvm.scala.Option.empty())
+        try:
+            jparts = catalog.listPartitions(ident, jvm.scala.Option.empty())
+        except Exception as exc:
+            raise LayoutError(f"partitions of table {name!r} cannot be listed: {exc}") from None
         for spec, loc in _partition_specs(jvm, jparts):
             values = []
             for n in part_names:
@@ -433,8 +455,7 @@ def table_from_catalog(spark: Any, name: str) -> Table:
                 v = spec[n]
                 values.append((n, None if v is None or v == DEFAULT_PARTITION_NAME else v))
             partitions.append(CatalogPartition(tuple(values), loc))
-    return Table(name=name, location=location, columns=tuple(cols), partition_columns=pcols,
-                 catalog_partitions=tuple(partitions), catalog_name=name)
+    return dataclasses.replace(table, catalog_partitions=tuple(partitions))
 
 
 def _scala_list(jvm: Any, seq: Any) -> list[Any]:
