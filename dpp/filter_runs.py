@@ -27,7 +27,8 @@ from dpp.core.outcomes import FilterOutcome, WaitResult
 from dpp.core.reconcile import reconcile
 from dpp.core.spark_rules import SparkRules
 
-__all__ = ["FilterSpec", "BuildOutcome", "FilterRuns", "EnvironmentNotes", "environment_problem"]
+__all__ = ["FilterSpec", "BuildOutcome", "FilterRuns", "EnvironmentNotes", "FilterMemory",
+           "environment_problem"]
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +106,39 @@ class EnvironmentNotes:
             return list(self._seen)
 
 
+class FilterMemory:
+    """Whether a build side pruned anything the last time it ran, by its fingerprint (its
+    query, the session's rules and its files' sizes and mtimes) and the table it pruned.
+
+    A build side that pruned nothing last time, over the very same dimension files, is not
+    built again: its job and the loader's wait cost time and cannot pay (Trino drops runtime
+    filters that pass more than 70% of rows for the same reason; here the bar is stricter,
+    "pruned nothing", because a skipped partition saves its listing and its whole read). The
+    fact table may have gained partitions since, so this only ever costs pruning, never rows.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._lock = threading.Lock()
+        self._pruned: dict[tuple[str, str], bool] = {}
+        self._capacity = capacity
+
+    def pruned_nothing(self, fp: str, probe: str) -> bool:
+        with self._lock:
+            return self._pruned.get((fp, probe)) is False
+
+    def record(self, fp: str, probe: str, pruned: bool) -> None:
+        with self._lock:
+            if len(self._pruned) >= self._capacity:
+                self._pruned.pop(next(iter(self._pruned)))
+            self._pruned[(fp, probe)] = pruned
+
+
 class _Run:
     def __init__(self, spec: FilterSpec) -> None:
         self.spec = spec
         self.start_error: Optional[str] = None      # set before any waiter exists
+        self.skip_reason: Optional[str] = None      # set before the service is told
+        self.fingerprint: Optional[str] = None
         self.future: Optional[cf.Future[BuildOutcome]] = None
         self._lock = threading.Lock()
         self._wait_result: Optional[WaitResult] = None
@@ -134,13 +164,15 @@ class FilterRuns:
 
     def __init__(self, spark: SparkSession, service: FilterService, cfg: DppConfig,
                  rules: SparkRules, max_workers: int,
-                 env_notes: Optional[EnvironmentNotes] = None) -> None:
+                 env_notes: Optional[EnvironmentNotes] = None,
+                 memory: Optional[FilterMemory] = None) -> None:
         self.spark = spark
         self.service = service
         self.cfg = cfg
         self.rules = rules
         self.env_notes = env_notes if env_notes is not None else EnvironmentNotes()
         self.new_env_notes: list[str] = []   # said for the first time by this query
+        self.memory = memory if memory is not None else FilterMemory()
         self._pool = cf.ThreadPoolExecutor(max_workers=max(1, max_workers),
                                            thread_name_prefix="dpp")
         self._runs: dict[str, _Run] = {}
@@ -168,14 +200,14 @@ class FilterRuns:
             run.start_error = f"{type(exc).__name__}: {exc}"
             log.warning("dpp: build side %s cannot start: %s", spec.build_label, exc)
             return
-        run.future = self._pool.submit(self._build, spec, df, col, key_type)
+        run.future = self._pool.submit(self._build, run, df, col, key_type)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> "cf.Future[Any]":
         """Runs ``fn`` in the same pool (split loads wait there while builds run)."""
         return self._pool.submit(fn, *args)
 
-    def _build(self, spec: FilterSpec, df: DataFrame, key: str,
-               key_type: DataType) -> BuildOutcome:
+    def _build(self, run: _Run, df: DataFrame, key: str, key_type: DataType) -> BuildOutcome:
+        spec = run.spec
         cfg, service = self.cfg, self.service
         t0 = time.perf_counter()
         try:
@@ -187,7 +219,13 @@ class FilterRuns:
                 # settings change its rows (hour(t) in the session zone): part of the key
                 fp = fingerprint(f"{spec.build_query}\n-- {self.rules.signature()}", [key],
                                  files)
+                run.fingerprint = fp
                 cached = service.cache_get(fp)
+                if cached is None and self.memory.pruned_nothing(fp, spec.probe_label):
+                    run.skip_reason = ("skipped: the last run of this build side over the same "
+                                       "dimension files pruned nothing")
+                    service.fail(spec.filter_id, run.skip_reason)
+                    return BuildOutcome(seconds=time.perf_counter() - t0)
                 if cached is not None:
                     service.register(spec.filter_id, 1, {key: key_type}, cfg.filter_ttl)
                     service.publish(spec.filter_id, 0, cached)
@@ -249,6 +287,8 @@ class FilterRuns:
         def wait(timeout: float) -> WaitResult:
             res = self.service.wait(filter_id,
                                     max(0.0, min(timeout, deadline - time.monotonic())))
+            if run.skip_reason is not None:
+                res = WaitResult(None, FilterOutcome.SKIPPED, run.skip_reason)
             run.record_wait(res)
             if not res.ok or res.domain is None:
                 return WaitResult(None, res.outcome, res.reason or run.start_error)
@@ -276,6 +316,24 @@ class FilterRuns:
         """Each filter's report entry, in start order; stops build jobs still running."""
         return [self._settle(run) for run in self._runs.values()]
 
+    def learn(self, tables: list[Any]) -> None:
+        """Remembers, per build side, whether it pruned anything on its tables (report
+        entries); only where a table had that one filter, so the credit is certain."""
+        by_id = {run.spec.filter_id: run for run in self._runs.values()}
+        for t in tables:
+            filters = t.get("filters") or []
+            if len(filters) != 1 or filters[0].get("outcome") != "complete":
+                continue
+            run = by_id.get(filters[0].get("filter_id"))
+            if run is None or run.fingerprint is None:
+                continue
+            if (t.get("pruned_dynamic") or 0) > 0:
+                self.memory.record(run.fingerprint, run.spec.probe_label, True)
+            elif not t.get("pruned_static"):
+                # it admitted every partition of the table: no other query's static
+                # domain can make it prune more
+                self.memory.record(run.fingerprint, run.spec.probe_label, False)
+
     def build_seconds(self) -> float:
         outs = [run.outcome() for run in self._runs.values()]
         return max((o.seconds or 0.0 for o in outs if o is not None), default=0.0)
@@ -299,6 +357,9 @@ class FilterRuns:
         outcome = res.outcome
         if built.error and outcome in (FilterOutcome.TIMEOUT, FilterOutcome.FAILED):
             outcome = FilterOutcome.FAILED
+        if run.skip_reason is not None:
+            outcome, res = FilterOutcome.SKIPPED, WaitResult(None, FilterOutcome.SKIPPED,
+                                                             run.skip_reason)
         return dict(
             filter_id=spec.filter_id, build_column=spec.build_label,
             build_query=spec.build_query,

@@ -29,7 +29,7 @@ from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import ConfigError, DppError, LayoutError
 from dpp.core.spark_rules import SparkRules
 from dpp.decision import LoadGroup, PruningDecision, decide, real_column, table_columns
-from dpp.filter_runs import EnvironmentNotes, FilterRuns, FilterSpec
+from dpp.filter_runs import EnvironmentNotes, FilterMemory, FilterRuns, FilterSpec
 from dpp import planner
 from dpp.planner import PruningPlan, TableInfo, rewrite
 from dpp.report import JobReport, append_jsonl
@@ -74,6 +74,7 @@ class DppSession:
                                  lambda t: full_dataframe(self.spark, t))
         self.last_report: Optional[JobReport] = None
         self._env_notes = EnvironmentNotes()        # environment problems, said once
+        self._filter_memory = FilterMemory()        # build sides that pruned nothing
         self._schemas = SchemaCache(spark)          # table shapes, valid while Spark's are
         self.config  # validate settings now: a bad value is an error at construction
 
@@ -302,10 +303,11 @@ class DppSession:
             return self.spark.sql(query)
         workers = len(decision.filters) + sum(len(g.refs) for g in decision.groups)
         with FilterRuns(self.spark, self._filter_service(cfg), cfg, rules, workers,
-                        self._env_notes) as runs:
+                        self._env_notes, self._filter_memory) as runs:
             for spec in decision.filters:  # every build side at once, each in its thread
                 runs.start(spec, lambda q=spec.build_query: self.spark.sql(q))
             replacements = self._substitute(decision, runs, cfg, rules, report, temp_views)
+            runs.learn(report.tables)
             for entry in runs.settle():
                 report.add_filter(entry)
             report.phases["build"] = runs.build_seconds()
@@ -485,7 +487,7 @@ class DppSession:
         columns = dict(table_columns(table))
         qid = report.query_id[:8]
         with FilterRuns(self.spark, self._filter_service(cfg), cfg, rules, len(on) + 1,
-                        self._env_notes) as runs:
+                        self._env_notes, self._filter_memory) as runs:
             deadline = time.monotonic() + cfg.wait_timeout
             dyn = []
             for i, (fcol, dcol) in enumerate(on):
@@ -502,6 +504,7 @@ class DppSession:
             fact_df = self._handoff(table, result)
             report.add_table_result(fact, None, table, result)
             report.phases["handoff"] = result.handoff_seconds
+            runs.learn(report.tables)
             for entry in runs.settle():
                 report.add_filter(entry)
             report.phases["build"] = runs.build_seconds()

@@ -29,6 +29,7 @@ class FilterOutcome(str, enum.Enum):
     # what the session and the loader conclude
     TYPE_MISMATCH = "type_mismatch"      # the key cannot be compared in the column's type
     NOT_USED = "not_used"
+    SKIPPED = "skipped"                  # not built: it is known not to prune (reported why)
     # the loader's own states of a filter it holds
     PENDING = "pending"
     UNKNOWN_COLUMN = "unknown_column"
@@ -51,7 +52,8 @@ SERVICE_OUTCOMES: tuple[FilterOutcome, ...] = (
 REPORTED_OUTCOMES: tuple[FilterOutcome, ...] = (
     FilterOutcome.COMPLETE, FilterOutcome.TIMEOUT, FilterOutcome.FAILED,
     FilterOutcome.TOO_LARGE, FilterOutcome.CORRUPT, FilterOutcome.CANCELLED,
-    FilterOutcome.NOT_USED, FilterOutcome.UNAVAILABLE, FilterOutcome.TYPE_MISMATCH)
+    FilterOutcome.NOT_USED, FilterOutcome.UNAVAILABLE, FilterOutcome.TYPE_MISMATCH,
+    FilterOutcome.SKIPPED)
 
 
 @dataclass(frozen=True)
