@@ -132,13 +132,17 @@ class LoadResult:
     wait_seconds: float = 0.0
     elapsed_seconds: float = 0.0
     handoff_seconds: float = 0.0        # set by whoever hands the splits to Spark
+    # kept partitions some of whose listed files were skipped: the handoff gives Spark their
+    # files; every other kept folder is given whole (Spark lists it in one call)
+    partial_folders: set = field(default_factory=set)
     filters: list[FilterStatus] = field(default_factory=list)
     levels: list[LevelStats] = field(default_factory=list)
     static_ignored: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Counters only (no splits), JSON-ready."""
-        d = {k: v for k, v in self.__dict__.items() if k not in ("splits", "partitions")}
+        d = {k: v for k, v in self.__dict__.items()
+             if k not in ("splits", "partitions", "partial_folders")}
         d["filters"] = [f.to_dict() for f in self.filters]
         d["levels"] = [dict(lv.__dict__) for lv in self.levels]
         return d
@@ -538,6 +542,7 @@ class SplitLoader:
                                 "unpruned", t.name, path, exc)
                     meta = None
                 if meta is not None and cannot_match(meta, domains):
+                    res.partial_folders.add(kp.path)
                     res.files_pruned_stats += 1
                     res.files_skipped += 1
                     res.bytes_skipped += size

@@ -8,8 +8,9 @@ How it is built (measured by ``python -m hive_splits.bench``, see its output):
   makes Spark parse the partition values back out of the folder names and cast them to the
   schema's types (``__HIVE_DEFAULT_PARTITION__`` → NULL), and the plan is a single file scan
   (no union), so Spark's own pushdown and split planning are untouched.
-* Spark still looks at each path it is given (one ``getFileStatus``/``listStatus`` per *file*,
-  never the whole table). Above ``spark.sql.sources.parallelPartitionDiscovery.threshold``
+* Spark still looks at each path it is given: a kept folder whose files all survive is given
+  as the folder (one ``listStatus``), any other as its surviving files (one ``getFileStatus``
+  each); never the whole table. Above ``spark.sql.sources.parallelPartitionDiscovery.threshold``
   paths (32 by default) it does so with a distributed listing job, which costs far more than
   listing a few hundred local files on the driver; ``driver_listing=True`` (default) raises
   that threshold for the duration of the call only, then restores it.
@@ -142,13 +143,23 @@ def _to_dataframe(spark: Any, table: Table, result: LoadResult, driver_listing: 
     custom: dict[str, list[str]] = {}
     import os
 
+    whole: set[str] = set()
     for s in result.splits:
         folder = os.path.dirname(s.path)
         kp = by_dir.get(folder)
+        # a folder kept whole is given as the folder: Spark lists it in one call instead of
+        # one getFileStatus per file (measured at SF1 on store_sales' 11,401 files in 1,824
+        # folders: 1.0 s instead of 3.3 s warm, 2.2 s instead of 8.7 s cold)
+        path = s.path
+        if kp is not None and folder not in result.partial_folders:
+            if folder in whole:
+                continue
+            whole.add(folder)
+            path = folder
         if kp is None or (kp.relative is None and table.partition_columns):
-            custom.setdefault(folder, []).append(s.path)
+            custom.setdefault(folder, []).append(path)
         else:
-            standard.append(s.path)
+            standard.append(path)
 
     frames = []
     if standard:
