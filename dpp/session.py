@@ -126,6 +126,10 @@ class DppSession:
         self._views.forget(key)  # a view over the previous registration must not outlive it
         return table
 
+    def _registered(self, key: str) -> Optional[Table]:
+        with self._lock:
+            return self._tables.get(key)
+
     def unregister_table(self, name: str) -> None:
         """Forgets a registered table, and drops the plain view this session made of it (a
         user's own view of that name is left alone)."""
@@ -133,10 +137,6 @@ class DppSession:
         with self._lock:
             self._tables.pop(key, None)
         self._views.forget(key)
-
-    def _registered(self, key: str) -> Optional[Table]:
-        with self._lock:
-            return self._tables.get(key)
 
     def _table(self, name: str, unusable: Optional[dict[str, str]] = None) -> Optional[Table]:
         """A registered path table, or a partitioned table of Spark's catalog, or None (with
