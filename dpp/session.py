@@ -136,6 +136,14 @@ class DppSession:
         with self._lock:
             return self._tables.get(key)
 
+    def unregister_table(self, name: str) -> None:
+        """Forgets a registered table, and drops the plain view this session made of it (a
+        user's own view of that name is left alone)."""
+        key = norm_name(name)
+        with self._lock:
+            self._tables.pop(key, None)
+        self._views.forget(key)
+
     def _table(self, name: str, unusable: Optional[dict[str, str]] = None) -> Optional[Table]:
         """A registered path table, or a partitioned table of Spark's catalog, or None (with
         the reason in ``unusable`` when a partitioned catalog table cannot be pruned)."""
@@ -271,7 +279,7 @@ class DppSession:
                 if not cfg.enabled:
                     self._views.ensure(self._mentions(query))
                     report.analysis_notes.append("spark.dpp.enabled=false: no pruning")
-                    df = self.spark.sql(query)
+                    df = self._spark_sql(query)
                 else:
                     df = self._plan_and_rewrite(query, cfg, report, temp_views)
                 return self._finish(df, report, cfg, t0, execute)
@@ -293,19 +301,19 @@ class DppSession:
             report.add_table_unpruned(name, None, why)
         if plan is None:
             self._views.ensure(self._mentions(query))
-            return self.spark.sql(query)
+            return self._spark_sql(query)
         decision = decide(plan, tables, query_id=report.query_id[:8],
                           stats_pruning=cfg.stats_pruning, mentions=self._mentions)
         for ref, why in decision.unpruned:
             report.add_table_unpruned(ref.table, ref.alias, why)
         self._views.ensure(sorted(decision.plain_tables))
         if not decision.groups:
-            return self.spark.sql(query)
+            return self._spark_sql(query)
         workers = len(decision.filters) + sum(len(g.refs) for g in decision.groups)
         with FilterRuns(self.spark, self._filter_service(cfg), cfg, rules, workers,
                         self._env_notes, self._filter_memory) as runs:
             for spec in decision.filters:  # every build side at once, each in its thread
-                runs.start(spec, lambda q=spec.build_query: self.spark.sql(q))
+                runs.start(spec, lambda q=spec.build_query: self._spark_sql(q))
             replacements = self._substitute(decision, runs, cfg, rules, report, temp_views)
             runs.learn(report.tables)
             for entry in runs.settle():
@@ -414,7 +422,7 @@ class DppSession:
                 if ref.ref_id not in replacements:
                     self._views.ensure([ref.table])
         try:
-            return self.spark.sql(rewritten)
+            return self._spark_sql(rewritten)
         except Exception as exc:
             # the rewrite must never cost the user their query: run the original, unpruned
             log.warning("dpp: the rewritten query failed in Spark, running unpruned: %s",
@@ -425,7 +433,21 @@ class DppSession:
                 if t.pruning == "applied":
                     t.pruning, t.reason = "none", "rewritten query failed in Spark"
             self._views.ensure(self._mentions(query))
-            return self.spark.sql(query)
+            return self._spark_sql(query)
+
+    def plain_sql(self, query: str, *args: object, **kwargs: object) -> DataFrame:
+        """``spark.sql(query, ...)`` itself: no analysis, no pruning, no report. Registered
+        tables the query names get their plain views first, so it reads them as Spark would
+        (what :func:`dpp.enable` runs while ``spark.dpp.enabled`` is false)."""
+        with self._views.query():
+            self._views.ensure(self._mentions(query))
+            return self._spark_sql(query, *args, **kwargs)
+
+    def _spark_sql(self, query: str, *args: object, **kwargs: object) -> DataFrame:
+        """Spark's own ``sql``, past the wrapper :func:`dpp.enable` installs on the session:
+        this session's own statements (build sides, the rewritten query, the unpruned
+        fallback) go to Spark, never through pruning again."""
+        return unwrapped_sql(self.spark)(query, *args, **kwargs)
 
     # ------------------------------------------------------------------ DataFrame path
     def _run_join(self, fact: str, dim_df: DataFrame, on: list[tuple[str, str]],
@@ -537,6 +559,12 @@ class DppSession:
 
 
 # ---------------------------------------------------------------------- helpers
+
+def unwrapped_sql(spark: SparkSession) -> Callable[..., DataFrame]:
+    """``spark.sql`` as it was before :func:`dpp.enable` wrapped it (itself when not wrapped)."""
+    fn = spark.sql
+    return getattr(fn, "dpp_original_sql", fn)
+
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()

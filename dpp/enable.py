@@ -1,0 +1,210 @@
+"""Switch pruning on in an existing job by configuration: ``dpp.enable(spark)``.
+
+After ``dpp.enable(spark)``, that SparkSession's ``spark.sql(query)`` goes through a
+:class:`~dpp.session.DppSession` while ``spark.dpp.enabled`` is true, and is Spark's own
+``spark.sql`` while it is false. The setting is read on every call, so
+``spark.conf.set("spark.dpp.enabled", "false")`` switches pruning off mid-job. Everything
+returned is a plain PySpark DataFrame. ``dpp.disable(spark)`` puts the session's original
+``sql`` back.
+
+Path tables are declared by configuration, ``spark.dpp.tables.<name>=<path>`` (what
+``DppSession.register_table`` does), read when enabling and again on every call, so a job
+needs no other code change.
+
+How the wrapper is installed
+----------------------------
+``enable`` sets an *instance* attribute ``sql`` on that one SparkSession object, shadowing the
+class's method. Other SparkSessions (``spark.newSession()``) keep the class's method and are
+unaffected; ``disable`` deletes the attribute again (or restores an instance attribute that was
+there before), so ``spark.sql`` is then exactly what it was.
+
+Why the session's own statements do not recurse
+-----------------------------------------------
+DppSession runs build sides, the rewritten query and the unpruned fallback through Spark. It
+calls Spark's *unwrapped* ``sql``: the wrapper carries the function it replaced as
+``dpp_original_sql`` and ``DppSession._spark_sql`` looks it up (``dpp.session.unwrapped_sql``).
+A thread-local re-entry guard was not chosen because build sides run on DppSession's worker
+threads, where a thread-local flag set by the calling thread is not visible: a build-side query
+would go through pruning again (another analysis, another report overwriting ``last_report``,
+and for a snowflake build side even nested build jobs). Naming the original function is exact
+whatever thread calls it, and also keeps a DppSession a user made by hand from going through
+the wrapper of an enabled session.
+
+What goes through pruning
+-------------------------
+Only a query (text starting with ``SELECT``, ``WITH``, ``FROM`` or ``(``, after comments),
+called without ``args=`` or format keyword arguments. Commands (``CREATE``, ``INSERT``,
+``SET``, ``EXPLAIN``...) and parameterized SQL go straight to Spark: commands run eagerly and
+gain nothing from pruning, and parameter markers have no literal value the analysis could use
+soundly. Registered tables such a statement names get their plain views first, so it can read
+them as any Spark table.
+
+When pruning fails
+------------------
+DppSession already runs a query unpruned when the analysis, a build side, the filter service
+or the rewrite fails. Should it raise anything else — an internal error of this package — the
+wrapper logs it and runs the query with Spark's own ``sql``, so the rows are those of Spark.
+Spark's own errors (the query's: a missing table, a syntax error) and the errors a user must
+fix (``ConfigError`` for a bad ``spark.dpp.*`` value or table path, ``LayoutError`` for a
+folder that is not a readable Hive-partitioned table) are raised as they are.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from dpp.config import enabled_setting, spark_settings, table_settings
+from dpp.core.errors import ConfigError, LayoutError
+
+if TYPE_CHECKING:  # the session (and Spark) load on the first enable(), not on import
+    from dpp.session import DppSession
+
+__all__ = ["enable", "disable", "session_of"]
+
+log = logging.getLogger(__name__)
+
+_LOCK = threading.Lock()
+_MISSING = object()
+
+# leading blanks, comments and parentheses, then the statement's first word
+_LEAD = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.S)
+_QUERY_WORDS = ("select", "with", "from")
+
+
+def is_query(text: object) -> bool:
+    """Whether a statement is a query pruning may apply to (SELECT / WITH / FROM / '(')."""
+    if not isinstance(text, str):
+        return False
+    rest = text[_LEAD.match(text).end():]  # type: ignore[union-attr]  (always matches)
+    word = re.match(r"[A-Za-z]+", rest)
+    return bool(word) and word.group(0).lower() in _QUERY_WORDS
+
+
+class _Enabled:
+    """What ``enable`` keeps for one SparkSession: its DppSession, the ``sql`` it replaced,
+    and the tables registered from ``spark.dpp.tables.*``."""
+
+    def __init__(self, spark: Any, session: "DppSession", previous: Any) -> None:
+        self.spark = spark
+        self.session = session
+        self.previous = previous            # the instance attribute replaced, or _MISSING
+        self.tables: dict[str, str] = {}    # name → path registered from the conf
+        self.lock = threading.Lock()
+
+    def sync_tables(self, conf: dict[str, str]) -> None:
+        """Registers declared tables that are new or moved, forgets ones no longer declared.
+        A path that cannot be registered is a ConfigError naming the key and the path."""
+        wanted = table_settings(conf)
+        with self.lock:
+            if {n: s.path for n, s in wanted.items()} == self.tables:
+                return  # the common case: nothing declared, added, moved or removed
+            for name in sorted(set(self.tables) - set(wanted)):
+                self.session.unregister_table(name)
+                del self.tables[name]
+            for name, setting in sorted(wanted.items()):
+                if self.tables.get(name) == setting.path:
+                    continue
+                try:
+                    self.session.register_table(name, setting.path)
+                except Exception as exc:
+                    raise ConfigError(f"{setting.key}={setting.path!r}: cannot register table "
+                                      f"{name!r} at that path: {exc}") from None
+                self.tables[name] = setting.path
+
+    def forget_tables(self) -> None:
+        with self.lock:
+            for name in sorted(self.tables):
+                self.session.unregister_table(name)
+            self.tables.clear()
+
+
+def _state(spark: Any) -> Optional[_Enabled]:
+    return getattr(vars(spark).get("sql"), "dpp_state", None)
+
+
+def session_of(spark: Any) -> Optional["DppSession"]:
+    """The DppSession ``enable(spark)`` made (read its ``last_report``), or None."""
+    state = _state(spark)
+    return state.session if state is not None else None
+
+
+def enable(spark: Any) -> "DppSession":
+    """Routes this SparkSession's ``spark.sql`` through dynamic partition pruning.
+
+    Idempotent: a second call returns the same DppSession (and re-reads the declared tables).
+    A bad ``spark.dpp.*`` value or table path is a ``ConfigError`` and leaves the session as
+    it was.
+    """
+    with _LOCK:
+        state = _state(spark)
+        if state is not None:
+            state.sync_tables(spark_settings(spark))
+            return state.session
+        from dpp.session import DppSession
+
+        previous = vars(spark).get("sql", _MISSING)
+        original = spark.sql
+        session = DppSession(spark)  # validates spark.dpp.* now
+        state = _Enabled(spark, session, previous)
+        try:
+            state.sync_tables(spark_settings(spark))
+        except Exception:
+            state.forget_tables()
+            session.close()
+            raise
+        spark.sql = _wrapper(state, original)
+        log.info("dpp: enabled on this SparkSession (spark.dpp.enabled is read per query)")
+        return session
+
+
+def disable(spark: Any) -> None:
+    """Puts back the ``spark.sql`` that ``enable`` replaced; a no-op when not enabled."""
+    with _LOCK:
+        state = _state(spark)
+        if state is None:
+            return
+        if state.previous is _MISSING:
+            del spark.sql
+        else:
+            spark.sql = state.previous
+        state.forget_tables()
+        state.session.close()
+
+
+def _wrapper(state: _Enabled, original: Callable[..., Any]) -> Callable[..., Any]:
+    session = state.session
+
+    @functools.wraps(original)
+    def sql(sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
+        conf = spark_settings(state.spark)
+        state.sync_tables(conf)
+        if args is not None or kwargs or not enabled_setting(conf) or not is_query(sqlQuery):
+            return session.plain_sql(sqlQuery, args, **kwargs)
+        try:
+            return session.sql(sqlQuery)
+        except (ConfigError, LayoutError):
+            raise
+        except Exception as exc:
+            if _is_spark_error(exc):
+                raise
+            failure = exc
+        log.warning("dpp: pruning failed internally, running the query with Spark's own sql: "
+                    "%s: %s", type(failure).__name__, failure, exc_info=failure)
+        return session.plain_sql(sqlQuery)
+
+    sql.dpp_original_sql = original  # type: ignore[attr-defined]
+    sql.dpp_state = state  # type: ignore[attr-defined]
+    return sql
+
+
+def _is_spark_error(exc: BaseException) -> bool:
+    """An error raised by Spark itself (the query's own), not by this package."""
+    try:
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+    except ImportError:  # pragma: no cover - pyspark is a dependency
+        return False
+    return isinstance(exc, (PySparkException, Py4JError))
