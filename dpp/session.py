@@ -143,6 +143,7 @@ class DppSession:
         with self._lock:
             self._tables.pop(key, None)
         self._views.forget(key)
+        self._schemas.forget(key)
 
     def _table(self, name: str, unusable: Optional[dict[str, str]] = None) -> Optional[Table]:
         """A registered path table, or a partitioned table of Spark's catalog, or None (with
