@@ -3,6 +3,9 @@
 Per query and mode the *median* over repetitions is reported (robust to one slow run on a
 shared machine). "Data read" is the bytes of fact-table files the scans read (``filesSize``),
 the figure partition pruning changes; CPU is executor CPU time from Spark's status store.
+With mode ``dpp`` the report also splits dpp's elapsed into its overhead (analysis, build,
+loader wait, handoff) and the main query, next to spark's, and counts filter cache hits, so a
+slow dpp query shows where its time went.
 """
 from __future__ import annotations
 
@@ -49,10 +52,12 @@ def _reduction(new: float, base: float) -> Optional[float]:
 
 
 def summarize(result: dict[str, Any]) -> dict[str, Any]:
-    """Improvement buckets, average CPU and data-read reductions against ``off``, and the
-    dpp/spark ratio of every column (ratio of the sums over queries both modes ran)."""
+    """Improvement buckets, average CPU and data-read reductions against ``off``, the
+    dpp/spark ratio of every column (ratio of the sums over queries both modes ran), and with
+    mode ``dpp`` the overhead breakdown and filter cache counts (:func:`dpp_breakdown`)."""
     agg = aggregate(result)
     modes = result.get("modes", [])
+    breakdown = dpp_breakdown(result) if "dpp" in modes else {}
     summary: dict[str, Any] = {
         "failures": sum(1 for r in result["runs"] if not r["ok"] or r.get("correct") is False),
         "mismatches": sum(1 for r in result["runs"] if r.get("correct") is False),
@@ -95,8 +100,14 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
                     else None)
                 for c in COLUMNS}
             ks["targets"] = targets(per_q, _dpp_pruned(result, kind))
+        if kind in breakdown:
+            ks["dpp_breakdown"] = breakdown[kind]
         summary["kinds"][kind] = ks
     summary["coverage"] = coverage(result)
+    if breakdown:
+        summary["filter_cache"] = _no_cache()
+        for bd in breakdown.values():
+            _add_counts(summary["filter_cache"], bd["filter_cache"])
     return summary
 
 
@@ -185,6 +196,182 @@ def coverage(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# ------------------------------------------------------------------------- dpp overhead
+
+#: What a ``dpp`` run's elapsed time goes to, in the order a query goes through it: (key in
+#: the breakdown, column title). ``open`` is the bench's listing phase (``register_table`` and
+#: the dimension views), kept so the breakdown explains the same elapsed the main table shows.
+BREAKDOWN: tuple[tuple[str, str], ...] = (
+    ("open_s", "open"), ("analysis_s", "analysis"), ("build_s", "build"),
+    ("wait_s", "loader wait"), ("handoff_s", "handoff"), ("main_s", "main query"))
+#: breakdown key -> the phase of the dpp report it is read from
+_PHASE_OF = {"analysis_s": "analysis", "build_s": "build", "wait_s": "wait",
+             "handoff_s": "handoff"}
+
+
+def run_breakdown(run: dict[str, Any]) -> Optional[dict[str, float]]:
+    """One ``dpp`` run's elapsed split by component; None when the run kept no dpp report.
+
+    A phase the report lacks counts 0: the session only records the phases it went through
+    (no build phase when no filter was started). Build and loader wait overlap (the loader
+    waits while the build sides run), so the components need not add up to the elapsed.
+    The main query is the report's ``execution`` phase when dpp ran the query itself
+    (``dpp.collect``); the bench collects ``dpp.sql``'s DataFrame, so otherwise it is the
+    elapsed minus the opening and dpp's own time before the query (the report's ``total``
+    phase, or the sum of the other components when that is missing too).
+    """
+    rep = run.get("dpp_report")
+    if not rep:
+        return None
+    ph: dict[str, float] = rep.get("phases") or {}
+    out = {k: float(ph.get(p) or 0.0) for k, p in _PHASE_OF.items()}
+    out["open_s"] = float(run.get("listing_s") or 0.0)
+    elapsed = float(run.get("total_s") or 0.0)
+    if ph.get("execution") is not None:
+        out["main_s"] = float(ph["execution"])
+    else:
+        before = ph.get("total")
+        if before is None:
+            before = sum(out[k] for k in _PHASE_OF)
+        out["main_s"] = max(0.0, elapsed - out["open_s"] - float(before))
+    return out
+
+
+def filter_cache(run: dict[str, Any]) -> dict[str, int]:
+    """A dpp run's filters by how their domain came: ``hits`` (filter cache), ``skipped``
+    (known not to prune, not built), ``built`` (a build side ran or was tried: every other
+    filter), and ``filters``, all of them."""
+    fs = (run.get("dpp_report") or {}).get("filters") or []
+    hits = sum(1 for f in fs if f.get("cache_hit"))
+    skipped = sum(1 for f in fs if not f.get("cache_hit") and f.get("outcome") == "skipped")
+    return {"hits": hits, "built": len(fs) - hits - skipped, "skipped": skipped,
+            "filters": len(fs)}
+
+
+def _add_counts(into: dict[str, int], more: dict[str, int]) -> None:
+    for k, v in more.items():
+        into[k] = into.get(k, 0) + v
+
+
+def _no_cache() -> dict[str, int]:
+    return {"hits": 0, "built": 0, "skipped": 0, "filters": 0, "runs": 0}
+
+
+def dpp_breakdown(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """kind → ``queries`` (per dpp query: median of each component over the runs with a dpp
+    report, None without one; dpp and spark elapsed as in the main table, their ratio; the
+    filter cache counts summed over the runs, and per run), ``sums`` (over the queries with
+    a report) and ``filter_cache`` (the kind's total).
+
+    Medians are taken per component, like the main table's columns, so a slow repetition
+    does not move them; the sums are sums of those medians, like the main table's totals.
+    """
+    agg = aggregate(result)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in result["runs"]:
+        if r["mode"] == "dpp" and r["ok"] and r.get("metrics"):
+            groups[(r["kind"], r["query"])].append(r)
+    out: dict[str, dict[str, Any]] = {}
+    for kind, per_q in agg.items():
+        rows: dict[str, dict[str, Any]] = {}
+        total = _no_cache()
+        for q, v in per_q.items():
+            if "dpp" not in v:
+                continue
+            runs = groups[(kind, q)]
+            parts = [b for b in map(run_breakdown, runs) if b is not None]
+            row: dict[str, Any] = {
+                k: (float(statistics.median(b[k] for b in parts)) if parts else None)
+                for k, _ in BREAKDOWN}
+            dpp_s = v["dpp"]["total_s"]
+            spark_s = v["spark"]["total_s"] if "spark" in v else None
+            cache = _no_cache()
+            per_run = []
+            for r in runs:
+                if r.get("dpp_report"):
+                    c = filter_cache(r)
+                    per_run.append({"rep": r["rep"], **c})
+                    _add_counts(cache, {**c, "runs": 1})
+            _add_counts(total, cache)
+            row.update(reports=len(parts), dpp_s=dpp_s, spark_s=spark_s,
+                       dpp_over_spark=dpp_s / spark_s if spark_s else None,
+                       filter_cache=cache, filter_cache_runs=per_run)
+            rows[q] = row
+        have = [r for r in rows.values() if r["reports"]]
+        paired = [r for r in have if r["spark_s"] is not None]
+        dpp_paired = sum(r["dpp_s"] for r in paired)
+        spark_sum = sum(r["spark_s"] for r in paired)
+        sums: dict[str, Any] = {k: sum(r[k] for r in have) for k, _ in BREAKDOWN}
+        sums.update(queries=len(have), dpp_s=sum(r["dpp_s"] for r in have),
+                    queries_with_spark=len(paired), spark_s=spark_sum,
+                    dpp_over_spark=dpp_paired / spark_sum if spark_sum else None)
+        out[kind] = {"queries": rows, "sums": sums, "filter_cache": total}
+    return out
+
+
+def _cache_cell(c: dict[str, int]) -> str:
+    if not c["runs"]:
+        return "-"
+    s = f"{c['hits']} hit / {c['built']} built"
+    return s + (f" / {c['skipped']} skipped" if c["skipped"] else "")
+
+
+def _cache_line(c: dict[str, int]) -> str:
+    """``filter cache: H hits of N filters (B built, S skipped) over R dpp runs``."""
+    return (f"filter cache: {c['hits']} hits of {c['filters']} filters ({c['built']} built, "
+            f"{c['skipped']} skipped) over {c['runs']} dpp run(s)")
+
+
+def _secs(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def render_breakdown(bd: dict[str, Any]) -> list[str]:
+    """Markdown lines of one kind's dpp overhead table (one row per dpp query, a sum row)."""
+    rows = bd["queries"]
+    if not rows:
+        return []
+    head = (["Query"] + [f"{title} (s)" for _, title in BREAKDOWN]
+            + ["dpp elapsed (s)", "spark elapsed (s)", "dpp / spark",
+               "filters (all runs)"])
+    lines = ["### dpp overhead breakdown", "",
+             ("Median per query over the repetitions; build and loader wait overlap (the "
+              "loader waits while the build sides run); main query = the rest of the elapsed "
+              "after opening the tables and dpp's planning. `-`: no dpp report."), "",
+             "| " + " | ".join(head) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+
+    def ratio(x: Optional[float]) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
+    for q in sorted(rows, key=lambda n: int(n[1:])):
+        r = rows[q]
+        lines.append("| " + " | ".join(
+            [q] + [_secs(r[k]) for k, _ in BREAKDOWN]
+            + [_secs(r["dpp_s"]), _secs(r["spark_s"]), ratio(r["dpp_over_spark"]),
+               _cache_cell(r["filter_cache"])]) + " |")
+    s = bd["sums"]
+    lines.append("| " + " | ".join(
+        [f"**sum** ({s['queries']})"] + [_secs(s[k]) for k, _ in BREAKDOWN]
+        + [_secs(s["dpp_s"]), _secs(s["spark_s"]) if s["queries_with_spark"] else "-",
+           ratio(s["dpp_over_spark"]), _cache_cell(bd["filter_cache"])]) + " |")
+    return lines + [""]
+
+
+def breakdown_summary(bd: dict[str, Any]) -> list[str]:
+    """The two summary bullets of one kind: the components' sums and the filter cache total."""
+    s = bd["sums"]
+    if not bd["queries"]:
+        return []
+    ratio = "-" if s["dpp_over_spark"] is None else f"{s['dpp_over_spark']:.2f}"
+    return [f"- **dpp overhead** (sums over the {s['queries']} queries with a dpp report): "
+            + ", ".join(f"{title} {s[k]:.2f}s" for k, title in BREAKDOWN)
+            + f"; dpp elapsed {s['dpp_s']:.2f}s"
+            + (f", spark {s['spark_s']:.2f}s over {s['queries_with_spark']} of them "
+               f"(dpp / spark {ratio})" if s["queries_with_spark"] else ""),
+            f"- **{_cache_line(bd['filter_cache'])}**"]
+
+
 def _mean(xs: list[float]) -> Optional[float]:
     return sum(xs) / len(xs) if xs else None
 
@@ -199,10 +386,12 @@ def _mb(b: float) -> str:
 
 def render_markdown(result: dict[str, Any]) -> str:
     """report.md: per table kind, the Trino-style table (query; elapsed, CPU, data read per
-    mode), then the summary."""
+    mode), then the summary, the targets and, with mode ``dpp``, the overhead breakdown."""
     agg = aggregate(result)
     summary = result.get("summary") or summarize(result)
     modes = result.get("modes", [])
+    # from the runs, not the stored summary: results.json files written before it lack it
+    breakdown = dpp_breakdown(result) if "dpp" in modes else {}
     data = result.get("data", {})
     env = result.get("environment", {})
     lines = [
@@ -216,6 +405,11 @@ def render_markdown(result: dict[str, Any]) -> str:
         "data read = bytes of fact-table files scanned.",
         "",
     ]
+    if len(breakdown) > 1:   # one line per kind below; the whole run's total here
+        total = _no_cache()
+        for bd in breakdown.values():
+            _add_counts(total, bd["filter_cache"])
+        lines += [f"All table kinds: {_cache_line(total)}.", ""]
     if result.get("unavailable_modes"):
         for m, why in result["unavailable_modes"].items():
             lines.append(f"- mode `{m}` unavailable: {why}")
@@ -270,6 +464,8 @@ def render_markdown(result: dict[str, Any]) -> str:
             ratios = ", ".join(f"{c} {v:.2f}" for c, v in ks["dpp_over_spark"].items()
                                if v is not None)
             lines.append(f"- **dpp / spark** (ratio of sums): {ratios}")
+        if kind in breakdown:
+            lines += breakdown_summary(breakdown[kind])
         cov = summary.get("coverage", {}).get(kind)
         if cov:
             lines.append(f"- **ran** in every mode: {len(cov['ran'])} queries; **correct** "
@@ -298,6 +494,8 @@ def render_markdown(result: dict[str, Any]) -> str:
                 "than spark: " + ("**met**" if not slow else "**missed** on " + ", ".join(
                     f"{q} ({ratio:.2f}x: {d:.2f}s vs {sp:.2f}s)" for q, ratio, d, sp in slow)))
         lines.append("")
+        if kind in breakdown:
+            lines += render_breakdown(breakdown[kind])
     if result.get("untranslated_queries"):
         lines.append(f"Not run (translation failed): {', '.join(result['untranslated_queries'])}")
     if result.get("complete") is False:
