@@ -41,6 +41,7 @@ class SchemaCache:
         self._entries: dict[tuple[str, str], tuple[int, Any]] = {}
         self.hits = 0
         self.misses = 0
+        self._refs: Optional[tuple[Any, Any, Any]] = None
 
     def get_or_compute(self, kind: str, name: str, compute: Callable[[], T]) -> T:
         """The kept answer of ``kind`` for ``name`` if Spark's object is unchanged, else
@@ -71,12 +72,20 @@ class SchemaCache:
         with self._lock:
             self._entries.clear()
 
+    def _jvm_refs(self) -> tuple[Any, Any, Any]:
+        """The session catalog and the two JVM classes a token needs, resolved once (each
+        py4j class lookup is a reflection round trip of several milliseconds)."""
+        if self._refs is None:
+            jvm = self.spark._jvm
+            self._refs = (self.spark._jsparkSession.sessionState().catalog(),
+                          jvm.java.lang.System,
+                          jvm.org.apache.spark.sql.catalyst.QualifiedTableName)
+        return self._refs
+
     def token(self, name: str) -> Optional[int]:
         """Identity of Spark's current object for ``name`` (None: Spark holds none)."""
         try:
-            jspark = self.spark._jsparkSession
-            catalog = jspark.sessionState().catalog()
-            system = self.spark._jvm.java.lang.System
+            catalog, system, qualified_name = self._jvm_refs()
             parts = name.split(".")
             if len(parts) == 1:
                 view = catalog.getRawTempView(parts[0])
@@ -87,8 +96,7 @@ class SchemaCache:
                 db = parts[0]
             else:
                 return None
-            qualified = self.spark._jvm.org.apache.spark.sql.catalyst.QualifiedTableName(
-                _SESSION_CATALOG, db, parts[-1])
+            qualified = qualified_name(_SESSION_CATALOG, db, parts[-1])
             plan = catalog.getCachedTable(qualified)
             if plan is None:
                 return None

@@ -12,6 +12,7 @@ different answer.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import re
 import threading
@@ -22,6 +23,7 @@ from typing import Callable, Optional, Sequence, Union
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType as SparkDataType
+from pyspark.sql.types import StructType
 
 from coordinator import FilterService, make_service
 from dpp.config import DppConfig, redact_url
@@ -38,6 +40,7 @@ from dpp.spark_metrics import scan_metrics
 from dpp.views import PlainViews, norm_name
 from hive_splits import (DynamicFilter, LoadResult, SplitLoader, Table, table_from_catalog,
                          table_from_path, to_dataframe, with_catalog_partitions)
+from hive_splits.table import catalog_metadata, catalog_partition_names
 
 log = logging.getLogger(__name__)
 
@@ -174,16 +177,15 @@ class DppSession:
 
     def _catalog_shape(self, key: str) -> Optional[Table]:
         """A partitioned catalog table's shape (partitions are fetched per query), or None
-        for anything else."""
-        try:
-            if not self.spark.catalog.tableExists(key):
-                return None
-            cols = self.spark.catalog.listColumns(key)
-        except Exception:
+        for anything else. Read from the catalog's metadata: one JVM call, no analysis."""
+        meta = catalog_metadata(self.spark, key)
+        if meta is None or not catalog_partition_names(self.spark, meta):
             return None
-        if not any(c.isPartition for c in cols):
-            return None
-        return dataclasses.replace(table_from_catalog(self.spark, key), catalog_partitions=())
+        shape = table_from_catalog(self.spark, key, partitions=False, meta=meta)
+        # resolving the table makes Spark cache its relation, whose identity then vouches
+        # for the kept shape (the rewritten query reads our view, so Spark would not)
+        self.spark.table(key)
+        return shape
 
     def _is_temp_view(self, name: str) -> bool:
         if "." in name:
@@ -222,7 +224,11 @@ class DppSession:
         """Columns of a table or view Spark knows (not pruned; the analyzer needs to know
         which relation an unqualified column belongs to)."""
         try:
-            schema = self.spark.table(key).schema
+            meta = None if self._is_temp_view(key) else catalog_metadata(self.spark, key)
+            if meta is not None:   # the catalog's schema: no analysis of the table
+                schema = StructType.fromJson(json.loads(meta.schema().json()))
+            else:
+                schema = self.spark.table(key).schema
         except Exception:
             return None
         cols: dict[str, Optional[DataType]] = {}

@@ -26,7 +26,8 @@ from hive_splits.naming import DEFAULT_PARTITION_NAME, is_hidden, parse_folder_n
 
 __all__ = [
     "PartitionColumn", "CatalogPartition", "Table", "table_from_path", "table_from_catalog",
-    "with_catalog_partitions", "infer_partition_type", "spark_ddl", "spark_struct_type", "local_path",
+    "with_catalog_partitions", "catalog_metadata", "catalog_partition_names",
+    "infer_partition_type", "spark_ddl", "spark_struct_type", "local_path",
 ]
 
 log = logging.getLogger(__name__)
@@ -385,13 +386,9 @@ def _catalog_type(text: str) -> DataType:
         raise LayoutError(f"partition column type {text!r} is not supported: {exc}") from None
 
 
-def table_from_catalog(spark: Any, name: str) -> Table:
-    """A table from Spark's catalog: schema, partition columns, partitions and locations.
-
-    Partitions come from the session catalog in one JVM call (``listPartitions``, serialized
-    to JSON by Jackson inside the JVM, so thousands of partitions cost one py4j round trip);
-    custom locations (``ALTER TABLE ... ADD PARTITION ... LOCATION``) are kept as given.
-    """
+def catalog_metadata(spark: Any, name: str) -> Any:
+    """The catalog's ``CatalogTable`` of ``name`` (one JVM call, no analysis), or None when the
+    catalog has no such table."""
     jvm = spark._jvm
     catalog = spark._jsparkSession.sessionState().catalog()
     parts_name = name.split(".")
@@ -399,33 +396,61 @@ def table_from_catalog(spark: Any, name: str) -> Table:
     ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
         parts_name[-1], jvm.scala.Option.apply(db))
     try:
-        meta = catalog.getTableMetadata(ident)
-    except Exception as exc:
-        raise LayoutError(f"table {name!r} is not in Spark's catalog: {exc}") from None
+        if not catalog.tableExists(ident):
+            return None
+        return catalog.getTableMetadata(ident)
+    except Exception:
+        return None
+
+
+def catalog_partition_names(spark: Any, meta: Any) -> list[str]:
+    """Partition column names, in order (one JVM call: the partition schema as JSON)."""
+    return [f["name"] for f in json.loads(meta.partitionSchema().json())["fields"]]
+
+
+def table_from_catalog(spark: Any, name: str, *, partitions: bool = True,
+                       meta: Any = None) -> Table:
+    """A table from Spark's catalog: schema, partition columns, partitions and locations.
+
+    The schema comes from the catalog's own metadata (one JVM call; no analysis, no
+    ``listColumns`` query). Partitions (unless ``partitions=False``: the shape only) come from
+    the session catalog in one JVM call (``listPartitions``, serialized to JSON by Jackson
+    inside the JVM, so thousands of partitions cost one py4j round trip); custom locations
+    (``ALTER TABLE ... ADD PARTITION ... LOCATION``) are kept as given.
+    """
+    from pyspark.sql.types import StructType
+
+    if meta is None:
+        meta = catalog_metadata(spark, name)
+    if meta is None:
+        raise LayoutError(f"table {name!r} is not in Spark's catalog")
     location = local_path(meta.location().toString())
-    part_names = [str(n) for n in _scala_list(jvm, meta.partitionColumnNames())]
+    part_names = catalog_partition_names(spark, meta)
+    schema = StructType.fromJson(json.loads(meta.schema().json()))
     cols: list[tuple[str, str]] = []
     ptypes: dict[str, DataType] = {}
-    for c in spark.catalog.listColumns(name):
-        if c.isPartition:
-            ptypes[c.name] = _catalog_type(c.dataType)
+    chars: list[str] = []
+    for f in schema.fields:
+        # CHAR(n) and VARCHAR(n) read as strings; their declared type may survive only in
+        # the field's metadata
+        declared = str(f.metadata.get("__CHAR_VARCHAR_TYPE_STRING") or f.dataType.simpleString())
+        low = declared.strip().lower()
+        if low.startswith("char"):
+            chars.append(f"{f.name} {declared}")
+        type_text = "string" if low.startswith(("char", "varchar")) else f.dataType.simpleString()
+        if f.name in part_names:
+            ptypes[f.name] = _catalog_type(type_text)
         else:
-            cols.append((c.name, c.dataType))
-    # the catalog lists CHAR(n) and VARCHAR(n) columns as "string"; their declared type
-    # survives only in the schema's field metadata
-    declared = {f.name: f.metadata.get("__CHAR_VARCHAR_TYPE_STRING")
-                for f in spark.table(name).schema.fields}
-    chars = sorted(f"{n} {t}" for n, t in declared.items()
-                   if isinstance(t, str) and t.strip().lower().startswith("char"))
+            cols.append((f.name, type_text))
     if chars:
         # Spark pads CHAR values on read and pads literals compared with them: folder text,
         # keys and the rewritten query's literals would all compare differently
-        raise LayoutError(f"table {name!r} has CHAR(n) columns ({', '.join(chars)}): Spark "
-                          f"pads their values on read; such tables are not pruned")
+        raise LayoutError(f"table {name!r} has CHAR(n) columns ({', '.join(sorted(chars))}): "
+                          f"Spark pads their values on read; such tables are not pruned")
     pcols = tuple(PartitionColumn(n, ptypes[n]) for n in part_names)
     shape = Table(name=name, location=location, columns=tuple(cols), partition_columns=pcols,
                   catalog_partitions=(), catalog_name=name)
-    return with_catalog_partitions(spark, shape)
+    return with_catalog_partitions(spark, shape) if partitions else shape
 
 
 def with_catalog_partitions(spark: Any, table: Table) -> Table:
