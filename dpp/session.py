@@ -401,9 +401,18 @@ class DppSession:
         return df
 
     def _unpruned_estimate(self, table: Table, result: LoadResult) -> Optional[int]:
-        """What Spark would estimate the unpruned table at: the catalog's figure for catalog
-        tables (Spark's own, often its default for tables without statistics), else the
-        listed partitions' bytes scaled to every partition."""
+        """What Spark would estimate the table at before any runtime pruning: for a catalog
+        table the catalog's figure (Spark's own, often its default for tables without
+        statistics), or with static filters the bytes of the partitions they admit (Spark
+        prunes those while optimizing); for a path table (pruned by Spark only at run time)
+        the listed partitions' bytes scaled to every partition."""
+        if table.is_catalog and result.pruned_static > 0 and result.partitions_kept > 0:
+            # Spark prunes a catalog table's partitions by static filters while optimizing
+            # (PruneFileSourcePartitions) and sizes it by what is left: so do we, undoing
+            # only the dynamic pruning, which Spark's own DPP does at run time
+            listed = result.bytes_kept + result.bytes_skipped
+            admitted = max(result.partitions_total - result.pruned_static, result.partitions_kept)
+            return int(listed * admitted / result.partitions_kept)
         if table.is_catalog and table.catalog_name:
             name = table.catalog_name
 

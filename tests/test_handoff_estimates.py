@@ -122,3 +122,29 @@ def test_sized_relation_is_read_with_the_users_settings(spark, tmp_path):
         # 01:30 on the LA wall clock (PySpark hands instants back in the process's zone)
         la = dt.datetime(2024, 3, 10, 1, 30, tzinfo=ZoneInfo("America/Los_Angeles"))
         assert got[0][1] == la.astimezone().replace(tzinfo=None)
+
+
+def test_estimates_follow_what_spark_prunes_while_planning(spark):
+    """Path tables: Spark sizes the whole table (it prunes partitions only at run time);
+    catalog tables: Spark prunes static filters while optimizing and sizes what is left, so
+    only the dynamic pruning is undone."""
+    from hive_splits import LoadResult, PartitionColumn, Table
+    from dpp.core.domain import INT
+
+    dpp = DppSession(spark)
+    path = Table(name="t", location="/x", columns=(("v", "int"),),
+                 partition_columns=(PartitionColumn("k", INT),))
+    catalog = Table(name="t", location="/x", columns=(("v", "int"),),
+                    partition_columns=(PartitionColumn("k", INT),), catalog_partitions=(),
+                    catalog_name="no_such_table_here")
+    # 100 partitions; static pruning left 20, dynamic pruning kept 5 of those (1 kB each)
+    r = LoadResult(table="t", partitions_total=100, partitions_kept=5, pruned_static=80,
+                   pruned_dynamic=15, bytes_kept=5000)
+    try:
+        assert dpp._unpruned_estimate(path, r) == 100_000
+        assert dpp._unpruned_estimate(catalog, r) == 20_000
+        # no static pruning on a catalog table: the catalog's own figure (none here)
+        r.pruned_static, r.pruned_dynamic = 0, 95
+        assert dpp._unpruned_estimate(catalog, r) is None
+    finally:
+        dpp.close()
