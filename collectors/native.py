@@ -10,11 +10,12 @@ turns the small result into a domain.
 
 The plan, per key column:
 
-1. ``SELECT key, count(*) ... GROUP BY key LIMIT limit + 1`` collected as Arrow (``DataFrame.toArrow``:
+1. ``SELECT key, count(*) ... GROUP BY key LIMIT limit + 2`` collected as Arrow (``DataFrame.toArrow``:
    Spark's JVM writes the Arrow batches; no Python worker starts). ``limit`` is what the
    collapse policy may hold exactly: ``maxDistinctValues``, or the bloom capacity when blooms
-   are on (a bloom is filled from the distinct keys). At most ``limit`` + 1 keys ever reach
-   the driver.
+   are on (a bloom is filled from the distinct keys). At most ``limit`` + 2 groups ever reach
+   the driver: ``limit`` + 1 keys and the NULL group, so that fewer rows than that proves every
+   group was seen.
 2. Only when there are more: ``SELECT min(key), max(key), count(*), count(key)`` — one more pass, and the domain is
    that range (no bloom: the keys needed to fill one would not fit the bound).
 
@@ -78,11 +79,15 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
         sc.setJobGroup(group, description or f"dpp build: {name} (filter {filter_id})",
                        interruptOnCancel=True)
         try:
+            # room for limit + 1 non-null groups and the one NULL group: fewer rows than
+            # that means every group was seen (with limit + 1 rows the NULL group could push
+            # a key out unseen, and the domain would lose it)
+            fetch = policy.exact_limit + 2
             keys = (selected.groupBy(col).agg(F.count(F.lit(1)).alias(_COUNT))
-                    .limit(policy.exact_limit + 1).toArrow())
+                    .limit(fetch).toArrow())
             non_null = len(keys) - keys.column(0).null_count
             rows: Optional[int] = None
-            if non_null <= policy.exact_limit:
+            if len(keys) < fetch and non_null <= policy.exact_limit:
                 collector = PartialCollector(
                     keys.schema, [name], max_distinct=policy.max_distinct,
                     bloom_enabled=policy.bloom_fpp is not None,

@@ -19,7 +19,7 @@ Defaults, and why:
 - ``filterTtl=600s`` (an addition): how long filters and cached filters live in the service
   (every Redis key expires after it).
 - ``collector=auto`` (an addition): how build sides compute their domain. ``native`` is
-  Spark's own aggregation (``SELECT DISTINCT key LIMIT n+1``, then min/max past the limit),
+  Spark's own aggregation (``SELECT key, count(*) GROUP BY key LIMIT n+2``, then min/max past the limit),
   which needs nothing on executors; ``arrow`` runs this package's collector in every build
   task (executors need pyarrow and this package; with Redis, tasks publish directly).
   ``auto`` is ``native``: measured by ``python -m coordinator.bench``, see the README.
