@@ -12,6 +12,7 @@ result stage starts; a count taken from another plan could let a waiter complete
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -24,7 +25,8 @@ from dpp.core.codec import DEFAULT_MAX_BYTES, encode
 from dpp.core.domain import DataType, Domain, TupleDomain
 from dpp.core.errors import CodecError, DomainError, DppError
 
-__all__ = ["BuildResult", "BuildError", "build_filter", "build_key_types", "job_group_id", "map_in_arrow",
+__all__ = ["BuildResult", "BuildError", "build_filter", "build_key_types", "build_job_group",
+           "encode_bounded", "job_group_id", "map_in_arrow",
            "spark_to_datatype", "STATUS_SCHEMA"]
 
 log = logging.getLogger(__name__)
@@ -129,10 +131,8 @@ def build_filter(df: Any, key_columns: list[str], *, filter_id: str, max_distinc
     mapped = map_in_arrow(selected, task, STATUS_SCHEMA)
     sc = df.sparkSession.sparkContext
     group = job_group_id(filter_id)
-    saved = {k: sc.getLocalProperty(k) for k in _JOB_PROPS}
-    try:
-        sc.setJobGroup(group, description or f"dpp build: {', '.join(keys)} "
-                                             f"(filter {filter_id})", interruptOnCancel=True)
+    with build_job_group(sc, group, description or f"dpp build: {', '.join(keys)} "
+                                                   f"(filter {filter_id})"):
         try:
             rdd = mapped.rdd  # with AQE this fixes the final partitions (runs shuffles)
             parts = rdd.getNumPartitions()
@@ -145,9 +145,6 @@ def build_filter(df: Any, key_columns: list[str], *, filter_id: str, max_distinc
         except Exception as exc:
             raise BuildError(f"build job of filter {filter_id!r} failed: "
                              f"{short_error(exc)}") from exc
-    finally:
-        for k, v in saved.items():
-            sc.setLocalProperty(k, v)
 
     by_part: dict[int, Any] = {}
     for r in rows:
@@ -206,6 +203,28 @@ def short_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
 
 
+@contextlib.contextmanager
+def build_job_group(sc: Any, group: str, description: str) -> Iterator[None]:
+    """Runs the enclosed Spark jobs in job ``group`` with ``description`` (Spark's UI and
+    event log; ``cancelJobGroup`` stops them), then restores the thread's own properties."""
+    saved = {k: sc.getLocalProperty(k) for k in _JOB_PROPS}
+    try:
+        sc.setJobGroup(group, description, interruptOnCancel=True)
+        yield
+    finally:
+        for k, v in saved.items():
+            sc.setLocalProperty(k, v)
+
+
+def encode_bounded(td: TupleDomain, max_bytes: int, what: str) -> tuple[bytes, bool]:
+    """``td`` encoded within ``max_bytes``, or its min/max when it does not fit (True then)."""
+    try:
+        return encode(td, max_bytes), False
+    except CodecError as exc:
+        log.warning("%s: %s; publishing its min/max instead", what, exc)
+        return encode(coarsen(td), max_bytes), True
+
+
 def coarsen(td: TupleDomain) -> TupleDomain:
     """Each column's min/max range: always small, and still sound."""
     doms = td.domains
@@ -249,14 +268,8 @@ class _TaskFunction:
                     bloom_capacity=self.bloom_capacity, count_column=self.count_column)
             collector.add_batch(batch)
         partial = collector.result() if collector is not None else TupleDomain.none()
-        coarsened = False
-        try:
-            payload = encode(partial, self.max_bytes)
-        except CodecError as exc:
-            log.warning("filter %s part %d: %s; publishing its min/max instead",
-                        self.filter_id, part, exc)
-            payload = encode(coarsen(partial), self.max_bytes)
-            coarsened = True
+        payload, coarsened = encode_bounded(partial, self.max_bytes,
+                                            f"filter {self.filter_id} part {part}")
         if self.publisher is not None:
             self.publisher.publish(self.filter_id, part, payload)
         yield pa.RecordBatch.from_pydict({

@@ -31,13 +31,13 @@ import os
 import time
 from typing import Any, Optional
 
-from collectors.build import (BuildError, BuildResult, coarsen, job_group_id, short_error,
-                              spark_to_datatype)
+from collectors.build import (BuildError, BuildResult, build_job_group, encode_bounded,
+                              job_group_id, short_error, spark_to_datatype)
 from collectors.partial import PartialCollector
 from collectors.sink import PartialSink
-from dpp.core.codec import DEFAULT_MAX_BYTES, encode
+from dpp.core.codec import DEFAULT_MAX_BYTES
 from dpp.core.domain import Domain, TupleDomain
-from dpp.core.errors import CodecError, DomainError, DppError
+from dpp.core.errors import DomainError, DppError
 from dpp.core.policy import CollapsePolicy
 
 __all__ = ["build_filter_native"]
@@ -45,7 +45,6 @@ __all__ = ["build_filter_native"]
 log = logging.getLogger(__name__)
 
 _COUNT = "__dpp_rows"
-_JOB_PROPS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 
 
 def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
@@ -73,11 +72,8 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
     col = F.col("`" + name.replace("`", "``") + "`")
     sc = df.sparkSession.sparkContext
     group = job_group_id(filter_id)
-    saved = {k: sc.getLocalProperty(k) for k in _JOB_PROPS}
     jobs = 1
-    try:
-        sc.setJobGroup(group, description or f"dpp build: {name} (filter {filter_id})",
-                       interruptOnCancel=True)
+    with build_job_group(sc, group, description or f"dpp build: {name} (filter {filter_id})"):
         try:
             # room for limit + 1 non-null groups and the one NULL group: fewer rows than
             # that means every group was seen (with limit + 1 rows the NULL group could push
@@ -112,18 +108,9 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
         except Exception as exc:
             raise BuildError(f"native build of filter {filter_id!r} failed: "
                              f"{short_error(exc)}") from exc
-    finally:
-        for k, v in saved.items():
-            sc.setLocalProperty(k, v)
 
-    max_bytes = int(getattr(sink, "max_bytes", DEFAULT_MAX_BYTES))
-    coarsened = False
-    try:
-        payload = encode(td, max_bytes)
-    except CodecError as exc:
-        log.warning("filter %s: %s; publishing its min/max instead", filter_id, exc)
-        payload = encode(coarsen(td), max_bytes)
-        coarsened = True
+    payload, coarsened = encode_bounded(td, int(getattr(sink, "max_bytes", DEFAULT_MAX_BYTES)),
+                                        f"filter {filter_id}")
     expect = getattr(sink, "expect_parts", None)
     if expect is not None:
         expect(filter_id, 1, key_types)
