@@ -23,6 +23,10 @@ Defaults, and why:
   which needs nothing on executors; ``arrow`` runs this package's collector in every build
   task (executors need pyarrow and this package; with Redis, tasks publish directly).
   ``auto`` is ``native``: measured by ``python -m coordinator.bench``, see the README.
+- ``lister=auto`` (an addition): how the split loader lists folders. ``local`` is
+  ``os.scandir`` (local paths and ``file:`` only; fastest there), ``hadoop`` is Hadoop's
+  FileSystem in the driver's JVM with the session's Hadoop configuration (any scheme Spark
+  reads: s3a, hdfs, gs, abfs, file). ``auto``: local for local paths, hadoop for the rest.
 """
 from __future__ import annotations
 
@@ -117,6 +121,16 @@ def _parse_collector(key: str, raw: str) -> str:
     return v
 
 
+LISTERS = ("auto", "local", "hadoop")
+
+
+def _parse_lister(key: str, raw: str) -> str:
+    v = raw.strip().lower()
+    if v not in LISTERS:
+        raise ConfigError(f"{key}={raw!r}: expected one of {', '.join(LISTERS)}")
+    return v
+
+
 def _parse_path(key: str, raw: str) -> Optional[str]:
     v = raw.strip()
     return v or None
@@ -136,6 +150,7 @@ class DppConfig:
     max_filter_bytes: int = 16 * 1024 * 1024
     filter_ttl: float = 600.0
     collector: str = "auto"
+    lister: str = "auto"
 
     @classmethod
     def from_mapping(cls, conf: Mapping[str, str]) -> "DppConfig":
@@ -286,6 +301,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.maxFilterBytes": ("max_filter_bytes", _parse_size),
     "spark.dpp.filterTtl": ("filter_ttl", _parse_duration),
     "spark.dpp.collector": ("collector", _parse_collector),
+    "spark.dpp.lister": ("lister", _parse_lister),
 }
 
 KNOWN_KEYS = tuple(_KEYS)

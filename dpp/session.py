@@ -18,7 +18,7 @@ import re
 import threading
 import time
 import uuid
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -39,7 +39,9 @@ from dpp.schema_cache import SchemaCache
 from dpp.spark_metrics import scan_metrics
 from dpp.views import PlainViews, norm_name
 from hive_splits import (DynamicFilter, LoadResult, SplitLoader, Table, table_from_catalog,
-                         table_from_path, to_dataframe, with_catalog_partitions)
+                         table_from_path, to_dataframe)
+from hive_splits.listing import lister_for
+from hive_splits.metastore import MetastorePartitions
 from hive_splits.table import catalog_metadata, catalog_partition_names
 
 log = logging.getLogger(__name__)
@@ -79,6 +81,7 @@ class DppSession:
         self._env_notes = EnvironmentNotes()        # environment problems, said once
         self._filter_memory = FilterMemory()        # build sides that pruned nothing
         self._schemas = SchemaCache(spark)          # table shapes, valid while Spark's are
+        self._listers: dict[str, Any] = {}          # the Hadoop lister's JVM handles, made once
         self.config  # validate settings now: a bad value is an error at construction
 
     # ------------------------------------------------------------------ configuration
@@ -128,12 +131,17 @@ class DppSession:
         """
         key = norm_name(name)
         table = table_from_path(path, name=key, partition_types=partition_types,
-                                timestamp_type=SparkRules.from_spark(self.spark).timestamp_type)
+                                timestamp_type=SparkRules.from_spark(self.spark).timestamp_type,
+                                lister=self._lister(path, self.config))
         with self._lock:
             self._tables[key] = table
         self._views.forget(key)  # a view over the previous registration must not outlive it
         self._schemas.forget(key)
         return table
+
+    def _lister(self, location: str, cfg: DppConfig) -> Any:
+        """The lister ``spark.dpp.lister`` asks for at ``location`` (a fresh count each)."""
+        return lister_for(location, cfg.lister, self.spark, self._listers)
 
     def _registered(self, key: str) -> Optional[Table]:
         with self._lock:
@@ -167,13 +175,10 @@ class DppSession:
             return None
         if shape is None:
             return None
-        try:
-            return with_catalog_partitions(self.spark, shape)
-        except Exception as exc:
-            log.warning("dpp: catalog table %s cannot be used for pruning: %s", key, exc)
-            if unusable is not None:
-                unusable[key] = f"cannot be used for pruning: {_first_line(exc)}"
-            return None
+        # partitions are fetched by the loader, per query (one added since is never missed):
+        # names of all, full objects only for those the domains admit
+        return dataclasses.replace(shape, partition_source=MetastorePartitions(
+            self.spark, shape.catalog_name or key, shape.partition_columns))
 
     def _catalog_shape(self, key: str) -> Optional[Table]:
         """A partitioned catalog table's shape (partitions are fetched per query), or None
@@ -387,7 +392,8 @@ class DppSession:
                              wait=runs.waiter(spec.filter_id, d.probe_column, deadline))
                for d, spec in g.filters]
         result = SplitLoader(g.table, g.static, dyn, wait_timeout=cfg.wait_timeout,
-                             stats_pruning=cfg.stats_pruning, rules=rules).load()
+                             stats_pruning=cfg.stats_pruning, rules=rules,
+                             lister=self._lister(g.table.location, cfg)).load()
         return result, self._handoff(g.table, result)
 
     def _handoff(self, table: Table, result: LoadResult) -> DataFrame:
@@ -538,7 +544,8 @@ class DppSession:
                 dyn.append(DynamicFilter(filter_id=spec.filter_id, column=col,
                                          wait=runs.waiter(spec.filter_id, col, deadline)))
             result = SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
-                                 stats_pruning=cfg.stats_pruning, rules=rules).load()
+                                 stats_pruning=cfg.stats_pruning, rules=rules,
+                                 lister=self._lister(table.location, cfg)).load()
             fact_df = self._handoff(table, result)
             report.add_table_result(fact, None, table, result)
             report.phases["handoff"] = result.handoff_seconds

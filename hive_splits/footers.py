@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from dpp.core.domain import Domain
 
@@ -56,19 +56,25 @@ class FooterCache:
             return len(self._items)
 
 
-def read_footer(path: str, size: int, mtime_ns: int, cache: Optional[FooterCache]) -> Any:
+def read_footer(path: str, size: int, mtime_ns: int, cache: Optional[FooterCache],
+                reader: Optional[Callable[[str, int], Any]] = None) -> Any:
     """The file's ``pyarrow.parquet.FileMetaData``, from the cache when unchanged.
 
-    Raises whatever pyarrow raises for an unreadable file; the loader keeps such files.
+    ``reader(path, size)`` reads it (a lister's ``read_footer``: local or through Hadoop);
+    default: pyarrow on a local path. Raises whatever it raises for an unreadable file; the
+    loader keeps such files.
     """
-    import pyarrow.parquet as pq
-
     key = (path, size, mtime_ns)
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
             return hit
-    meta = pq.read_metadata(path)
+    if reader is None:
+        import pyarrow.parquet as pq
+
+        meta = pq.read_metadata(path)
+    else:
+        meta = reader(path, size)
     if cache is not None:
         cache.put(key, meta)
     return meta

@@ -27,7 +27,7 @@ Counters (all exact; see :class:`LoadResult`):
 from __future__ import annotations
 
 import logging
-import os
+import posixpath
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,8 +39,9 @@ from dpp.core.errors import DomainError, LayoutError, ValueOutOfRange
 from dpp.core.outcomes import FilterOutcome, WaitResult
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 from hive_splits.footers import FooterCache, cannot_match, read_footer
-from hive_splits.naming import is_hidden, parse_folder_name, partition_path
-from hive_splits.table import Table, local_path
+from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister, child_path
+from hive_splits.naming import parse_folder_name, partition_path
+from hive_splits.table import CatalogPartition, Table, local_path
 
 __all__ = ["DynamicFilter", "Split", "KeptPartition", "FilterStatus", "LevelStats",
            "LoadResult", "SplitLoader"]
@@ -135,14 +136,24 @@ class LoadResult:
     # kept partitions some of whose listed files were skipped: the handoff gives Spark their
     # files; every other kept folder is given whole (Spark lists it in one call)
     partial_folders: set = field(default_factory=set)
+    # kept folder -> its listed files (what the handoff can give Spark without listing again)
+    listings: dict = field(default_factory=dict)
     filters: list[FilterStatus] = field(default_factory=list)
     levels: list[LevelStats] = field(default_factory=list)
     static_ignored: list[str] = field(default_factory=list)
+    # storage requests: the loader's own (by its lister) and the handoff's (Spark's, counted by
+    # Hadoop's storage statistics where it can tell); the metastore's partitions fetched
+    lister: str = "local"
+    list_calls: int = 0
+    head_calls: int = 0
+    handoff_list_calls: Optional[int] = None
+    handoff_head_calls: Optional[int] = None
+    metastore: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Counters only (no splits), JSON-ready."""
         d = {k: v for k, v in self.__dict__.items()
-             if k not in ("splits", "partitions", "partial_folders")}
+             if k not in ("splits", "partitions", "partial_folders", "listings")}
         d["filters"] = [f.to_dict() for f in self.filters]
         d["levels"] = [dict(lv.__dict__) for lv in self.levels]
         return d
@@ -186,7 +197,8 @@ class SplitLoader:
     def __init__(self, table: Table, static: Optional[TupleDomain] = None,
                  dynamic: Iterable[DynamicFilter] = (), wait_timeout: float = 0.0,
                  stats_pruning: bool = False, footer_cache: Optional[FooterCache] = None,
-                 max_workers: int = 8, rules: SparkRules = DEFAULT_RULES) -> None:
+                 max_workers: int = 8, rules: SparkRules = DEFAULT_RULES,
+                 lister: Optional[Lister] = None) -> None:
         if wait_timeout < 0:
             raise ValueError(f"wait_timeout must be >= 0, got {wait_timeout}")
         if max_workers < 1:
@@ -199,6 +211,8 @@ class SplitLoader:
         self.footer_cache = footer_cache
         self.max_workers = max_workers
         self.rules = rules
+        # one lister per load (its own request counts), same kind as the table's
+        self.lister = (lister or table.lister or LocalLister()).fresh()
 
     # ------------------------------------------------------------------ binding
     def _column_types(self) -> dict[str, Optional[DataType]]:
@@ -279,6 +293,8 @@ class SplitLoader:
                 leaves = self._enumerate_folders()
             self._list_files(leaves)
         self._finish_filters("not needed: no partition survived")
+        res.lister = self.lister.kind
+        res.list_calls, res.head_calls = self.lister.calls.snapshot()
         res.elapsed_seconds = time.monotonic() - start
         log.info("table %s: kept %d of %d partitions seen, %d files (%d bytes); listed %d "
                  "folders; waited %.3fs", t.name, res.partitions_kept, res.partitions_total,
@@ -408,24 +424,18 @@ class SplitLoader:
         return False
 
     # ------------------------------------------------------------------ enumeration
-    def _scan(self, folder: str) -> tuple[list[os.DirEntry], list[tuple[str, int, int]]]:
-        """(visible sub-folders, visible files as (path, size, mtime_ns)), sorted by name."""
-        dirs: list[os.DirEntry] = []
-        files: list[tuple[str, int, int]] = []
-        with os.scandir(folder) as it:
-            for e in it:
-                if is_hidden(e.name):
-                    continue
-                if e.is_dir():
-                    dirs.append(e)
-                else:
-                    st = e.stat()
-                    files.append((e.path, st.st_size, st.st_mtime_ns))
-        dirs.sort(key=lambda e: e.name)
-        files.sort()
-        return dirs, files
+    def _scan(self, folder: str) -> tuple[list[DirEntry], list[FileEntry]]:
+        """(visible sub-folders, visible files), sorted by name; a folder that cannot be
+        listed is an error naming it (its rows would otherwise be lost without a word)."""
+        try:
+            return self.lister.list(folder)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise LayoutError(f"table {self.table.name}: cannot list folder {folder!r}: "
+                              f"{exc.strerror or exc}") from None
 
-    def _scan_many(self, folders: list[str]) -> list[tuple[list[os.DirEntry], list]]:
+    def _scan_many(self, folders: list[str]) -> list[tuple[list[DirEntry], list[FileEntry]]]:
         self._res.folders_listed += len(folders)
         if len(folders) <= 1:
             return [self._scan(f) for f in folders]
@@ -434,16 +444,18 @@ class SplitLoader:
     def _enumerate_folders(self) -> list[KeptPartition]:
         t = self.table
         root = t.location
-        if not os.path.isdir(root):
-            raise LayoutError(f"table {t.name}: location {root!r} does not exist")
         current: list[tuple[str, dict, str]] = [(root, {}, "")]
         for depth, pc in enumerate(t.partition_columns):
-            listings = self._scan_many([f for f, _, _ in current])
+            try:
+                listings = self._scan_many([f for f, _, _ in current])
+            except FileNotFoundError as exc:
+                raise LayoutError(f"table {t.name}: folder {exc.filename or root!r} does not "
+                                  f"exist (removed while the table was being listed?)") from None
             children = []
             for (folder, values, rel), (dirs, files) in zip(current, listings):
                 if files:
                     raise LayoutError(
-                        f"table {t.name}: data file {files[0][0]!r} sits among partition "
+                        f"table {t.name}: data file {files[0].path!r} sits among partition "
                         f"folders of column {pc.name!r}, expected only {pc.name}=... folders")
                 for e in dirs:
                     parsed = parse_folder_name(e.name)
@@ -470,24 +482,42 @@ class SplitLoader:
 
     def _enumerate_catalog(self) -> list[KeptPartition]:
         t = self.table
-        assert t.catalog_partitions is not None
-        current = [(cp, {}) for cp in t.catalog_partitions]
+        source = t.partition_source
+        if source is not None:
+            # names of every partition (light), tested here; full objects for survivors only
+            candidates = [CatalogPartition(spec, None) for spec in source.names()]
+            self._res.metastore = {"names_listed": len(candidates)}
+        else:
+            assert t.catalog_partitions is not None
+            candidates = list(t.catalog_partitions)
+        current = [(cp, {}) for cp in candidates]
         for depth, pc in enumerate(t.partition_columns):
             test = self._tester(depth)
             kept = []
             for cp, values in current:
                 raw = cp.values[depth][1]
-                value, verdict = test(raw, cp.location)
+                value, verdict = test(raw, cp.location or _spec_text(cp.values))
                 if self._count(depth, verdict, new=depth == 0):
                     kept.append((cp, {**values, pc.name: value}))
             current = kept
             if not current:
                 break
+        if source is not None and current:
+            fetched, info = source.fetch([cp.values for cp, _ in current],
+                                         [values for _, values in current])
+            self._res.metastore.update(info)
+            by_spec = {p.values: p for p in fetched}
+            gone = [cp.values for cp, _ in current if cp.values not in by_spec]
+            if gone:
+                raise LayoutError(f"table {t.name}: partition {_spec_text(gone[0])} was listed "
+                                  f"by the metastore but is no longer there (dropped while the "
+                                  f"query was planned?)")
+            current = [(by_spec[cp.values], values) for cp, values in current]
         out = []
         for cp, values in current:
             path = local_path(cp.location)
             rel = partition_path(list(cp.values))
-            std = os.path.normpath(os.path.join(t.location, rel)) == os.path.normpath(path)
+            std = posixpath.normpath(child_path(t.location, rel)) == posixpath.normpath(path)
             out.append(KeptPartition(path, values, rel if std else None, dict(cp.values)))
         return out
 
@@ -508,16 +538,19 @@ class SplitLoader:
         t = self.table
         if not t.partition_columns and not t.is_catalog:
             leaves = [KeptPartition(t.location, {}, "")]
-        for kp in leaves:
-            if not os.path.isdir(kp.path):
-                spec = ", ".join(f"{k}={v!r}" for k, v in kp.values.items())
-                raise LayoutError(f"table {t.name}: location {kp.path!r} of partition ({spec}) "
-                                  f"does not exist")
-        listings = self._scan_many([kp.path for kp in leaves])
+        try:
+            listings = self._scan_many([kp.path for kp in leaves])
+        except FileNotFoundError as exc:
+            # listed, not stat'ed first: a HEAD per kept partition costs a round trip on
+            # object stores; the error names the partition all the same
+            kp = next((k for k in leaves if k.path == exc.filename), None)
+            spec = ", ".join(f"{k}={v!r}" for k, v in (kp.values if kp else {}).items())
+            raise LayoutError(f"table {t.name}: location {exc.filename!r} of partition "
+                              f"({spec}) does not exist") from None
         part = set(t.partition_names)
         prefetch = self.stats_pruning and (
             any(c not in part for c in self._static) or any(c not in part for c in self._pending))
-        entries: list[tuple[KeptPartition, tuple[str, int, int], Optional[Future]]] = []
+        entries: list[tuple[KeptPartition, FileEntry, Optional[Future]]] = []
         for kp, (dirs, files) in zip(leaves, listings):
             if dirs:
                 raise LayoutError(
@@ -525,13 +558,16 @@ class SplitLoader:
                     f"{kp.path!r} (columns {list(t.partition_names)}): expected only data files")
             res.partitions_kept += 1
             res.partitions.append(kp)
+            res.listings[kp.path] = files
             for f in files:
-                fut = (self._pool.submit(read_footer, f[0], f[1], f[2], self.footer_cache)
+                fut = (self._pool.submit(read_footer, f.path, f.size, f.mtime_ns,
+                                         self.footer_cache, self.lister.read_footer)
                        if prefetch else None)
                 entries.append((kp, f, fut))
         res.files_listed = len(entries)
         domains = self._data_domains() if self.stats_pruning and entries else {}
-        for kp, (path, size, _), fut in entries:
+        for kp, fe, fut in entries:
+            path, size = fe.path, fe.size
             if domains and fut is not None:
                 try:
                     meta = fut.result()
@@ -552,3 +588,10 @@ class SplitLoader:
             res.splits.append(Split(path, size, kp.values))
             res.files_kept += 1
             res.bytes_kept += size
+
+
+def _spec_text(values: Iterable[tuple[str, Optional[str]]]) -> str:
+    """A partition named as the metastore names it (for errors about a partition whose
+    location is not fetched yet)."""
+    return "/".join(f"{k}={'__HIVE_DEFAULT_PARTITION__' if v is None else v}"
+                    for k, v in values)

@@ -54,8 +54,13 @@ _THRESHOLD_KEY = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
 def _uri(path: str) -> str:
-    """A ``file:`` path for Spark with Hadoop glob characters escaped (read literally)."""
-    return "file://" + _GLOB_CHARS.sub(r"\\\1", path)
+    """A path for Spark's reader with Hadoop glob characters escaped (read literally): a local
+    path as a ``file:`` URI, a URI (from the Hadoop lister: its path part decoded, as
+    Hadoop's ``Path(String)`` takes it) as it is."""
+    if path.startswith("/"):
+        return "file://" + _GLOB_CHARS.sub(r"\\\1", path)
+    scheme, sep, rest = path.partition(":")
+    return scheme + sep + _GLOB_CHARS.sub(r"\\\1", rest)
 
 
 def _data_ddl(table: Table) -> str:

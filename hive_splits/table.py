@@ -13,7 +13,6 @@ import dataclasses
 import decimal
 import json
 import logging
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
@@ -22,7 +21,8 @@ from urllib.parse import unquote, urlparse
 from dpp.core.domain import (BIGINT, DATE, DOUBLE, INT, STRING, TIMESTAMP, TIMESTAMP_NTZ, DataType,
                         decimal_type)
 from dpp.core.errors import DomainError, LayoutError
-from hive_splits.naming import DEFAULT_PARTITION_NAME, is_hidden, parse_folder_name
+from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister, base_name
+from hive_splits.naming import DEFAULT_PARTITION_NAME, parse_folder_name
 
 __all__ = [
     "PartitionColumn", "CatalogPartition", "Table", "table_from_path", "table_from_catalog",
@@ -69,10 +69,15 @@ class Table:
     catalog_partitions: Optional[tuple[CatalogPartition, ...]] = None
     catalog_name: Optional[str] = None
     arrow_schema: Any = field(default=None, compare=False, repr=False)
+    # how its folders are listed (hive_splits.listing); None: the local lister
+    lister: Any = field(default=None, compare=False, repr=False)
+    # catalog tables whose partitions the loader fetches itself, names first and then only
+    # the survivors (hive_splits.metastore.MetastorePartitions); catalog_partitions is unused
+    partition_source: Any = field(default=None, compare=False, repr=False)
 
     @property
     def is_catalog(self) -> bool:
-        return self.catalog_partitions is not None
+        return self.catalog_partitions is not None or self.partition_source is not None
 
     @property
     def partition_names(self) -> tuple[str, ...]:
@@ -95,14 +100,15 @@ class Table:
 
 
 def local_path(location: str) -> str:
-    """A local filesystem path from a path or a ``file:`` URI (the only scheme listed here)."""
-    if "://" not in location and not location.startswith("file:"):
+    """A location (an encoded URI, as the catalog gives it, or a path) as the listers name it:
+    a local path for a ``file:`` URI; for any other scheme the URI with its path decoded, as
+    Hadoop prints a ``Path`` (see :mod:`hive_splits.listing`)."""
+    if location.startswith("file:"):
+        return unquote(urlparse(location).path)
+    if "://" not in location:
         return location
     u = urlparse(location)
-    if u.scheme != "file":
-        raise LayoutError(f"location {location!r}: only local (file:) paths can be listed, "
-                          f"got scheme {u.scheme!r}")
-    return unquote(u.path)
+    return f"{u.scheme}://{u.netloc}{unquote(u.path)}"
 
 
 # ------------------------------------------------------------------ partition type inference
@@ -255,35 +261,32 @@ def spark_struct_type(table: Table) -> Any:
 
 # ------------------------------------------------------------------ path tables
 
-def _scan(path: str) -> tuple[list[os.DirEntry], list[os.DirEntry]]:
-    """(sub-folders, visible files) of a folder, hidden entries left out."""
-    dirs, files = [], []
-    with os.scandir(path) as it:
-        for e in it:
-            if is_hidden(e.name):
-                continue
-            (dirs if e.is_dir() else files).append(e)
-    return dirs, files
-
-
-def _discover_columns(root: str) -> list[str]:
+def _discover_columns(lister: Lister, root: str) -> list[str]:
     """Partition column names along the first folder path (the loader checks the rest)."""
     names: list[str] = []
     path = root
     while True:
-        dirs, files = _scan(path)
+        dirs, _ = _list(lister, path, root)
         if not dirs:
             return names
-        parsed = parse_folder_name(min(dirs, key=lambda e: e.name).name)
+        first = dirs[0]  # sorted by name
+        parsed = parse_folder_name(first.name)
         if parsed is None:
-            bad = min(dirs, key=lambda e: e.name)
-            raise LayoutError(f"folder {bad.path!r} is not a key=value partition folder "
+            raise LayoutError(f"folder {first.path!r} is not a key=value partition folder "
                               f"(table root {root!r})")
         names.append(parsed[0])
-        path = min(dirs, key=lambda e: e.name).path
+        path = first.path
 
 
-def _infer_types(root: str, names: Sequence[str], wanted: set[str],
+def _list(lister: Lister, folder: str, root: str) -> tuple[list[DirEntry], list[FileEntry]]:
+    try:
+        return lister.list(folder)
+    except OSError as exc:
+        raise LayoutError(f"table {root!r}: cannot list folder {folder!r}: "
+                          f"{exc.strerror or exc}") from None
+
+
+def _infer_types(lister: Lister, root: str, names: Sequence[str], wanted: set[str],
                  timestamp_type: str = "timestamp") -> dict[str, DataType]:
     """Walks the partition folders (not the files) once to infer the wanted columns' types.
 
@@ -296,7 +299,7 @@ def _infer_types(root: str, names: Sequence[str], wanted: set[str],
     for depth in range(depth_needed):
         nxt = []
         for folder in level:
-            dirs, _ = _scan(folder)
+            dirs, _ = _list(lister, folder, root)
             for e in dirs:
                 parsed = parse_folder_name(e.name)
                 if parsed is None or parsed[0] != names[depth]:
@@ -308,16 +311,13 @@ def _infer_types(root: str, names: Sequence[str], wanted: set[str],
     return {n: infer_column_type(values[n], timestamp_type) for n in names if n in wanted}
 
 
-def _first_parquet(root: str, depth: int) -> Optional[str]:
-    """The first visible file at the leaf level, searching depth-first in name order."""
-    def walk(path: str, d: int) -> Optional[str]:
-        dirs, files = _scan(path)
+def _first_parquet(lister: Lister, root: str, depth: int) -> Optional[FileEntry]:
+    """The first non-empty visible file at the leaf level, depth-first in name order."""
+    def walk(path: str, d: int) -> Optional[FileEntry]:
+        dirs, files = _list(lister, path, root)
         if d == depth:
-            for f in sorted(files, key=lambda e: e.name):
-                if f.stat().st_size > 0:
-                    return f.path
-            return None
-        for sub in sorted(dirs, key=lambda e: e.name):
+            return next((f for f in files if f.size > 0), None)
+        for sub in dirs:
             found = walk(sub.path, d + 1)
             if found:
                 return found
@@ -328,22 +328,24 @@ def _first_parquet(root: str, depth: int) -> Optional[str]:
 
 def table_from_path(path: str, name: Optional[str] = None,
                     partition_types: Optional[Mapping[str, Union[DataType, str]]] = None,
-                    schema: Any = None, timestamp_type: str = "timestamp") -> Table:
+                    schema: Any = None, timestamp_type: str = "timestamp",
+                    lister: Optional[Lister] = None) -> Table:
     """A table over a folder of Hive-partitioned Parquet files.
 
     Partition columns are read from the first ``key=value`` folder path; their types come from
     ``partition_types`` or are inferred as Spark does (which lists every partition folder, not
     the files: give the types to avoid it; ``timestamp_type`` is the session's
-    ``spark.sql.timestampType``, which decides what timestamp-looking values infer as). The data schema is read from ONE Parquet footer
-    (or given as a pyarrow schema / list of (name, type string)); partition columns override
-    same-named data columns.
+    ``spark.sql.timestampType``, which decides what timestamp-looking values infer as). The
+    data schema is read from ONE Parquet footer (or given as a pyarrow schema / list of
+    (name, type string)); partition columns override same-named data columns. ``lister``
+    (default: the local one) is how folders are listed and the footer read; the table keeps it
+    for its loads.
     """
-    import pyarrow.parquet as pq
-
-    root = os.path.abspath(local_path(path))
-    if not os.path.isdir(root):
+    lister = lister or LocalLister()
+    root = lister.location(path)
+    if not lister.is_dir(root):
         raise LayoutError(f"table location {root!r} does not exist or is not a folder")
-    names = _discover_columns(root)
+    names = _discover_columns(lister, root)
     given = {k: DataType.parse(v) for k, v in (partition_types or {}).items()}
     unknown = set(given) - set(names)
     if unknown:
@@ -352,19 +354,19 @@ def table_from_path(path: str, name: Optional[str] = None,
     missing = {n for n in names if n not in given}
     types = dict(given)
     if missing:
-        types.update(_infer_types(root, names, missing, timestamp_type))
+        types.update(_infer_types(lister, root, names, missing, timestamp_type))
     pcols = tuple(PartitionColumn(n, types[n]) for n in names)
 
     arrow_schema = None
     if schema is None:
-        first = _first_parquet(root, len(names))
+        first = _first_parquet(lister, root, len(names))
         if first is None:
             raise LayoutError(f"table {root!r} holds no non-empty data file to read its schema "
                               f"from; pass schema=")
         try:
-            arrow_schema = pq.read_schema(first)
+            arrow_schema = lister.read_footer(first.path, first.size).schema.to_arrow_schema()
         except Exception as exc:
-            raise LayoutError(f"cannot read the Parquet footer of {first!r}: {exc}") from None
+            raise LayoutError(f"cannot read the Parquet footer of {first.path!r}: {exc}") from None
         cols = [(f.name, arrow_to_spark_type(f.type)) for f in arrow_schema]
     elif hasattr(schema, "names") and hasattr(schema, "field"):
         arrow_schema = schema
@@ -373,8 +375,9 @@ def table_from_path(path: str, name: Optional[str] = None,
         cols = [(n, DataType.parse(t).simple_string() if isinstance(t, DataType) else str(t))
                 for n, t in schema]
     cols = [(n, t) for n, t in cols if n not in types]
-    return Table(name=name or os.path.basename(root.rstrip(os.sep)), location=root,
-                 columns=tuple(cols), partition_columns=pcols, arrow_schema=arrow_schema)
+    return Table(name=name or base_name(root), location=root,
+                 columns=tuple(cols), partition_columns=pcols, arrow_schema=arrow_schema,
+                 lister=lister)
 
 
 # ------------------------------------------------------------------ catalog tables

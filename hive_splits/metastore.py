@@ -1,0 +1,214 @@
+"""A catalog table's partitions from the metastore: names for all, full objects only for survivors.
+
+Fetching every partition of a table (``listPartitions``) ships each one's storage descriptor,
+location, parameters and statistics out of the metastore, and a Hive metastore builds every
+one of them through JDO: at TPC-DS scale 1 that is ~1,800 objects per fact table per query,
+when the static and dynamic domains typically admit 1–10%. So the loader asks in two steps:
+
+1. **names** (``listPartitionNames``: one string per partition, ``k=v/k2=v2``, nothing else):
+   every partition is tested against the domains here, exactly as folders are, so the counters
+   stay exact (total, pruned static, pruned dynamic);
+2. **the survivors only** (``listPartitionsByFilter``, the call Spark's own
+   ``PruneFileSourcePartitions`` makes), with a predicate built from the surviving values:
+   ``col IN (...)`` per column (``BETWEEN`` their min and max beyond
+   :data:`IN_LIST_LIMIT` values, ``OR col IS NULL`` for the default partition). A Hive
+   metastore evaluates it itself (``spark.sql.hive.metastorePartitionPruning``, on by default).
+
+What comes back is a superset the loader re-tests; every surviving name must be among it, or
+the loader falls back to fetching every partition (said in the report) — a metastore that
+cannot evaluate the predicate (an error) falls back the same way. Spark's Hive client counts
+the partition objects the metastore returned (``HiveCatalogMetrics``): the report quotes those
+counts, for the loader and, in the TPC-DS bench, for Spark's own reading.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable, Optional, Sequence
+
+from dpp.core.errors import LayoutError
+from hive_splits.naming import DEFAULT_PARTITION_NAME, parse_folder_name
+
+__all__ = ["MetastorePartitions", "IN_LIST_LIMIT", "partitions_fetched_metric"]
+
+log = logging.getLogger(__name__)
+
+# Beyond this many values of one column, the predicate is a range: Hive's own
+# spark.sql.hive.metastorePartitionPruningInSetThreshold (1000) turns larger IN lists into one
+IN_LIST_LIMIT = 1000
+
+Spec = tuple[tuple[str, Optional[str]], ...]
+
+
+def partitions_fetched_metric(spark: Any) -> Optional[int]:
+    """Spark's count of partition objects fetched from a Hive metastore in this JVM so far
+    (``HiveCatalogMetrics.METRIC_PARTITIONS_FETCHED``); None where it is not available."""
+    try:
+        metrics = getattr(spark._jvm.org.apache.spark.metrics.source, "HiveCatalogMetrics$")
+        return int(getattr(metrics, "MODULE$").METRIC_PARTITIONS_FETCHED().getCount())
+    except Exception:
+        return None
+
+
+class MetastorePartitions:
+    """Partition names and partitions of one catalog table, from Spark's session catalog."""
+
+    def __init__(self, spark: Any, name: str, columns: Sequence[Any]) -> None:
+        self.spark = spark
+        self.name = name
+        self.columns = list(columns)  # hive_splits.table.PartitionColumn, in order
+
+    def _ident(self) -> Any:
+        jvm = self.spark._jvm
+        parts = self.name.split(".")
+        db = parts[-2] if len(parts) >= 2 else None
+        return jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
+            parts[-1], jvm.scala.Option.apply(db))
+
+    def _catalog(self) -> Any:
+        return self.spark._jsparkSession.sessionState().catalog()
+
+    def names(self) -> list[Spec]:
+        """Every partition's values (raw text; None for the default partition), in column
+        order: one metastore call that ships names only."""
+        from hive_splits.table import _scala_list
+
+        try:
+            jnames = self._catalog().listPartitionNames(self._ident(),
+                                                        self.spark._jvm.scala.Option.empty())
+            names = [str(n) for n in _scala_list(self.spark._jvm, jnames)]
+        except Exception as exc:
+            raise LayoutError(f"partition names of table {self.name!r} cannot be listed: "
+                              f"{_first_line(exc)}") from None
+        want = [c.name.lower() for c in self.columns]
+        out = []
+        for text in names:
+            spec = []
+            for part in text.split("/"):
+                parsed = parse_folder_name(part)
+                if parsed is None:
+                    raise LayoutError(f"table {self.name!r}: partition name {text!r} is not "
+                                      f"k=v/... ")
+                spec.append(parsed)
+            if [k.lower() for k, _ in spec] != want:
+                raise LayoutError(f"table {self.name!r}: partition {text!r} does not name the "
+                                  f"partition columns {want} in order")
+            out.append(tuple((c.name, v) for c, (_, v) in zip(self.columns, spec)))
+        return out
+
+    def fetch(self, survivors: Sequence[Spec], typed: Sequence[dict[str, Any]]
+              ) -> tuple[list[Any], dict[str, Any]]:
+        """The partitions (:class:`~hive_splits.table.CatalogPartition`) of ``survivors``
+        (``typed``: their typed values, to order a range), and what it cost: ``fetched``
+        (objects returned), ``pushed`` (the predicate went to the metastore), ``note``."""
+        info: dict[str, Any] = {"pushed": False, "note": None}
+        before = partitions_fetched_metric(self.spark)
+        predicate = self._predicate(survivors, typed)
+        parts: Optional[list[Any]] = None
+        if predicate is not None:
+            try:
+                parts = self._by_filter(predicate)
+                info["pushed"] = True
+                got = {p.values for p in parts}
+                missing = [s for s in survivors if s not in got]
+                if missing:
+                    info["note"] = (f"the metastore's answer lacked {len(missing)} surviving "
+                                    f"partition(s) (e.g. {_spec_text(missing[0])}): fetched all")
+                    parts = None
+            except LayoutError:
+                raise
+            except Exception as exc:
+                info["note"] = (f"the metastore could not evaluate the partition filter "
+                                f"({_first_line(exc)}): fetched all partitions")
+                log.warning("table %s: %s", self.name, info["note"])
+                parts = None
+        if parts is None:
+            parts = self.fetch_all()
+            info["pushed"] = False
+        after = partitions_fetched_metric(self.spark)
+        info["fetched"] = (after - before) if before is not None and after is not None \
+            else len(parts)
+        info["returned"] = len(parts)
+        info["predicate"] = predicate
+        return parts, info
+
+    def fetch_all(self) -> list[Any]:
+        from hive_splits.table import with_catalog_partitions, Table
+
+        shape = Table(name=self.name, location="", columns=(),
+                      partition_columns=tuple(self.columns), catalog_partitions=(),
+                      catalog_name=self.name)
+        return list(with_catalog_partitions(self.spark, shape).catalog_partitions or ())
+
+    # ---------------------------------------------------------------- the predicate
+    def _predicate(self, survivors: Sequence[Spec], typed: Sequence[dict[str, Any]]
+                   ) -> Optional[str]:
+        """SQL over the partition columns admitting every survivor (a superset); None when
+        there is nothing to say (no survivors is handled by the caller)."""
+        terms = []
+        for i, c in enumerate(self.columns):
+            texts: dict[Optional[str], Any] = {}
+            for spec, values in zip(survivors, typed):
+                texts.setdefault(spec[i][1], values.get(c.name))
+            has_null = None in texts
+            nonnull = [(t, v) for t, v in texts.items() if t is not None]
+            col = "`" + c.name.replace("`", "``") + "`"
+            ors = []
+            if nonnull:
+                if len(nonnull) <= IN_LIST_LIMIT:
+                    ors.append(f"{col} IN ({', '.join(_lit(t, c.type) for t, _ in nonnull)})")
+                else:
+                    try:
+                        lo = min(nonnull, key=lambda tv: tv[1])[0]
+                        hi = max(nonnull, key=lambda tv: tv[1])[0]
+                    except TypeError:  # values that do not order: no term for this column
+                        continue
+                    ors.append(f"{col} BETWEEN {_lit(lo, c.type)} AND {_lit(hi, c.type)}")
+            if has_null:
+                ors.append(f"{col} IS NULL")
+            if ors:
+                terms.append("(" + " OR ".join(ors) + ")")
+        return " AND ".join(terms) if terms else None
+
+    def _by_filter(self, predicate: str) -> list[Any]:
+        from hive_splits.table import _partition_specs, CatalogPartition
+
+        jvm = self.spark._jvm
+        jdf = self.spark.table(self.name).where(predicate)._jdf
+        plan = jdf.queryExecution().analyzed()
+        # literal casts folded (CAST('2451545' AS INT) → 2451545): Hive's filter conversion
+        # takes literals only
+        folding = getattr(getattr(jvm.org.apache.spark.sql.catalyst.optimizer,
+                                  "ConstantFolding$"), "MODULE$")
+        condition = folding.apply(plan).condition()
+        preds = jvm.java.util.ArrayList()
+        preds.add(condition)
+        seq = jvm.scala.jdk.javaapi.CollectionConverters.asScala(preds).toSeq()
+        jparts = self._catalog().listPartitionsByFilter(self._ident(), seq)
+        names = [c.name for c in self.columns]
+        out = []
+        for spec, loc in _partition_specs(jvm, jparts):
+            values = []
+            for n in names:
+                v = spec.get(n, spec.get(n.lower()))
+                values.append((n, None if v is None or v == DEFAULT_PARTITION_NAME else v))
+            out.append(CatalogPartition(tuple(values), loc))
+        return out
+
+
+def _lit(text: str, type_: Any) -> str:
+    """The partition text as a SQL literal of the column's type: Spark casts the catalog's
+    text the same way when it reads the partition's value (session time zone included)."""
+    quoted = "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    simple = type_.simple_string()
+    if simple == "string":
+        return quoted
+    return f"CAST({quoted} AS {simple})"
+
+
+def _spec_text(spec: Iterable[tuple[str, Optional[str]]]) -> str:
+    return "/".join(f"{k}={DEFAULT_PARTITION_NAME if v is None else v}" for k, v in spec)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
