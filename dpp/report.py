@@ -125,6 +125,20 @@ class TableReport:
     enumeration_seconds: float = 0.0
     handoff_seconds: float = 0.0
     filters: list[dict[str, Any]] = field(default_factory=list)
+    # storage requests: the loader's LIST (one per folder) and HEAD (getFileStatus) calls, by
+    # its lister ("local" | "hadoop"); the handoff's as Hadoop's storage statistics count
+    # them (None where they cannot tell); the metastore's partition names listed and
+    # partition objects fetched (catalog tables), whether the filter reached the metastore,
+    # and why not
+    lister: Optional[str] = None
+    list_calls: int = 0
+    head_calls: int = 0
+    handoff_list_calls: Optional[int] = None
+    handoff_head_calls: Optional[int] = None
+    metastore_names: Optional[int] = None
+    metastore_fetched: Optional[int] = None
+    metastore_pushed: Optional[bool] = None
+    metastore_note: Optional[str] = None
 
     def get(self, name: str, default: Any = None) -> Any:
         """Dict-style access, so code written against ``to_dict()`` output works on both."""
@@ -195,7 +209,12 @@ class JobReport:
             footers_unreadable=getattr(result, "footers_unreadable", 0),
             wait_seconds=result.wait_seconds,
             enumeration_seconds=max(0.0, result.elapsed_seconds - result.wait_seconds),
-            handoff_seconds=getattr(result, "handoff_seconds", 0.0), filters=filt))
+            handoff_seconds=getattr(result, "handoff_seconds", 0.0), filters=filt,
+            lister=getattr(result, "lister", None), list_calls=getattr(result, "list_calls", 0),
+            head_calls=getattr(result, "head_calls", 0),
+            handoff_list_calls=getattr(result, "handoff_list_calls", None),
+            handoff_head_calls=getattr(result, "handoff_head_calls", None),
+            **_metastore_fields(getattr(result, "metastore", None) or {})))
 
     def add_filter(self, data: dict[str, Any]) -> None:
         """Adds a filter from a dict; keys the schema does not know are dropped (the session's
@@ -515,6 +534,15 @@ _TABLE_SPEC: dict[str, _Check] = {
     "enumeration_seconds": _seconds,
     "handoff_seconds": _seconds,
     "filters": _list_of(_table_filter),
+    "lister": _optional(_str),
+    "list_calls": _count,
+    "head_calls": _count,
+    "handoff_list_calls": _optional(_count),
+    "handoff_head_calls": _optional(_count),
+    "metastore_names": _optional(_count),
+    "metastore_fetched": _optional(_count),
+    "metastore_pushed": _optional(_bool),
+    "metastore_note": _optional(_str),
 }
 
 _JOB_SPEC: dict[str, _Check] = {
@@ -636,3 +664,11 @@ def read_jsonl(path: PathLike) -> list[JobReport]:
             except ReportError as exc:
                 raise ReportError(f"{path}:{i}: {exc}") from None
     return out
+
+
+def _metastore_fields(m: dict[str, Any]) -> dict[str, Any]:
+    """A load's ``metastore`` counters (hive_splits.metastore) as report fields."""
+    if not m:
+        return {}
+    return {"metastore_names": m.get("names_listed"), "metastore_fetched": m.get("fetched"),
+            "metastore_pushed": m.get("pushed"), "metastore_note": m.get("note")}

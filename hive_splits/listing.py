@@ -383,10 +383,15 @@ class HadoopLister(Lister):
             stream.close()
         return pq.read_metadata(io.BytesIO(b"PAR1" + footer + tail))
 
-    def _read(self, stream: Any, position: int, length: int) -> bytes:
-        buf = self._gateway.new_array(self._jvm.byte, length)
-        stream.readFully(position, buf)
-        return bytes(self._jvm.java.util.Arrays.copyOf(buf, length))
+    @staticmethod
+    def _read(stream: Any, position: int, length: int) -> bytes:
+        # py4j copies a byte[] into Python bytes whenever one crosses over, so a buffer cannot
+        # be filled in place: seek, then InputStream.readNBytes returns the bytes themselves
+        stream.seek(position)
+        data = bytes(stream.readNBytes(length))
+        if len(data) != length:
+            raise EOFError(f"read {len(data)} of {length} bytes at {position}")
+        return data
 
     def spark_uri(self, path: str) -> str:
         return path

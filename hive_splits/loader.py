@@ -486,7 +486,7 @@ class SplitLoader:
         if source is not None:
             # names of every partition (light), tested here; full objects for survivors only
             candidates = [CatalogPartition(spec, None) for spec in source.names()]
-            self._res.metastore = {"names_listed": len(candidates)}
+            self._res.metastore = {"names_listed": len(candidates), "fetched": 0}
         else:
             assert t.catalog_partitions is not None
             candidates = list(t.catalog_partitions)

@@ -31,7 +31,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     (``-m "not spark and not tpcds and not slow"``) is the quick tier, without a JVM."""
     for item in items:
         names = getattr(item, "fixturenames", ())
-        if "spark" in names or "tpcds_sf001" in names:
+        callspec = getattr(item, "callspec", None)
+        hadoop = callspec is not None and callspec.params.get("lister_kind") == "hadoop"
+        if "spark" in names or "tpcds_sf001" in names or hadoop:
             item.add_marker(pytest.mark.spark)
         if item.path.name.startswith("test_tpcds"):
             item.add_marker(pytest.mark.tpcds)
@@ -252,3 +254,19 @@ def tpcds_sf001(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("tpcds") / "sf001"
     generate(0.01, out)
     return out
+
+
+@pytest.fixture(params=["local", "hadoop"])
+def lister_kind(request: pytest.FixtureRequest) -> str:
+    """Which lister a parametrized suite runs with: ``local`` (os.scandir) or ``hadoop``
+    (Hadoop's FileSystem in the session's JVM, on ``file:`` URIs; needs the Spark session)."""
+    return request.param
+
+
+def make_lister(request: pytest.FixtureRequest, kind: str) -> Any:
+    """A fresh lister of ``kind`` (the Hadoop one over the shared test session)."""
+    from hive_splits.listing import HadoopLister, LocalLister
+
+    if kind == "hadoop":
+        return HadoopLister(request.getfixturevalue("spark"))
+    return LocalLister()

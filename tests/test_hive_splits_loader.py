@@ -22,7 +22,29 @@ from hive_splits import (DynamicFilter, FooterCache, SplitLoader, escape_path_na
                          partition_folder_name, table_from_path)
 from hive_splits.naming import DEFAULT_PARTITION_NAME, is_hidden, unescape_path_name
 
-from tests.conftest import answer, make_partitioned_table, write_parquet
+from hive_splits import table as _table_module
+from tests.conftest import answer, make_lister, make_partitioned_table, write_parquet
+
+
+@pytest.fixture(autouse=True)
+def _every_lister(request: pytest.FixtureRequest, lister_kind: str,
+                  monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test of this suite runs with both listers: the tables it makes are listed with
+    ``os.scandir`` and with Hadoop's FileSystem on ``file:`` URIs, and must give the same
+    splits and counters."""
+    lister = make_lister(request, lister_kind)
+
+    def with_lister(path: str, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("lister", lister.fresh())
+        return _table_module.table_from_path(path, *args, **kwargs)
+
+    monkeypatch.setitem(globals(), "table_from_path", with_lister)
+    return lister_kind
+
+
+def _local(path: str) -> str:
+    """A split's path as a local path (the Hadoop lister names files ``file:/...``)."""
+    return path[len("file:"):] if path.startswith("file:") else path
 
 
 def ready(domain: Optional[Domain], outcome: str = "complete", reason: Optional[str] = None):
@@ -151,13 +173,14 @@ def test_filter_on_level_two_arrives_while_level_one_is_listed(tmp_path: Path,
     root = make_partitioned_table(tmp_path / "t", parts)
     t = table_from_path(str(root))
     listed: list[str] = []
-    real_scandir = os.scandir
+    lister_class = type(t.lister)
+    real_list = lister_class.list
 
-    def spy(path):
+    def spy(self, path):
         listed.append(os.path.basename(str(path)))
-        return real_scandir(path)
+        return real_list(self, path)
 
-    monkeypatch.setattr(os, "scandir", spy)
+    monkeypatch.setattr(lister_class, "list", spy)
     level_one_listed = threading.Event()
 
     def wait_until_level_one_listed(timeout: float):
@@ -376,14 +399,14 @@ def test_kept_partitions_are_sound_against_brute_force(layout) -> None:
         static = TupleDomain.of({n: d for n, (d, dyn) in doms.items() if not dyn})
         dynamic = [DynamicFilter(f"f{n}", n, ready(d)) for n, (d, dyn) in doms.items() if dyn]
         r = SplitLoader(t, static, dynamic, wait_timeout=5).load()
-        kept = {os.path.relpath(os.path.dirname(s.path), root) for s in r.splits}
+        kept = {os.path.relpath(os.path.dirname(_local(s.path)), root) for s in r.splits}
         matching = {rel for rel, leaf in folders.items()
                     if all(doms[n][0].contains(v) for n, v in zip(names, leaf) if n in doms)}
         assert matching <= kept
         if exact:
             assert kept == matching
         for s in r.splits:  # typed values read back from the folder names
-            rel = os.path.relpath(os.path.dirname(s.path), root)
+            rel = os.path.relpath(os.path.dirname(_local(s.path)), root)
             assert tuple(s.partition_values[n] for n in names) == folders[rel]
         for lv in r.levels:
             assert lv.seen == lv.kept + lv.pruned_static + lv.pruned_dynamic

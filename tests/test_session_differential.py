@@ -95,8 +95,10 @@ PARTITION_TYPES = {
 FACTS = set(PARTITION_TYPES)
 
 
-@pytest.fixture(scope="module")
-def dpp_env(spark, star):
+@pytest.fixture(scope="module", params=["local", "hadoop"])
+def dpp_env(request, spark, star):
+    """A session over the star's path tables, listed by each lister in turn
+    (``spark.dpp.lister``): the same rows and the same pruning counters from both."""
     from dpp import DppSession
     from dpp.config import DppConfig
 
@@ -110,7 +112,8 @@ def dpp_env(spark, star):
             for col, typ in PARTITION_TYPES[name].items():
                 df = df.withColumn(col, df[col].cast(typ))
         df.createOrReplaceTempView(f"ref_{name}")
-    dpp = DppSession(spark, config=DppConfig(wait_timeout=60.0, filter_cache=False))
+    dpp = DppSession(spark, config=DppConfig(wait_timeout=60.0, filter_cache=False,
+                                             lister=request.param))
     for name, path in star.items():
         dpp.register_table(name, str(path), partition_types=PARTITION_TYPES.get(name))
     return dpp
@@ -224,6 +227,9 @@ def test_pruning_reads_fewer_partitions(spark, dpp_env):
     assert t["partitions_kept"] == 5
     assert t["partitions_total"] == 41
     assert t["pruned_dynamic"] == 36
+    # the lister asked for did the listing, and it counted one LIST per folder listed
+    assert t["lister"] == dpp_env.config.lister
+    assert t["list_calls"] == t["folders_listed"] == 1 + 5
 
 
 def test_sql_the_analyzer_cannot_parse_fails_exactly_like_spark(spark, dpp_env):
