@@ -1,0 +1,281 @@
+"""Listing where it is expensive: the Hadoop lister, catalog partitions from the metastore,
+and what happens when storage misbehaves (a folder gone, a folder that may not be read)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dpp.config import DppConfig
+from dpp.core.domain import INT, STRING, Domain, TupleDomain
+from dpp.core.errors import ConfigError, LayoutError
+from hive_splits import DynamicFilter, SplitLoader, table_from_path, to_dataframe
+from hive_splits.listing import (HadoopLister, LocalLister, _decode_statuses, is_local_location,
+                                 lister_for)
+from hive_splits.metastore import MetastorePartitions, partitions_fetched_metric
+from hive_splits.table import table_from_catalog
+from tests.conftest import answer, make_lister, make_partitioned_table
+
+
+def rows(df) -> Counter:
+    return Counter(tuple(r) for r in df.collect())
+
+
+# ------------------------------------------------------------------ lister basics
+
+def test_lister_choice_follows_the_scheme_and_the_setting(spark) -> None:
+    assert isinstance(lister_for("/data/t"), LocalLister)
+    assert isinstance(lister_for("file:/data/t"), LocalLister)
+    assert isinstance(lister_for("s3a://bucket/t", "auto", spark), HadoopLister)
+    assert isinstance(lister_for("/data/t", "hadoop", spark), HadoopLister)
+    with pytest.raises(LayoutError, match="s3a://bucket/t.*local"):
+        lister_for("s3a://bucket/t", "local")
+    with pytest.raises(LayoutError, match="needs a Spark session"):
+        lister_for("hdfs://nn/t", "auto", None)
+    with pytest.raises(ConfigError, match="spark.dpp.lister='ftp'"):
+        DppConfig.from_mapping({"spark.dpp.lister": "ftp"})
+    assert DppConfig.from_mapping({"spark.dpp.lister": "Hadoop"}).lister == "hadoop"
+    assert is_local_location("relative/path") and not is_local_location("gs://b/t")
+
+
+def test_a_scheme_without_a_filesystem_is_an_error_naming_the_location(spark) -> None:
+    with pytest.raises(LayoutError, match="nosuchfs://bucket/t"):
+        table_from_path("nosuchfs://bucket/t", lister=HadoopLister(spark))
+
+
+def test_status_decoding_stops_at_the_padding() -> None:
+    def entry(ftype: int, path: str, length: int) -> bytes:
+        p = path.encode()
+        msg = bytes([0x08, ftype, 0x12, len(p)]) + p + bytes([0x18, length])
+        return len(msg).to_bytes(4, "big") + msg
+
+    buf = entry(1, "file:/t/k=a%3Ab", 0) + entry(2, "file:/t/f.parquet", 42) + bytes(64)
+    assert [(t, p, n) for t, p, n, _ in _decode_statuses(buf)] == \
+        [(1, "file:/t/k=a%3Ab", 0), (2, "file:/t/f.parquet", 42)]
+
+
+def test_hadoop_lister_sees_what_the_local_one_sees(spark, tmp_path: Path) -> None:
+    """Names with escapes, spaces, ``;``, ``@`` and non-ASCII characters, hidden files, the
+    default partition: the same entries, and one LIST per folder, no call per file."""
+    root = tmp_path / "t"
+    names = ["k=a%3Ab", "k=x y", "k=ü;,@", "k=__HIVE_DEFAULT_PARTITION__", "k=50%25"]
+    for n in names:
+        (root / n).mkdir(parents=True)
+        for i in range(3):
+            (root / n / f"part-{i}.parquet").write_bytes(b"x" * (i + 1))
+        (root / n / ".part-0.parquet.crc").write_bytes(b"c")
+    (root / "_SUCCESS").write_text("")
+    local, hadoop = LocalLister(), HadoopLister(spark)
+    uri = hadoop.location(str(root))
+    assert uri == "file:" + str(root)
+    ldirs, lfiles = local.list(str(root))
+    hdirs, hfiles = hadoop.list(uri)
+    assert [d.name for d in hdirs] == [d.name for d in ldirs] == sorted(names)
+    assert lfiles == hfiles == []
+    for d in hdirs:
+        files = hadoop.list(d.path)[1]
+        assert [(os.path.basename(f.path), f.size) for f in files] == \
+            [(f"part-{i}.parquet", i + 1) for i in range(3)]
+        assert all(os.path.exists(f.path[len("file:"):]) for f in files)
+    assert hadoop.calls.snapshot() == (1 + len(names), 0)
+    assert hadoop.is_dir(uri) and not hadoop.is_dir(uri + "/nope")
+    assert hadoop.calls.snapshot() == (1 + len(names), 2)
+
+
+# ------------------------------------------------------------------ storage misbehaving
+
+@pytest.mark.parametrize("lister_kind", ["local", "hadoop"], indirect=True)
+def test_a_folder_removed_after_listing_is_an_error_naming_it(request, lister_kind,
+                                                              tmp_path: Path,
+                                                              monkeypatch) -> None:
+    """Removed between the loader's listing of the root and of the partition: an error naming
+    the folder (Spark's own listing fails the same way), never a silent loss of its rows."""
+    import threading
+
+    root = make_partitioned_table(tmp_path / "t", {(("d", str(i)),): {"x": [i]}
+                                                   for i in range(4)})
+    t = table_from_path(str(root), lister=make_lister(request, lister_kind))
+    gone = root / "d=2"
+    root_listed = threading.Event()
+    cls = type(t.lister)
+    real_list = cls.list
+
+    def spy(self, folder):
+        out = real_list(self, folder)
+        if folder.rstrip("/").endswith("/t"):
+            root_listed.set()
+        return out
+
+    monkeypatch.setattr(cls, "list", spy)
+
+    def remove_then_answer(timeout: float):
+        assert root_listed.wait(timeout)
+        shutil.rmtree(gone)  # the root is listed (d=2 seen); now d=2 vanishes
+        return answer(Domain.values(INT, [1, 2]))
+
+    with pytest.raises(LayoutError, match=r"d=2.*does not exist"):
+        SplitLoader(t, None, [DynamicFilter("f", "d", remove_then_answer)],
+                    wait_timeout=5).load()
+
+
+@pytest.mark.parametrize("lister_kind", ["local", "hadoop"], indirect=True)
+def test_a_folder_removed_after_the_handoff_fails_the_query_like_spark(
+        spark, request, lister_kind, tmp_path: Path) -> None:
+    root = make_partitioned_table(tmp_path / "t", {(("d", str(i)),): {"x": [i]}
+                                                   for i in range(4)})
+    t = table_from_path(str(root), lister=make_lister(request, lister_kind))
+    result = SplitLoader(t, TupleDomain.of({"d": Domain.values(INT, [1, 2])})).load()
+    df = to_dataframe(spark, t, result)
+    assert sorted(r.x for r in df.collect()) == [1, 2]
+    shutil.rmtree(root / "d=2")
+    with pytest.raises(Exception, match="(?i)(FileNotFound|does not exist|No such file)"):
+        df.collect()
+
+
+_PERMISSION_SCRIPT = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, {repo!r})
+    from dpp.core.domain import INT, Domain, TupleDomain
+    from dpp.core.errors import LayoutError
+    from hive_splits import SplitLoader, table_from_path
+    t = table_from_path({root!r}, partition_types={{"d": "int"}})
+    # the unreadable folder is pruned: nothing to read there, the load succeeds
+    r = SplitLoader(t, TupleDomain.of({{"d": Domain.values(INT, [1])}})).load()
+    assert [s.partition_values["d"] for s in r.splits] == [1], r.splits
+    try:
+        SplitLoader(t, TupleDomain.of({{"d": Domain.values(INT, [1, 2])}})).load()
+    except LayoutError as exc:
+        print("ERROR:", exc)
+    else:
+        print("NO ERROR")
+""")
+
+
+def test_a_partition_folder_that_may_not_be_read_is_an_error_naming_it(tmp_path: Path) -> None:
+    """Run as an unprivileged user (root reads every folder whatever its mode): the kept
+    partition the user may not list is named in the error; pruned, it costs nothing."""
+    root = make_partitioned_table(tmp_path / "t", {(("d", str(i)),): {"x": [i]}
+                                                   for i in range(3)})
+    locked = root / "d=2"
+    os.chmod(locked, 0)
+    for p in [tmp_path, *tmp_path.parents]:
+        if p != Path("/"):
+            os.chmod(p, os.stat(p).st_mode | 0o005)  # others may traverse to the table
+    for dirpath, dirnames, filenames in os.walk(root):
+        if Path(dirpath) != locked:
+            os.chmod(dirpath, 0o755)
+    script = _PERMISSION_SCRIPT.format(repo=str(Path(__file__).resolve().parents[1]),
+                                       root=str(root))
+    cmd = [sys.executable, "-c", script]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root and setpriv (util-linux) is missing: cannot drop "
+                        "privileges to test a permission error")
+        cmd = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] + cmd
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "HOME": str(tmp_path)})
+    finally:
+        os.chmod(locked, 0o755)
+    assert out.returncode == 0, out.stderr
+    assert "ERROR:" in out.stdout and "d=2" in out.stdout and "ermission" in out.stdout, \
+        out.stdout
+
+
+# ------------------------------------------------------------------ the metastore
+
+@pytest.fixture()
+def catalog_table(spark, tmp_path: Path):
+    name = "ls_metastore_t"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    data = [(i, i % 20, None if i % 7 == 0 else f"s{i % 3}") for i in range(200)]
+    (spark.createDataFrame(data, "x int, p int, q string")
+     .write.partitionBy("p", "q").saveAsTable(name))
+    yield name
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def _source_table(spark, name: str):
+    import dataclasses
+
+    shape = table_from_catalog(spark, name, partitions=False)
+    return dataclasses.replace(shape, partition_source=MetastorePartitions(
+        spark, name, shape.partition_columns))
+
+
+@pytest.mark.parametrize("with_null, where, fetched_where", [
+    # the metastore evaluates both columns' terms: exactly the survivors leave it
+    (False, "p IN (3,4,5) AND q = 's1'", "p IN (3,4,5) AND q = 's1'"),
+    # a Hive metastore cannot filter on the default (NULL) partition: Spark drops the q term
+    # it cannot convert, so every partition of p in (3,4,5) is fetched; the loader re-tests
+    (True, "p IN (3,4,5) AND (q = 's1' OR q IS NULL)", "p IN (3,4,5)"),
+])
+def test_the_metastore_returns_only_surviving_partitions(spark, catalog_table, with_null,
+                                                         where, fetched_where) -> None:
+    t = _source_table(spark, catalog_table)
+    total = len(spark.sql(f"SHOW PARTITIONS {catalog_table}").collect())
+    static = TupleDomain.of({"p": Domain.values(INT, [3, 4, 5])})
+    qdom = Domain.values(STRING, ["s1"])
+    if with_null:
+        qdom = qdom.union(Domain.only_null(STRING))
+    dyn = DynamicFilter("fq", "q", lambda timeout: answer(qdom))
+    before = partitions_fetched_metric(spark)
+    r = SplitLoader(t, static, [dyn], wait_timeout=5).load()
+    after = partitions_fetched_metric(spark)
+
+    def partitions(cond: str) -> set:
+        return {(p, q) for p, q in spark.sql(f"SELECT DISTINCT p, q FROM {catalog_table} "
+                                             f"WHERE {cond}").collect()}
+
+    assert {(v["p"], v["q"]) for v in (kp.values for kp in r.partitions)} == partitions(where)
+    assert r.partitions_total == total and r.metastore["names_listed"] == total
+    assert r.metastore["pushed"] is True
+    # counted by Spark's own Hive client: what left the metastore
+    assert after - before == r.metastore["fetched"] == len(partitions(fetched_where)) < total
+    got = to_dataframe(spark, t, r)
+    assert rows(got) == rows(spark.table(catalog_table).where(where))
+
+
+def test_when_the_metastore_cannot_evaluate_the_filter_all_partitions_are_fetched(
+        spark, catalog_table, monkeypatch) -> None:
+    t = _source_table(spark, catalog_table)
+    total = len(spark.sql(f"SHOW PARTITIONS {catalog_table}").collect())
+
+    def refuse(self, predicate):
+        raise RuntimeError("MetaException: Filtering is supported only on partition keys "
+                           "of type string")
+
+    monkeypatch.setattr(MetastorePartitions, "_by_filter", refuse)
+    static = TupleDomain.of({"p": Domain.values(INT, [7])})
+    r = SplitLoader(t, static).load()
+    assert r.metastore["pushed"] is False
+    assert "could not evaluate" in r.metastore["note"]
+    assert r.metastore["fetched"] == total       # every partition came back...
+    assert {kp.values["p"] for kp in r.partitions} == {7}   # ...and the loader kept its own
+    assert rows(to_dataframe(spark, t, r)) == rows(spark.table(catalog_table).where("p = 7"))
+
+
+def test_a_session_on_a_catalog_table_reports_the_metastore_counts(spark, catalog_table) -> None:
+    from dpp import DppSession
+
+    dpp = DppSession(spark, config=DppConfig(wait_timeout=60.0, filter_cache=False))
+    spark.createDataFrame([(3, "a"), (4, "a"), (5, "b")], "k int, tag string") \
+        .createOrReplaceTempView("ls_keys")
+    q = (f"SELECT count(*), sum(x) FROM {catalog_table} JOIN ls_keys ON p = k "
+         f"WHERE tag = 'a'")
+    got = dpp.collect(q)
+    assert [tuple(r) for r in got] == [tuple(r) for r in spark.sql(q).collect()]
+    t = [x for x in dpp.last_report.to_dict()["tables"] if x["table"] == catalog_table][0]
+    total = len(spark.sql(f"SHOW PARTITIONS {catalog_table}").collect())
+    kept = len(spark.sql(f"SHOW PARTITIONS {catalog_table}").where(
+        "partition LIKE 'p=3/%' OR partition LIKE 'p=4/%'").collect())
+    assert t["pruning"] == "applied" and t["partitions_kept"] == kept
+    assert t["metastore_names"] == total and t["metastore_fetched"] == kept
+    assert t["metastore_pushed"] is True
