@@ -1,0 +1,111 @@
+"""Counting the storage requests Spark's own reader makes (LIST and HEAD), on every scheme.
+
+Object stores and HDFS count requests in Hadoop's per-filesystem ``StorageStatistics``
+(``op_list_status``, ``op_get_file_status``, ...). Hadoop's local filesystem does not, so on
+local data (tests, the TPC-DS bench) a counting subclass of it is installed:
+``hive_splits/jvm/CountingLocalFileSystem.java``, compiled once with the JDK's ``javac``
+(cached by source hash), put on the driver's class path and registered for ``file:``
+(:func:`counting_conf`). Nothing here is needed to prune: it exists to *measure* what an
+object store would bill.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+__all__ = ["counting_jar", "counting_conf", "storage_calls", "CountingUnavailable"]
+
+log = logging.getLogger(__name__)
+
+_SOURCE = Path(__file__).parent / "jvm" / "CountingLocalFileSystem.java"
+_CLASS = "dpp.hadoop.CountingLocalFileSystem"
+# statistics names of the filesystems that count their own requests (S3A, HDFS, ABFS, GCS)
+_LIST_STATS = ("op_list_status", "op_list_located_status", "op_list_files", "op_glob_status")
+_HEAD_STATS = ("op_get_file_status", "op_exists", "op_is_directory", "op_is_file")
+
+
+class CountingUnavailable(RuntimeError):
+    """The counting filesystem cannot be built here (no JDK, no Hadoop jar)."""
+
+
+def _hadoop_jar() -> str:
+    import pyspark
+
+    jars = sorted(glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars",
+                                         "hadoop-client-api-*.jar")))
+    if not jars:
+        raise CountingUnavailable("pyspark's jars folder holds no hadoop-client-api jar")
+    return jars[-1]
+
+
+def counting_jar(cache_dir: Optional[str] = None) -> Path:
+    """The jar of the counting filesystem, compiled on first use (needs ``javac`` and
+    ``jar`` from a JDK; raises :class:`CountingUnavailable` saying what is missing)."""
+    source = _SOURCE.read_bytes()
+    digest = hashlib.sha256(source + _hadoop_jar().encode()).hexdigest()[:16]
+    base = Path(cache_dir or os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    jar = base / "dpp-spark" / f"counting-fs-{digest}.jar"
+    if jar.exists():
+        return jar
+    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
+    if javac is None or jar_tool is None:
+        raise CountingUnavailable("javac and jar (a JDK) are needed to build the counting "
+                                  "filesystem; install a JDK (Debian: openjdk-17-jdk-headless)")
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run([javac, "-nowarn", "-cp", _hadoop_jar(), "-d", tmp, str(_SOURCE)],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise CountingUnavailable(f"javac failed: {out.stderr.strip()[:500]}")
+        partial = jar.with_suffix(".tmp")
+        out = subprocess.run([jar_tool, "cf", str(partial), "-C", tmp, "."],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise CountingUnavailable(f"jar failed: {out.stderr.strip()[:500]}")
+        partial.replace(jar)
+    return jar
+
+
+def counting_conf(cache_dir: Optional[str] = None) -> dict[str, str]:
+    """Spark settings that make ``file:`` count its requests (set before the JVM starts)."""
+    return {"spark.driver.extraClassPath": str(counting_jar(cache_dir)),
+            "spark.executor.extraClassPath": str(counting_jar(cache_dir)),
+            "spark.hadoop.fs.file.impl": _CLASS}
+
+
+def storage_calls(spark: Any) -> Optional[tuple[int, int]]:
+    """(LIST, HEAD) requests made so far in the driver's JVM, over every filesystem that
+    counts them; None when none does (plain local filesystem without the counting one)."""
+    total_list = total_head = 0
+    known = False
+    jvm = spark._jvm
+    try:
+        counts = jvm.dpp.hadoop.CountingLocalFileSystem.counts()
+        total_list, total_head = int(counts[0]), int(counts[1])
+        known = True
+    except Exception:
+        pass
+    try:
+        it = jvm.org.apache.hadoop.fs.FileSystem.getGlobalStorageStatistics().iterator()
+        while it.hasNext():
+            stats = it.next()
+            for name in _LIST_STATS:
+                v = stats.getLong(name)
+                if v is not None:
+                    total_list += int(v)
+                    known = True
+            for name in _HEAD_STATS:
+                v = stats.getLong(name)
+                if v is not None:
+                    total_head += int(v)
+                    known = True
+    except Exception as exc:  # pragma: no cover - a Hadoop without storage statistics
+        log.debug("storage statistics unavailable: %s", exc)
+    return (total_list, total_head) if known else None
