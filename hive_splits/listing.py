@@ -272,6 +272,9 @@ class HadoopLister(Lister):
         self._conf = jspark.sessionState().newHadoopConf()
         self._fs: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
+        self._local = threading.local()
+        # a class looked up once: every jvm.a.b.C lookup is itself a round trip
+        self._path_class = self._jvm.org.apache.hadoop.fs.Path
         classes = self._gateway.new_array(self._jvm.java.lang.Class, 1)
         classes[0] = self._jvm.java.lang.Class.forName("[Lorg.apache.hadoop.io.Writable;")
         # WritableUtils.toByteArray(Writable...) called by reflection: py4j cannot pass a
@@ -287,46 +290,51 @@ class HadoopLister(Lister):
         if is_local_location(location) and not location.startswith("file:"):
             location = "file:" + os.path.abspath(location)
         path = self._path(location)
-        fs = self._filesystem(path)
+        fs = self._filesystem(location, path)
         return str(fs.makeQualified(path).toString())
 
     def _path(self, text: str) -> Any:
-        """A Hadoop ``Path`` naming exactly ``text`` (its path part taken literally: ``%``,
-        spaces and ``:`` in folder names are not decoded); a plain absolute path is a
-        ``file:`` one."""
+        """A Hadoop ``Path`` naming exactly ``text``: ``Path(String)`` is what Spark's reader
+        makes of the same string (it quotes ``%``, so a Hive-escaped ``k=a%3Ab`` stays that
+        name); a plain absolute path is a ``file:`` one. One py4j call."""
         if text.startswith("/"):
             text = "file:" + text
-        u = urlparse(text)
-        if not u.scheme:
+        if not _has_scheme(text):
             raise LayoutError(f"path {text!r} has no scheme (expected a qualified URI)")
-        encoded = quote(u.path, safe="/=+,;@!$&'()~") if u.path else "/"
-        uri = f"{u.scheme}://{u.netloc}{encoded}" if u.netloc or text.startswith(
-            f"{u.scheme}://") else f"{u.scheme}:{encoded}"
-        return self._jvm.org.apache.hadoop.fs.Path(self._jvm.java.net.URI(uri))
+        return self._path_class(text)
 
-    def _filesystem(self, path: Any) -> Any:
-        uri = path.toUri()
-        key = (str(uri.getScheme() or ""), str(uri.getAuthority() or ""))
+    def _filesystem(self, text: str, path: Any) -> Any:
+        """Hadoop's FileSystem for the path's scheme and authority (asked once per pair)."""
+        u = urlparse(text if not text.startswith("/") else "file:" + text)
+        key = (u.scheme.lower(), u.netloc)
         with self._lock:
             fs = self._fs.get(key)
         if fs is None:
             try:
                 fs = path.getFileSystem(self._conf)
             except Exception as exc:
-                raise LayoutError(f"no Hadoop filesystem for {path.toString()!r}: "
+                raise LayoutError(f"no Hadoop filesystem for {text!r}: "
                                   f"{_java_message(exc)}") from None
             with self._lock:
                 self._fs[key] = fs
         return fs
 
+    def _args(self) -> Any:
+        """This thread's one-element ``Object[]`` for the reflective call (made once)."""
+        local = self._local
+        args = getattr(local, "args", None)
+        if args is None:
+            args = local.args = self._gateway.new_array(self._jvm.java.lang.Object, 1)
+        return args
+
     # ---------------------------------------------------------------- requests
     def list(self, folder: str) -> tuple[list[DirEntry], list[FileEntry]]:
         path = self._path(folder)
-        fs = self._filesystem(path)
+        fs = self._filesystem(folder, path)
         self.calls.add(list_calls=1)
         try:
             statuses = fs.listStatus(path)
-            args = self._gateway.new_array(self._jvm.java.lang.Object, 1)
+            args = self._args()
             args[0] = statuses
             raw = bytes(self._to_bytes.invoke(None, args))
         except Exception as exc:
@@ -351,7 +359,7 @@ class HadoopLister(Lister):
 
     def is_dir(self, path: str) -> bool:
         p = self._path(path)
-        fs = self._filesystem(p)
+        fs = self._filesystem(path, p)
         self.calls.add(head_calls=1)
         try:
             return bool(fs.getFileStatus(p).isDirectory())
@@ -371,7 +379,7 @@ class HadoopLister(Lister):
         if size < 12:
             raise ValueError(f"{path}: {size} bytes is too small for a Parquet file")
         p = self._path(path)
-        fs = self._filesystem(p)
+        fs = self._filesystem(path, p)
         stream = fs.open(p)
         try:
             tail = self._read(stream, size - 8, 8)
