@@ -42,6 +42,7 @@ from hive_splits import (DynamicFilter, LoadResult, SplitLoader, Table, table_fr
                          table_from_path, to_dataframe)
 from hive_splits.listing import lister_for
 from hive_splits.metastore import MetastorePartitions
+from hive_splits.storage_calls import storage_calls, worth_counting
 from hive_splits.table import catalog_metadata, catalog_partition_names
 
 log = logging.getLogger(__name__)
@@ -401,8 +402,19 @@ class DppSession:
         table (see :mod:`hive_splits.spark_io`): a pruned file list must never make Spark
         pick a worse join (q72)."""
         th = time.perf_counter()
-        df = to_dataframe(self.spark, table, result,
-                          estimate_bytes=self._unpruned_estimate(table, result))
+        estimate = self._unpruned_estimate(table, result)
+        if not worth_counting(self.spark, table.location):
+            df = to_dataframe(self.spark, table, result, estimate_bytes=estimate)
+        else:
+            # Spark's requests for the handoff (folders listed, paths checked), counted by the
+            # filesystem; JVM-wide counts, so one table's handoff at a time while counting
+            with _HANDOFF_COUNT_LOCK:
+                before = storage_calls(self.spark)
+                df = to_dataframe(self.spark, table, result, estimate_bytes=estimate)
+                after = storage_calls(self.spark)
+            if before is not None and after is not None:
+                result.handoff_list_calls = after[0] - before[0]
+                result.handoff_head_calls = after[1] - before[1]
         result.handoff_seconds = time.perf_counter() - th
         return df
 
@@ -582,6 +594,9 @@ class DppSession:
 
 
 # ---------------------------------------------------------------------- helpers
+
+_HANDOFF_COUNT_LOCK = threading.Lock()
+
 
 def unwrapped_sql(spark: SparkSession) -> Callable[..., DataFrame]:
     """``spark.sql`` as it was before :func:`dpp.enable` wrapped it (itself when not wrapped)."""

@@ -20,7 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["counting_jar", "counting_conf", "storage_calls", "CountingUnavailable"]
+__all__ = ["counting_jar", "counting_conf", "storage_calls", "worth_counting",
+           "CountingUnavailable"]
 
 log = logging.getLogger(__name__)
 
@@ -82,30 +83,59 @@ def counting_conf(cache_dir: Optional[str] = None) -> dict[str, str]:
 
 def storage_calls(spark: Any) -> Optional[tuple[int, int]]:
     """(LIST, HEAD) requests made so far in the driver's JVM, over every filesystem that
-    counts them; None when none does (plain local filesystem without the counting one)."""
+    counts them; None when none does (plain local filesystem without the counting one).
+
+    Cheap after the first call (a few py4j calls): the counting class and which statistics
+    each filesystem tracks are looked up once per JVM."""
+    from py4j.java_gateway import JavaClass
+
+    jvm = spark._jvm
+    state = _STATE.setdefault(id(jvm), {"tracked": {}})
+    if "counting" not in state:
+        found = jvm.dpp.hadoop.CountingLocalFileSystem
+        state["counting"] = found if isinstance(found, JavaClass) else None
     total_list = total_head = 0
     known = False
-    jvm = spark._jvm
-    try:
-        counts = jvm.dpp.hadoop.CountingLocalFileSystem.counts()
+    if state["counting"] is not None:
+        counts = state["counting"].counts()
         total_list, total_head = int(counts[0]), int(counts[1])
         known = True
-    except Exception:
-        pass
     try:
-        it = jvm.org.apache.hadoop.fs.FileSystem.getGlobalStorageStatistics().iterator()
+        if "global" not in state:
+            state["global"] = jvm.org.apache.hadoop.fs.FileSystem.getGlobalStorageStatistics()
+        it = state["global"].iterator()
         while it.hasNext():
             stats = it.next()
-            for name in _LIST_STATS:
-                v = stats.getLong(name)
-                if v is not None:
-                    total_list += int(v)
-                    known = True
-            for name in _HEAD_STATS:
-                v = stats.getLong(name)
-                if v is not None:
-                    total_head += int(v)
-                    known = True
+            name = str(stats.getName())
+            tracked = state["tracked"].get(name)
+            if tracked is None:
+                tracked = state["tracked"][name] = (
+                    [k for k in _LIST_STATS if stats.isTracked(k)],
+                    [k for k in _HEAD_STATS if stats.isTracked(k)])
+            for key in tracked[0]:
+                total_list += int(stats.getLong(key) or 0)
+                known = True
+            for key in tracked[1]:
+                total_head += int(stats.getLong(key) or 0)
+                known = True
     except Exception as exc:  # pragma: no cover - a Hadoop without storage statistics
         log.debug("storage statistics unavailable: %s", exc)
     return (total_list, total_head) if known else None
+
+
+_STATE: dict[int, dict[str, Any]] = {}
+
+
+def worth_counting(spark: Any, location: str) -> bool:
+    """Whether counting a handoff's requests can say anything (and so is worth its ~20 ms):
+    the counting filesystem is installed, or the location is on a filesystem that counts its
+    own requests (anything but the local disk)."""
+    from hive_splits.listing import is_local_location
+
+    if not is_local_location(location):
+        return True
+    state = _STATE.get(id(spark._jvm))
+    if state is None or "counting" not in state:
+        storage_calls(spark)
+        state = _STATE[id(spark._jvm)]
+    return state["counting"] is not None

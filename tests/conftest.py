@@ -104,6 +104,13 @@ def spark(spark_tmp: Path):
         .config("spark.driver.memory", "2g")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
+    try:  # file: counts its LIST/HEAD requests (hive_splits.storage_calls), as object stores do
+        from hive_splits.storage_calls import counting_conf
+
+        for k, v in counting_conf().items():
+            builder = builder.config(k, v)
+    except Exception as exc:  # tests that need the counts skip, saying this
+        os.environ["DPP_TEST_NO_COUNTING"] = str(exc)
     try:
         builder = builder.enableHiveSupport()
     except Exception:  # pragma: no cover - Hive classes are part of the pyspark wheel

@@ -279,3 +279,32 @@ def test_a_session_on_a_catalog_table_reports_the_metastore_counts(spark, catalo
     assert t["pruning"] == "applied" and t["partitions_kept"] == kept
     assert t["metastore_names"] == total and t["metastore_fetched"] == kept
     assert t["metastore_pushed"] is True
+
+
+def test_handoff_requests_are_counted_and_fewer_than_sparks_own_listing(spark, tmp_path) -> None:
+    """The report counts the handoff's requests (Spark's, by the filesystem): for kept
+    folders given whole, about one LIST and one HEAD per folder — against Spark's own opening
+    of the path table, which lists every folder."""
+    from dpp import DppSession
+    from hive_splits.storage_calls import storage_calls
+
+    if os.environ.get("DPP_TEST_NO_COUNTING"):
+        pytest.skip(f"no counting filesystem: {os.environ['DPP_TEST_NO_COUNTING']}")
+    root = make_partitioned_table(tmp_path / "fact", {(("d", str(i)),): {"x": [i, i + 1]}
+                                                      for i in range(30)})
+    spark.createDataFrame([(i, "keep" if i in (4, 5, 6) else "no") for i in range(30)],
+                          "k int, tag string").createOrReplaceTempView("ls_dim")
+    for kind in ("local", "hadoop"):
+        dpp = DppSession(spark, config=DppConfig(wait_timeout=60.0, filter_cache=False,
+                                                 lister=kind))
+        dpp.register_table("ls_fact", str(root))
+        q = "SELECT sum(x) FROM ls_fact JOIN ls_dim ON d = k WHERE tag = 'keep'"
+        assert dpp.collect(q)[0][0] == sum(i + (i + 1) for i in (4, 5, 6))
+        t = [x for x in dpp.last_report.to_dict()["tables"] if x["table"] == "ls_fact"][0]
+        assert t["lister"] == kind and t["partitions_kept"] == 3
+        assert t["list_calls"] == 1 + 3 and t["head_calls"] == 0
+        assert 1 <= t["handoff_list_calls"] <= 3 and t["handoff_head_calls"] <= 2 * 3 + 1
+    before = storage_calls(spark)
+    spark.read.parquet(str(root))
+    after = storage_calls(spark)
+    assert after[0] - before[0] >= 1 + 30   # Spark's own opening lists every folder

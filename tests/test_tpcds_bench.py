@@ -66,6 +66,26 @@ def test_spark_dpp_reads_fewer_fact_files_than_off(result) -> None:
     assert off["executor_cpu_ms"] > 0
 
 
+def test_each_run_counts_its_storage_requests(result) -> None:
+    """Spark's own LIST/HEAD requests, counted by the filesystem: a path table opened by
+    Spark lists every folder of it, so each run lists at least one folder per fact partition
+    of the tables it reads; the report's projection adds them at object-store latency."""
+    import os
+
+    from tpcds.report import render_storage, storage_table
+
+    if os.environ.get("DPP_TEST_NO_COUNTING"):
+        pytest.skip(f"no counting filesystem: {os.environ['DPP_TEST_NO_COUNTING']}")
+    for r in result["runs"]:
+        assert r["storage"] is not None, r["query"]
+        assert r["storage"]["list"] > 0 and r["storage"]["head"] >= 0
+    table = storage_table(result, "path")
+    some = next(iter(table.values()))["spark"]
+    assert some["projected_s"] == pytest.approx(
+        some["measured_s"] + (some["list"] * 20 + some["head"] * 5) / 1000)
+    assert any("projection from counted calls" in line for line in render_storage(result, "path"))
+
+
 def test_report_files_are_written(result, tmp_path: Path) -> None:
     paths = B.write_outputs(result, tmp_path / "report")
     saved = json.loads(paths["json"].read_text())

@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
+from hive_splits.metastore import partitions_fetched_metric
+from hive_splits.storage_calls import storage_calls
 from tpcds.generate import FACT_PARTITIONS, TABLES, read_manifest
 from tpcds.metrics import JobWindow, collect_metrics
 from tpcds.queries import Query, load_queries, select_queries
@@ -70,6 +72,10 @@ class Run:
     total_s: Optional[float] = None
     metrics: dict[str, Any] = field(default_factory=dict)
     dpp_report: Optional[dict[str, Any]] = None
+    # storage requests of the measured window (open + query): Spark's own LIST/HEAD (counted
+    # by the filesystem), the loader's own where it listed outside Hadoop (os.scandir), and
+    # partition objects fetched from the metastore; None where nothing could count them
+    storage: Optional[dict[str, Any]] = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -219,6 +225,8 @@ class Runner:
         window = JobWindow(spark)
         df = None
         watchdog = _Watchdog(spark, self.timeout_s)
+        calls0 = storage_calls(spark)
+        fetched0 = partitions_fetched_metric(spark)
         try:
             with mode_conf(spark, mode), watchdog:
                 window.start()
@@ -241,6 +249,8 @@ class Runner:
                                             self.data_dir).to_dict()
                 if mode == "dpp" and self._dpp is not None and self._dpp.last_report is not None:
                     r.dpp_report = self._dpp.last_report.to_dict()
+                r.storage = _storage(calls0, storage_calls(spark), fetched0,
+                                     partitions_fetched_metric(spark), r.dpp_report)
             if self.reference is not None:
                 problem = compare_rows(rows, self.reference.rows(q), limit=q.limit,
                                        full=lambda: self.reference.rows(q, unlimited=True))
@@ -259,6 +269,28 @@ class Runner:
             if kind == "catalog":
                 spark.catalog.setCurrentDatabase("default")
         return r
+
+
+def _storage(before: Optional[tuple[int, int]], after: Optional[tuple[int, int]],
+             fetched_before: Optional[int], fetched_after: Optional[int],
+             dpp_report: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """One run's storage requests: the filesystem's counts (Spark's reader, the handoff, and
+    the Hadoop lister when used) plus what dpp's loader listed with ``os.scandir`` (not seen
+    by Hadoop), and the metastore's partition objects and names."""
+    if before is None or after is None:
+        return None
+    lists, heads = after[0] - before[0], after[1] - before[1]
+    names = None
+    for t in (dpp_report or {}).get("tables", []):
+        if t.get("lister") == "local":
+            lists += t.get("list_calls") or 0
+            heads += t.get("head_calls") or 0
+        if t.get("metastore_names") is not None:
+            names = (names or 0) + t["metastore_names"]
+    fetched = None if fetched_before is None or fetched_after is None \
+        else fetched_after - fetched_before
+    return {"list": lists, "head": heads, "metastore_fetched": fetched,
+            "metastore_names": names}
 
 
 class _Watchdog:

@@ -49,6 +49,13 @@ def make_spark(hive: bool, state_dir: Path, conf: Sequence[str] = ()) -> Any:
         b = (b.config("javax.jdo.option.ConnectionURL", url)
              .config("spark.hadoop.javax.jdo.option.ConnectionURL", url)
              .enableHiveSupport())
+    try:  # count Spark's own LIST/HEAD requests on file: (the bench's storage table)
+        from hive_splits.storage_calls import counting_conf
+
+        for k, v in counting_conf().items():
+            b = b.config(k, v)
+    except Exception as exc:
+        print(f"(storage requests will not be counted: {exc})", file=sys.stderr)
     for kv in conf:
         k, _, v = kv.partition("=")
         if not _:

@@ -384,6 +384,85 @@ def _mb(b: float) -> str:
     return f"{b / 1e6:.1f} MB"
 
 
+# ------------------------------------------------------------------------- storage requests
+
+#: latencies of the object-store projection (DESIGN: a LIST is a network round trip)
+PROJECTION_LIST_MS = 20.0
+PROJECTION_HEAD_MS = 5.0
+
+
+def storage_table(result: dict[str, Any], kind: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """query -> mode -> medians over the measured runs of LIST, HEAD, metastore partitions
+    fetched and names listed, measured elapsed, and elapsed projected at object-store latency
+    (measured + LIST x 20 ms + HEAD x 5 ms, one after another: arithmetic on counted calls)."""
+    import statistics
+
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in result["runs"]:
+        if r["kind"] == kind and r["ok"] and r.get("storage") and r.get("total_s") is not None:
+            by.setdefault((r["query"], r["mode"]), []).append(r)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for (q, m), runs in by.items():
+        def med(key: str) -> Optional[float]:
+            xs = [r["storage"][key] for r in runs if r["storage"].get(key) is not None]
+            return statistics.median(xs) if xs else None
+        lst, head = med("list") or 0.0, med("head") or 0.0
+        total = statistics.median(r["total_s"] for r in runs)
+        out.setdefault(q, {})[m] = {
+            "list": lst, "head": head, "metastore_fetched": med("metastore_fetched"),
+            "metastore_names": med("metastore_names"), "measured_s": total,
+            "projected_s": total + (lst * PROJECTION_LIST_MS + head * PROJECTION_HEAD_MS) / 1000}
+    return out
+
+
+def render_storage(result: dict[str, Any], kind: str) -> list[str]:
+    """Markdown: storage requests per query and mode, and the projected elapsed."""
+    table = storage_table(result, kind)
+    if not table:
+        return []
+    modes = [m for m in result.get("modes", []) if any(m in v for v in table.values())]
+    lines = ["### Storage requests and object-store projection", "",
+             f"LIST = folders listed, HEAD = path statuses (getFileStatus), counted by the "
+             f"filesystem for Spark's reader and by dpp's lister; metastore = partition objects "
+             f"fetched (names listed). **Projected** = measured + LIST x "
+             f"{PROJECTION_LIST_MS:g} ms + HEAD x {PROJECTION_HEAD_MS:g} ms, made one after "
+             f"another: a projection from counted calls, not a measurement.", ""]
+    head = ["Query"]
+    for m in modes:
+        head += [f"{m} LIST", f"{m} HEAD", f"{m} metastore", f"{m} measured s",
+                 f"{m} projected s"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+    sums = {m: {"list": 0.0, "head": 0.0, "measured_s": 0.0, "projected_s": 0.0}
+            for m in modes}
+    for q in sorted(table, key=lambda n: int(n[1:])):
+        row = [q]
+        for m in modes:
+            v = table[q].get(m)
+            if v is None:
+                row += ["-"] * 5
+                continue
+            ms = "-" if v["metastore_fetched"] is None else (
+                f"{v['metastore_fetched']:.0f}" + (f" ({v['metastore_names']:.0f})"
+                                                   if v["metastore_names"] else ""))
+            row += [f"{v['list']:.0f}", f"{v['head']:.0f}", ms, f"{v['measured_s']:.2f}",
+                    f"{v['projected_s']:.2f}"]
+            for k in sums[m]:
+                sums[m][k] += v[k]
+        lines.append("| " + " | ".join(row) + " |")
+    row = ["**sum**"]
+    for m in modes:
+        row += [f"{sums[m]['list']:.0f}", f"{sums[m]['head']:.0f}", "",
+                f"{sums[m]['measured_s']:.2f}", f"{sums[m]['projected_s']:.2f}"]
+    lines.append("| " + " | ".join(row) + " |")
+    if "spark" in sums and "dpp" in sums and sums["spark"]["projected_s"] > 0:
+        lines += ["", f"- **dpp / spark**: measured {sums['dpp']['measured_s'] / max(sums['spark']['measured_s'], 1e-9):.2f}, "
+                      f"projected at object-store latency "
+                      f"{sums['dpp']['projected_s'] / sums['spark']['projected_s']:.2f}"]
+    lines.append("")
+    return lines
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     """report.md: per table kind, the Trino-style table (query; elapsed, CPU, data read per
     mode), then the summary, the targets and, with mode ``dpp``, the overhead breakdown."""
@@ -496,6 +575,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         lines.append("")
         if kind in breakdown:
             lines += render_breakdown(breakdown[kind])
+        lines += render_storage(result, kind)
     if result.get("untranslated_queries"):
         lines.append(f"Not run (translation failed): {', '.join(result['untranslated_queries'])}")
     if result.get("complete") is False:
