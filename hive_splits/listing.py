@@ -262,7 +262,8 @@ class HadoopLister(Lister):
     def __init__(self, spark: Any = None, *, _shared: Optional["HadoopLister"] = None) -> None:
         super().__init__()
         if _shared is not None:  # same JVM handles, own counts
-            self.__dict__.update({k: v for k, v in _shared.__dict__.items() if k != "calls"})
+            self.__dict__.update({k: v for k, v in _shared.__dict__.items()
+                                  if k not in ("calls", "_statuses")})
             return
         if spark is None:
             raise ValueError("HadoopLister needs a Spark session")
@@ -284,6 +285,15 @@ class HadoopLister(Lister):
 
     def fresh(self) -> "HadoopLister":
         return HadoopLister(_shared=self)
+
+    @property
+    def statuses(self) -> dict[str, Any]:
+        """Folder → its ``FileStatus[]`` (a JVM reference), for leaf folders listed by this
+        lister whose every entry is visible."""
+        got = self.__dict__.get("_statuses")
+        if got is None:
+            got = self.__dict__["_statuses"] = {}
+        return got
 
     # ---------------------------------------------------------------- paths
     def location(self, location: str) -> str:
@@ -342,9 +352,11 @@ class HadoopLister(Lister):
         dirs: list[DirEntry] = []
         files: list[FileEntry] = []
         prefix = folder.rstrip("/") + "/"
+        clean = True
         for ftype, p, length, mtime_ms in _decode_statuses(raw):
             name = base_name(p)
             if is_hidden(name):
+                clean = False
                 continue
             # children are named from the folder as given (a qualified form may differ in
             # spelling, e.g. file:/// vs file:/)
@@ -353,6 +365,11 @@ class HadoopLister(Lister):
                 dirs.append(DirEntry(child, name))
             else:
                 files.append(FileEntry(child, length, mtime_ms * 1_000_000))
+        if clean and not dirs:
+            # Hadoop's own statuses of a leaf folder, exactly what Spark would list there: the
+            # handoff gives them to Spark instead of letting it list (and stat) again
+            with self._lock:
+                self.statuses[folder] = statuses
         dirs.sort(key=lambda d: d.name)
         files.sort(key=lambda f: f.path)
         return dirs, files

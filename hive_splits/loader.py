@@ -138,6 +138,8 @@ class LoadResult:
     partial_folders: set = field(default_factory=set)
     # kept folder -> its listed files (what the handoff can give Spark without listing again)
     listings: dict = field(default_factory=dict)
+    # kept folder -> Hadoop's FileStatus[] for it (Hadoop lister only): handed to Spark as is
+    jvm_statuses: dict = field(default_factory=dict)
     filters: list[FilterStatus] = field(default_factory=list)
     levels: list[LevelStats] = field(default_factory=list)
     static_ignored: list[str] = field(default_factory=list)
@@ -153,7 +155,8 @@ class LoadResult:
     def to_dict(self) -> dict[str, Any]:
         """Counters only (no splits), JSON-ready."""
         d = {k: v for k, v in self.__dict__.items()
-             if k not in ("splits", "partitions", "partial_folders", "listings")}
+             if k not in ("splits", "partitions", "partial_folders", "listings",
+                          "jvm_statuses")}
         d["filters"] = [f.to_dict() for f in self.filters]
         d["levels"] = [dict(lv.__dict__) for lv in self.levels]
         return d
@@ -559,6 +562,9 @@ class SplitLoader:
             res.partitions_kept += 1
             res.partitions.append(kp)
             res.listings[kp.path] = files
+            jvm_statuses = getattr(self.lister, "statuses", {}).get(kp.path)
+            if jvm_statuses is not None:
+                res.jvm_statuses[kp.path] = jvm_statuses
             for f in files:
                 fut = (self._pool.submit(read_footer, f.path, f.size, f.mtime_ns,
                                          self.footer_cache, self.lister.read_footer)

@@ -142,6 +142,9 @@ def _to_dataframe(spark: Any, table: Table, result: LoadResult, driver_listing: 
     columns = [n for n, _ in table.all_columns()]
     if not result.splits:
         return spark.createDataFrame([], spark_struct_type(table))
+    pre = _prelisted(spark, table, result)
+    if pre is not None:
+        return pre
 
     by_dir: dict[str, Any] = {kp.path: kp for kp in result.partitions}
     standard: list[str] = []
@@ -188,6 +191,67 @@ def _to_dataframe(spark: Any, table: Table, result: LoadResult, driver_listing: 
     for df in frames[1:]:
         out = out.unionByName(df)
     return out
+
+
+def _prelisted(spark: Any, table: Table, result: LoadResult) -> Any:
+    """A DataFrame over the kept folders built from the statuses the Hadoop lister already
+    has, or None where that does not apply.
+
+    Handed paths, Spark checks each one (a HEAD) and lists each folder again (a LIST): on an
+    object store, round trips the loader already made. Instead the relation is built as Spark's
+    own reader builds it — an ``InMemoryFileIndex`` over the kept folders with ``basePath`` and
+    the table's schema, a ``HadoopFsRelation`` with the Parquet format — but with a private
+    ``FileStatusCache`` (a client of its own: nothing else reads it) that already holds each
+    folder's ``FileStatus[]`` as Hadoop returned them, so Spark asks the storage nothing.
+    Applies when every kept partition is a standard ``root/k=v`` folder given whole, listed by
+    the Hadoop lister with no hidden entries (Spark filters those when it lists; a cached
+    listing is taken as it is).
+    """
+    statuses = result.jvm_statuses
+    if not statuses or result.partial_folders or not table.partition_columns:
+        return None
+    kept = result.partitions
+    if any(kp.path not in statuses or kp.relative is None for kp in kept):
+        return None
+    try:
+        jvm = spark._jvm
+        jspark = spark._jsparkSession
+        ds = jvm.org.apache.spark.sql.execution.datasources
+        path_class = jvm.org.apache.hadoop.fs.Path
+        cache = ds.FileStatusCache.getOrCreate(jspark)
+        paths = jvm.java.util.ArrayList()
+        for kp in kept:
+            p = path_class(kp.path)
+            cache.putLeafFiles(p, statuses[kp.path])
+            paths.add(p)
+        convert = jvm.scala.jdk.javaapi.CollectionConverters
+        options = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(
+            {"basePath": table.location})
+        types = jvm.org.apache.spark.sql.types.DataType
+        full = types.fromJson(spark_struct_type(table).json())
+        data = types.fromJson(_data_struct(table).json())
+        index = ds.InMemoryFileIndex(jspark, convert.asScala(paths).toList(), options,
+                                     jvm.scala.Option.apply(full), cache,
+                                     jvm.scala.Option.empty(), jvm.scala.Option.empty())
+        fmt = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat()
+        relation = ds.HadoopFsRelation(index, index.partitionSchema(), data,
+                                       jvm.scala.Option.empty(), fmt, options, jspark)
+        plan = getattr(getattr(ds, "LogicalRelation$"), "MODULE$").apply(relation, False)
+        from pyspark.sql import DataFrame
+
+        df = DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(jspark, plan), spark)
+        return df.select(*["`" + n.replace("`", "``") + "`" for n, _ in table.all_columns()])
+    except Exception as exc:  # another Spark build: hand paths over as before
+        log.warning("dpp: handing %s over from listed statuses failed (%s); Spark lists "
+                    "the kept folders itself", table.name, exc)
+        return None
+
+
+def _data_struct(table: Table) -> Any:
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
+    return StructType([StructField(n, _parse_datatype_string(t), True)
+                       for n, t in table.columns])
 
 
 # The threshold is a session-wide setting: concurrent loads (threads on one session) must not
