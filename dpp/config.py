@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 from dpp.core.errors import ConfigError
+from hive_splits.listing import LISTER_MODES
 
 log = logging.getLogger(__name__)
 
@@ -112,23 +113,17 @@ def _parse_coordinator(key: str, raw: str) -> str:
 
 
 COLLECTORS = ("auto", "native", "arrow")
+LISTERS = LISTER_MODES
 
 
-def _parse_collector(key: str, raw: str) -> str:
-    v = raw.strip().lower()
-    if v not in COLLECTORS:
-        raise ConfigError(f"{key}={raw!r}: expected one of {', '.join(COLLECTORS)}")
-    return v
-
-
-LISTERS = ("auto", "local", "hadoop")
-
-
-def _parse_lister(key: str, raw: str) -> str:
-    v = raw.strip().lower()
-    if v not in LISTERS:
-        raise ConfigError(f"{key}={raw!r}: expected one of {', '.join(LISTERS)}")
-    return v
+def _parse_choice(choices: tuple[str, ...]) -> Callable[[str, str], str]:
+    """A parser for a setting that takes one of ``choices`` (case-insensitive)."""
+    def parse(key: str, raw: str) -> str:
+        v = raw.strip().lower()
+        if v not in choices:
+            raise ConfigError(f"{key}={raw!r}: expected one of {', '.join(choices)}")
+        return v
+    return parse
 
 
 def _parse_path(key: str, raw: str) -> Optional[str]:
@@ -300,8 +295,8 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.report.path": ("report_path", _parse_path),
     "spark.dpp.maxFilterBytes": ("max_filter_bytes", _parse_size),
     "spark.dpp.filterTtl": ("filter_ttl", _parse_duration),
-    "spark.dpp.collector": ("collector", _parse_collector),
-    "spark.dpp.lister": ("lister", _parse_lister),
+    "spark.dpp.collector": ("collector", _parse_choice(COLLECTORS)),
+    "spark.dpp.lister": ("lister", _parse_choice(LISTERS)),
 }
 
 KNOWN_KEYS = tuple(_KEYS)

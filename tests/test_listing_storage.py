@@ -313,3 +313,39 @@ def test_handoff_requests_are_counted_and_fewer_than_sparks_own_listing(spark, t
     spark.read.parquet(str(root))
     after = storage_calls(spark)
     assert after[0] - before[0] >= 1 + 30   # Spark's own opening lists every folder
+
+
+def test_string_partitions_with_quotes_and_escapes_reach_the_metastore_filter(spark) -> None:
+    """Surviving values with quotes, backslashes, spaces and Hive escapes are written into
+    the metastore filter as literals that match them exactly: pushed, and only those come
+    back."""
+    name = "ls_metastore_s"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    values = ["a'b", "c\\d", "e f", "g:h", "plain", "x=y"]
+    try:
+        (spark.createDataFrame([(i, v) for i, v in enumerate(values * 3)], "x int, s string")
+         .write.partitionBy("s").saveAsTable(name))
+        t = _source_table(spark, name)
+        wanted = ["a'b", "c\\d", "g:h", "x=y"]
+        dyn = DynamicFilter("fs", "s", lambda timeout: answer(Domain.values(STRING, wanted)))
+        r = SplitLoader(t, None, [dyn], wait_timeout=5).load()
+        assert sorted(kp.values["s"] for kp in r.partitions) == sorted(wanted)
+        assert r.metastore["pushed"] is True and r.metastore["note"] is None
+        assert r.metastore["fetched"] == len(wanted)
+        got = to_dataframe(spark, t, r)
+        assert rows(got) == rows(spark.table(name).where(
+            spark.table(name)["s"].isin(wanted)))
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_more_surviving_values_than_an_in_list_become_a_range() -> None:
+    from hive_splits.table import PartitionColumn
+
+    src = MetastorePartitions(None, "t", [PartitionColumn("d", INT)])
+    survivors = [(("d", str(v)),) for v in range(1500)] + [(("d", None),)]
+    typed = [{"d": v} for v in range(1500)] + [{"d": None}]
+    pred = src._predicate(survivors, typed)
+    assert pred == ("(`d` BETWEEN CAST('0' AS int) AND CAST('1499' AS int) OR `d` IS NULL)")
+    small = src._predicate(survivors[:3], typed[:3])
+    assert small == "(`d` IN (CAST('0' AS int), CAST('1' AS int), CAST('2' AS int)))"
