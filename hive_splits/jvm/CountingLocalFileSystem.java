@@ -3,6 +3,7 @@ package dpp.hadoop;
 import java.io.IOException;
 import java.util.concurrent.atomic.AtomicLong;
 
+import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.LocatedFileStatus;
@@ -14,15 +15,31 @@ import org.apache.hadoop.fs.RemoteIterator;
  * listed) and HEAD (one path's status). Object stores and HDFS count these themselves in their
  * storage statistics; the local filesystem does not, so benchmarks on local data install this
  * one ({@code spark.hadoop.fs.file.impl}) to count what Spark's reader asks for, the way an
- * object store would bill it.
+ * object store would bill it. Opening a file is counted as OPEN; the status lookups the local
+ * checksummed filesystem makes inside its own {@code open} (of the file and its .crc) are not
+ * requests an object store would see, and are not counted as HEAD.
  */
 public class CountingLocalFileSystem extends LocalFileSystem {
   private static final AtomicLong LIST = new AtomicLong();
   private static final AtomicLong HEAD = new AtomicLong();
+  private static final AtomicLong OPEN = new AtomicLong();
+  private static final ThreadLocal<int[]> IN_OPEN = ThreadLocal.withInitial(() -> new int[1]);
 
-  /** {LIST, HEAD} counted so far in this JVM. */
+  /** {LIST, HEAD, OPEN} counted so far in this JVM. */
   public static long[] counts() {
-    return new long[] {LIST.get(), HEAD.get()};
+    return new long[] {LIST.get(), HEAD.get(), OPEN.get()};
+  }
+
+  @Override
+  public FSDataInputStream open(Path f, int bufferSize) throws IOException {
+    OPEN.incrementAndGet();
+    int[] depth = IN_OPEN.get();
+    depth[0]++;
+    try {
+      return super.open(f, bufferSize);
+    } finally {
+      depth[0]--;
+    }
   }
 
   @Override
@@ -39,7 +56,9 @@ public class CountingLocalFileSystem extends LocalFileSystem {
 
   @Override
   public FileStatus getFileStatus(Path f) throws IOException {
-    HEAD.incrementAndGet();
+    if (IN_OPEN.get()[0] == 0) {
+      HEAD.incrementAndGet();
+    }
     return super.getFileStatus(f);
   }
 }
