@@ -507,7 +507,8 @@ class SplitLoader:
                 break
         if source is not None and current:
             fetched, info = source.fetch([cp.values for cp, _ in current],
-                                         [values for _, values in current])
+                                         [values for _, values in current],
+                                         self._column_values(candidates))
             self._res.metastore.update(info)
             by_spec = {p.values: p for p in fetched}
             gone = [cp.values for cp, _ in current if cp.values not in by_spec]
@@ -522,6 +523,27 @@ class SplitLoader:
             rel = partition_path(list(cp.values))
             std = posixpath.normpath(child_path(t.location, rel)) == posixpath.normpath(path)
             out.append(KeptPartition(path, values, rel if std else None, dict(cp.values)))
+        return out
+
+    def _column_values(self, candidates: list[CatalogPartition]
+                       ) -> Optional[list[list[tuple[Any, str]]]]:
+        """Per partition column, every value the candidates have as (typed, text), sorted
+        by value; None when a column's values cannot be ordered."""
+        out = []
+        for depth, _ in enumerate(self.table.partition_columns):
+            test = self._tester(depth)  # memoized: read already while enumerating
+            seen: dict[str, Any] = {}
+            for cp in candidates:
+                raw = cp.values[depth][1]
+                if raw is not None and raw not in seen:
+                    try:
+                        seen[raw] = test(raw, _spec_text(cp.values))[0]
+                    except LayoutError:  # of a partition pruned before: only no ranges
+                        return None
+            try:
+                out.append(sorted(((v, t) for t, v in seen.items()), key=lambda vt: vt[0]))
+            except TypeError:
+                return None
         return out
 
     # ------------------------------------------------------------------ files

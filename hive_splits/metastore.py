@@ -36,7 +36,37 @@ log = logging.getLogger(__name__)
 # spark.sql.hive.metastorePartitionPruningInSetThreshold (1000) turns larger IN lists into one
 IN_LIST_LIMIT = 1000
 
+# Most OR-ed terms per column in a metastore filter: past it, the closest runs are merged
+MAX_TERMS = 32
+
 Spec = tuple[tuple[str, Optional[str]], ...]
+
+
+def _ranges(kept: dict[str, Any]) -> list[tuple[str, str]]:
+    """One range from the smallest to the largest kept value, as texts."""
+    ordered = sorted(kept.items(), key=lambda tv: tv[1])
+    return [(ordered[0][0], ordered[-1][0])]
+
+
+def _runs(kept: dict[str, Any], every: Sequence[tuple[Any, str]]) -> list[tuple[str, str]]:
+    """Kept values grouped into runs of neighbours in ``every`` (all the column's values,
+    sorted), as (first text, last text); at most :data:`MAX_TERMS` runs, the runs with the
+    fewest unkept values between them merged first."""
+    runs: list[list[int]] = []   # [first index, last index] into every
+    for idx, (_, text) in enumerate(every):
+        if text in kept:
+            if runs and runs[-1][1] == idx - 1:
+                runs[-1][1] = idx
+            else:
+                runs.append([idx, idx])
+    missing = set(kept) - {t for _, t in every}
+    if missing:  # a kept value the list does not have: fall back to one covering range
+        return _ranges(kept)
+    while len(runs) > MAX_TERMS:
+        gap, at = min((runs[j + 1][0] - runs[j][1], j) for j in range(len(runs) - 1))
+        runs[at][1] = runs[at + 1][1]
+        del runs[at + 1]
+    return [(every[a][1], every[b][1]) for a, b in runs]
 
 
 def partitions_fetched_metric(spark: Any) -> Optional[int]:
@@ -95,14 +125,17 @@ class MetastorePartitions:
             out.append(tuple((c.name, v) for c, (_, v) in zip(self.columns, spec)))
         return out
 
-    def fetch(self, survivors: Sequence[Spec], typed: Sequence[dict[str, Any]]
+    def fetch(self, survivors: Sequence[Spec], typed: Sequence[dict[str, Any]],
+              values: Optional[Sequence[Sequence[tuple[Any, str]]]] = None
               ) -> tuple[list[Any], dict[str, Any]]:
         """The partitions (:class:`~hive_splits.table.CatalogPartition`) of ``survivors``
-        (``typed``: their typed values, to order a range), and what it cost: ``fetched``
-        (objects returned), ``pushed`` (the predicate went to the metastore), ``note``."""
+        (``typed``: their typed values), and what it cost: ``fetched`` (objects returned),
+        ``pushed`` (the predicate went to the metastore), ``note``. ``values``: per column,
+        every value the table has as (typed value, text), sorted — survivors that are
+        neighbours in it are asked for as one range."""
         info: dict[str, Any] = {"pushed": False, "note": None}
         before = partitions_fetched_metric(self.spark)
-        predicate = self._predicate(survivors, typed)
+        predicate = self._predicate(survivors, typed, values)
         parts: Optional[list[Any]] = None
         if predicate is not None:
             try:
@@ -140,30 +173,42 @@ class MetastorePartitions:
         return list(with_catalog_partitions(self.spark, shape).catalog_partitions or ())
 
     # ---------------------------------------------------------------- the predicate
-    def _predicate(self, survivors: Sequence[Spec], typed: Sequence[dict[str, Any]]
+    def _predicate(self, survivors: Sequence[Spec], typed: Sequence[dict[str, Any]],
+                   values: Optional[Sequence[Sequence[tuple[Any, str]]]] = None
                    ) -> Optional[str]:
-        """SQL over the partition columns admitting every survivor (a superset); None when
-        there is nothing to say (no survivors is handled by the caller)."""
+        """SQL over the partition columns admitting every survivor (a superset), or None.
+
+        Per column, the surviving values that are neighbours among the values the table has
+        (``values``) become one range ``>= AND <=`` (exact: no other partition lies between),
+        so a month of dates is one term, not thirty: a Hive metastore fails on long ``OR``
+        chains (Spark turns ``IN`` into one ``=`` per value), seen at 150 values on Derby.
+        Beyond :data:`MAX_TERMS` runs, the closest runs are merged (a superset: the loader
+        re-tests every partition). Without ``values``, ``IN`` up to :data:`IN_LIST_LIMIT`
+        values, else one range from the smallest to the largest."""
         terms = []
         for i, c in enumerate(self.columns):
             texts: dict[Optional[str], Any] = {}
-            for spec, values in zip(survivors, typed):
-                texts.setdefault(spec[i][1], values.get(c.name))
-            has_null = None in texts
-            nonnull = [(t, v) for t, v in texts.items() if t is not None]
+            for spec, vals in zip(survivors, typed):
+                texts.setdefault(spec[i][1], vals.get(c.name))
             col = "`" + c.name.replace("`", "``") + "`"
+            nonnull = {t: v for t, v in texts.items() if t is not None}
             ors = []
             if nonnull:
-                if len(nonnull) <= IN_LIST_LIMIT:
-                    ors.append(f"{col} IN ({', '.join(_lit(t, c.type) for t, _ in nonnull)})")
-                else:
-                    try:
-                        lo = min(nonnull, key=lambda tv: tv[1])[0]
-                        hi = max(nonnull, key=lambda tv: tv[1])[0]
-                    except TypeError:  # values that do not order: no term for this column
-                        continue
-                    ors.append(f"{col} BETWEEN {_lit(lo, c.type)} AND {_lit(hi, c.type)}")
-            if has_null:
+                try:
+                    runs = (_runs(nonnull, values[i]) if values is not None
+                            else _ranges(nonnull))
+                except TypeError:  # values that do not order: say nothing of this column
+                    continue
+                if values is not None and len(nonnull) == len(values[i]):
+                    continue  # every value of the column survives: nothing to say of it
+                for lo, hi in runs:
+                    # not BETWEEN: Spark's analyzed plan keeps it as a RuntimeReplaceable
+                    # that the catalog's own evaluation cannot run
+                    ors.append(f"{col} = {_lit(lo, c.type)}" if lo == hi else
+                               f"({col} >= {_lit(lo, c.type)} AND {col} <= {_lit(hi, c.type)})")
+                if values is None and len(nonnull) <= IN_LIST_LIMIT:
+                    ors = [f"{col} IN ({', '.join(_lit(t, c.type) for t in nonnull)})"]
+            if None in texts:
                 ors.append(f"{col} IS NULL")
             if ors:
                 terms.append("(" + " OR ".join(ors) + ")")

@@ -339,13 +339,31 @@ def test_string_partitions_with_quotes_and_escapes_reach_the_metastore_filter(sp
         spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
-def test_more_surviving_values_than_an_in_list_become_a_range() -> None:
+def test_surviving_values_become_runs_of_neighbours_in_the_metastore_filter() -> None:
+    from hive_splits.metastore import MAX_TERMS
     from hive_splits.table import PartitionColumn
 
     src = MetastorePartitions(None, "t", [PartitionColumn("d", INT)])
-    survivors = [(("d", str(v)),) for v in range(1500)] + [(("d", None),)]
-    typed = [{"d": v} for v in range(1500)] + [{"d": None}]
-    pred = src._predicate(survivors, typed)
-    assert pred == ("(`d` BETWEEN CAST('0' AS int) AND CAST('1499' AS int) OR `d` IS NULL)")
-    small = src._predicate(survivors[:3], typed[:3])
-    assert small == "(`d` IN (CAST('0' AS int), CAST('1' AS int), CAST('2' AS int)))"
+    every = [(v, str(v)) for v in range(0, 400, 2)]          # the table's values: even only
+    kept = [v for v in range(0, 400, 2) if 100 <= v <= 160 or v in (200, 300, 302)]
+    survivors = [(("d", str(v)),) for v in kept] + [(("d", None),)]
+    typed = [{"d": v} for v in kept] + [{"d": None}]
+    pred = src._predicate(survivors, typed, [every])
+    # neighbours among the table's values form one range (101 is no partition: exact)
+    assert pred == ("((`d` >= CAST('100' AS int) AND `d` <= CAST('160' AS int)) OR "
+                    "`d` = CAST('200' AS int) OR "
+                    "(`d` >= CAST('300' AS int) AND `d` <= CAST('302' AS int)) OR `d` IS NULL)")
+    # scattered survivors: at most MAX_TERMS terms, the closest runs merged (a superset)
+    scattered = [v for v in range(0, 400, 2) if v % 8 == 0]
+    pred = src._predicate([(("d", str(v)),) for v in scattered],
+                          [{"d": v} for v in scattered], [every])
+    assert pred.count(" OR ") + 1 <= MAX_TERMS
+    assert "CAST('0' AS int)" in pred and "CAST('392' AS int)" in pred
+    # without the table's values: an IN list, or one range past IN_LIST_LIMIT
+    many = [(("d", str(v)),) for v in range(1500)]
+    assert src._predicate(many, [{"d": v} for v in range(1500)]) == \
+        "((`d` >= CAST('0' AS int) AND `d` <= CAST('1499' AS int)))"
+    # every value of the column survives: no term for it
+    assert src._predicate(survivors[:3], typed[:3], [every[50:53]]) is None
+    assert src._predicate(many[:2], [{"d": 0}, {"d": 1}]) == \
+        "(`d` IN (CAST('0' AS int), CAST('1' AS int)))"
