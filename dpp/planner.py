@@ -35,10 +35,13 @@ from typing import Any, Callable, Optional
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.scope import build_scope
 
 from dpp.core.domain import DataType, Domain, TupleDomain
 from dpp.core.errors import DomainError
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
+from dpp.pushdown import (EMPTY, ORIGIN, POSITION, PUSHED_QUERY, deterministic, inline_ctes,
+                          inside_pushed_query, outer_columns, push_into)
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +80,7 @@ class DynamicFilterSpec:
     build_tables: tuple[str, ...]
     reason_kind: str                  # "inner" | "semi" | "outer_non_preserved"
     build_type: Optional[DataType] = None
+    origin: Optional[str] = None      # the path of a predicate pushed in from an outer scope
 
 
 @dataclass
@@ -124,6 +128,8 @@ class PruningPlan:
                 lines.append(f"    dynamic {f.filter_id} ({f.reason_kind}): {r.table}.{f.probe_column}"
                              f" IN values of {f.build_column}")
                 lines.append(f"        build side: {f.build_query}")
+                if f.origin:
+                    lines.append(f"        {f.origin}")
             for n in r.notes:
                 lines.append(f"    note: {n}")
         for n in self.notes:
@@ -145,10 +151,15 @@ def analyze(sql: str, resolve: Resolver, rules: SparkRules = DEFAULT_RULES) -> P
     if tree is None or not isinstance(tree, (exp.Query, exp.Subquery)):
         kind = type(tree).__name__ if tree is not None else "empty"
         return PruningPlan(sql=sql, refs=[], parse_error=f"not a query ({kind} statement)")
+    analyzer = _Analyzer(sql, tree, resolve, rules)
+    try:
+        analyzer.inline()
+    except SqlglotError as exc:     # keep the query as written, unpruned inside its CTEs
+        analyzer.notes.append(f"CTEs not inlined: {_first_line(exc)}")
     for i, t in enumerate(tree.find_all(exp.Table)):
         t.meta[_REF] = f"r{i + 1}"
     try:
-        return _Analyzer(sql, tree, resolve, rules).run()
+        return analyzer.run()
     except SqlglotError as exc:
         return PruningPlan(sql=sql, refs=[], parse_error=f"unsupported SQL: {_first_line(exc)}",
                            _tree=tree)
@@ -199,16 +210,34 @@ class _Source:
         return self.info is not None and self.cte is None and isinstance(self.node, exp.Table)
 
 
+@dataclass
+class _Scope:
+    """One SELECT being analysed: its FROM items and the conjuncts that hold for its rows."""
+
+    sel: exp.Select
+    sources: dict[str, _Source]
+    where: list[exp.Expression]          # WHERE conjuncts (pushed ones included)
+    inner_on: list[exp.Expression]       # ON conjuncts of its inner joins
+
+    def owner(self, c: exp.Column, probe: Optional[_Source] = None) -> Optional[str]:
+        """Which FROM item a column belongs to; with one FROM item, ``probe`` owns every
+        unqualified column."""
+        single = probe.alias if probe is not None and len(self.sources) == 1 else None
+        return _owner(c, self.sources, single_alias=single)
+
+
 class _Analyzer:
     def __init__(self, sql: str, tree: exp.Expression, resolve: Resolver,
                  rules: SparkRules = DEFAULT_RULES) -> None:
         self.sql = sql
         self.rules = rules
-        self.tree = tree
+        self.tree = tree                # the query Spark runs (CTEs inlined where worth it)
+        self.atree: exp.Expression = tree   # the analysis copy, with predicates pushed in
         self._resolve_raw = resolve
         self._cache: dict[str, Optional[TableInfo]] = {}
         self.refs: dict[str, TableRefPlan] = {}
         self.notes: list[str] = []
+        self.ctes: dict[str, exp.Expression] = {}
         self._fid = 0
 
     def resolve(self, name: str) -> Optional[TableInfo]:
@@ -217,15 +246,29 @@ class _Analyzer:
             self._cache[key] = self._resolve_raw(key)
         return self._cache[key]
 
+    def _partitioned(self, t: exp.Table) -> bool:
+        info = self.resolve(_table_name(t))
+        return info is not None and bool(info.partition_columns)
+
+    def inline(self) -> None:
+        """Each use of a deterministic CTE holding a partitioned table becomes its own copy,
+        pruned by its own filters (see dpp.pushdown)."""
+        def worth(body: exp.Expression) -> bool:
+            return any(self._partitioned(t) for t in body.find_all(exp.Table))
+        self.notes.extend(inline_ctes(self.tree, worth))
+
     def run(self) -> PruningPlan:
-        ctes = {c.alias_or_name.lower(): c.this for c in self.tree.find_all(exp.CTE)}
-        for sel in self.tree.find_all(exp.Select):
-            self._select(sel, ctes)
+        self.atree = self.tree.copy()
+        self.ctes = {c.alias_or_name.lower(): c.this for c in self.atree.find_all(exp.CTE)}
+        self._push_down()
+        for sel in list(self.atree.find_all(exp.Select)):
+            if not inside_pushed_query(sel):
+                self._select(sel)
         # references not reached by any SELECT scope (should not happen) stay unpruned
-        for t in self.tree.find_all(exp.Table):
+        for t in self.atree.find_all(exp.Table):
             ref = t.meta.get(_REF)
             name = _table_name(t)
-            if ref in self.refs or name.lower() in ctes:
+            if ref in self.refs or name.lower() in self.ctes or inside_pushed_query(t):
                 continue
             info = self.resolve(name)
             if info is not None and info.partition_columns:
@@ -235,26 +278,146 @@ class _Analyzer:
         refs = sorted(self.refs.values(), key=lambda r: int(r.ref_id[1:]))
         return PruningPlan(sql=self.sql, refs=refs, notes=self.notes, _tree=self.tree)
 
+    # ------------------------------------------------------------------ pushing inward
+    def _push_down(self) -> None:
+        """Outer scopes first (sqlglot's scope tree, parents before children), so a conjunct
+        pushed into a derived table travels on into the derived tables below it."""
+        if not any(isinstance(s, exp.Subquery) and self._holds_fact(s.this)
+                   for s in self.atree.find_all(exp.Subquery)):
+            return
+        try:
+            root = build_scope(self.atree)
+        except (SqlglotError, KeyError, ValueError) as exc:
+            self.notes.append(f"predicates not pushed inward: {_first_line(exc)}")
+            return
+        if root is None:
+            return
+        for scope in reversed(list(root.traverse())):
+            if isinstance(scope.expression, exp.Select):
+                self._push_from(scope.expression)
+
+    def _is_fact(self, s: _Source) -> bool:
+        if s.info is not None:
+            return bool(s.info.partition_columns)
+        body = s.cte if s.cte is not None else s.node.this
+        return self._holds_fact(body)
+
+    def _holds_fact(self, body: exp.Expression) -> bool:
+        return any(self._partitioned(t) for t in body.find_all(exp.Table)
+                   if t.name.lower() not in self.ctes or t.args.get("db"))
+
+    def _push_from(self, sel: exp.Select) -> None:
+        sc = self._scope(sel)
+        if sc is None:
+            return
+        targets = {a: s for a, s in sc.sources.items()
+                   if isinstance(s.node, exp.Subquery) and not s.full and not s.semi_right
+                   and self._holds_fact(s.node.this)}
+        if not targets:
+            return
+        for c in sc.where:
+            s = self._pushable(c, sc, targets, "WHERE")
+            if s is not None:
+                self._push_one(c, s, f"pushed from outer WHERE {_short(c)}")
+        for c in sc.inner_on:
+            s = self._pushable(c, sc, targets, "ON")
+            if s is not None:
+                self._push_one(c, s, f"pushed from outer ON {_short(c)}")
+        for s in targets.values():
+            for c in s.outer_on if s.null_supplied else []:
+                if self._pushable(c, sc, {s.alias: s}, "OWN_ON") is s:
+                    self._push_one(c, s, f"pushed from its outer join's ON {_short(c)}")
+        for c in sc.where + sc.inner_on:
+            self._push_semi(c, sc, targets)
+
+    def _pushable(self, c: exp.Expression, sc: _Scope, targets: dict[str, _Source],
+                  where: str) -> Optional[_Source]:
+        """The derived table a conjunct is about alone, when moving it there is sound: any
+        deterministic conjunct from WHERE or an inner join's ON; into the null-supplying side
+        of an outer join only its own ON conjuncts, or WHERE comparisons that reject NULL."""
+        cols = outer_columns(c)
+        if not cols:
+            return None
+        owners = {sc.owner(col) for col in cols}
+        if len(owners) != 1:
+            return None
+        s = targets.get(owners.pop() or "")
+        if s is None or not deterministic(c):
+            return None
+        if _has_subquery(c) and not any(q.meta.get(PUSHED_QUERY)
+                                        for q in c.find_all(exp.Subquery)):
+            return None
+        if where == "OWN_ON":
+            return s if s.null_supplied else None
+        if s.null_supplied:
+            if where != "WHERE" or _has_is_null(c) or not _null_rejecting(c):
+                return None
+        return s
+
+    def _push_one(self, c: exp.Expression, s: _Source, origin: str) -> None:
+        positions = _positions(s.node)
+        template = c.copy()
+        for col in outer_columns(template):
+            pos = positions.get(col.name.lower())
+            if pos is None:
+                return
+            col.meta[POSITION] = pos
+        push_into(s.node.this, template, origin, self.notes)
+
+    def _push_semi(self, c: exp.Expression, sc: _Scope, targets: dict[str, _Source]) -> None:
+        """``dt.col = dim.key`` with a filtered dimension: ``col IN (dimension's keys)``
+        inside the derived table, where it can prune the fact that produces ``col``."""
+        if not isinstance(c, exp.EQ) or not all(isinstance(x, exp.Column)
+                                                for x in (c.this, c.expression)):
+            return
+        a, b = c.this, c.expression
+        if sc.owner(b) in targets and sc.owner(a) not in targets:
+            a, b = b, a
+        dt = targets.get(sc.owner(a) or "")
+        other = sc.sources.get(sc.owner(b) or "")
+        if dt is None or other is None or other is dt or dt.null_supplied or \
+                other.null_supplied or other.semi_right or self._is_fact(other):
+            return      # a build side over another fact would scan it whole to prune this one
+        built = self._build_query(other, b, sc, sc.where + sc.inner_on, dt)
+        if built is None:
+            return
+        query, _tables, label = built
+        if not _repeatable(query):
+            return
+        pos = _positions(dt.node).get(a.name.lower())
+        if pos is None:
+            return
+        sub = exp.Subquery(this=_with_ctes(query, self.ctes))
+        sub.meta[PUSHED_QUERY] = True
+        placeholder = exp.column(a.name)
+        placeholder.meta[POSITION] = pos
+        template = exp.In(this=placeholder, query=sub)
+        push_into(dt.node.this, template, f"semi join pushed from outer {_short(c)} "
+                  f"(values of {label})", self.notes)
+
     # ------------------------------------------------------------------ one SELECT
-    def _select(self, sel: exp.Select, ctes: dict[str, exp.Expression]) -> None:
-        sources = self._sources(sel, ctes)
+    def _scope(self, sel: exp.Select) -> Optional[_Scope]:
+        sources = self._sources(sel)
         if not sources:
-            return
-        probes = [s for s in sources.values() if s.prunable and s.info.partition_columns]
-        if not probes:
-            return
+            return None
         where = sel.args.get("where")
-        where_conj = _conjuncts(where.this) if where is not None else []
         inner_on: list[exp.Expression] = []
         for j in sel.args.get("joins") or []:
             side, kind = _join_type(j)
             if side == "" and kind in ("", "INNER", "CROSS"):
                 inner_on.extend(_conjuncts(j.args.get("on")))
-        for p in probes:
-            self._probe(p, sel, sources, where_conj, inner_on, ctes)
+        return _Scope(sel, sources, _conjuncts(where.this) if where is not None else [],
+                      inner_on)
 
-    def _sources(self, sel: exp.Select, ctes: dict[str, exp.Expression]
-                 ) -> dict[str, _Source]:
+    def _select(self, sel: exp.Select) -> None:
+        sc = self._scope(sel)
+        if sc is None:
+            return
+        for p in sc.sources.values():
+            if p.prunable and p.info.partition_columns:  # type: ignore[union-attr]
+                self._probe(p, sc)
+
+    def _sources(self, sel: exp.Select) -> dict[str, _Source]:
         out: dict[str, _Source] = {}
         frm = sel.args.get("from_")
         if frm is None:
@@ -266,8 +429,8 @@ class _Analyzer:
                 name = _table_name(node)
                 alias = (node.alias or node.name).lower()
                 src = _Source(alias, node, name.lower(), None)
-                if name.lower() in ctes and not node.args.get("db"):
-                    src.cte = ctes[name.lower()]
+                if name.lower() in self.ctes and not node.args.get("db"):
+                    src.cte = self.ctes[name.lower()]
                 else:
                     src.info = self.resolve(name)
             elif isinstance(node, exp.Subquery):
@@ -304,20 +467,16 @@ class _Analyzer:
         return out
 
     # ------------------------------------------------------------------ one probe reference
-    def _probe(self, p: _Source, sel: exp.Select, sources: dict[str, _Source],
-               where_conj: list[exp.Expression], inner_on: list[exp.Expression],
-               ctes: dict[str, exp.Expression]) -> None:
+    def _probe(self, p: _Source, sc: _Scope) -> None:
         ref = p.node.meta.get(_REF)
         info = p.info
         assert info is not None
         plan = TableRefPlan(ref, info.name, p.node.alias or None, False, None, TupleDomain.all())
         self.refs[ref] = plan
-        single = len(sources) == 1
         cols = {c.lower(): t for c, t in info.columns.items()}
 
         def owner(c: exp.Column) -> Optional[str]:
-            return _owner(c, sources, single_alias=p.alias if single else None, probe=p,
-                          probe_cols=cols)
+            return sc.owner(c, probe=p)
 
         if p.semi_right:
             plan.reason = "right side of a semi/anti join (only its existence is tested)"
@@ -331,43 +490,50 @@ class _Analyzer:
             plan.reason = ("unsupported expression: TABLESAMPLE, time travel or pivot on the "
                            "table reference")
             return
+        empty = sc.sel.meta.get(EMPTY)
+        if empty:           # WHERE is false: no row of this SELECT survives, whatever it joins
+            plan.static = TupleDomain.none()
+            plan.pruning = True
+            plan.notes.append(f"reads nothing: {empty}")
+            return
         # ---- static domains
         if p.full:
             static_src: list[exp.Expression] = []
             plan.notes.append("full outer join: static predicates not used")
         elif p.null_supplied:
-            static_src = list(p.outer_on) + [c for c in where_conj if not _has_is_null(c)]
+            static_src = list(p.outer_on) + [c for c in sc.where if not _has_is_null(c)]
         else:
-            static_src = where_conj + inner_on
+            static_src = sc.where + sc.inner_on
         static = TupleDomain.all()
         for c in static_src:
-            d = self._static_conjunct(c, p, cols, owner, plan)
+            d = self._static_conjunct(c, p, cols, owner)
             if d is not None:
                 static = static.intersect(d)
+                if c.meta.get(ORIGIN):
+                    plan.notes.append(f"static {_short(c)}: {c.meta[ORIGIN]}")
         plan.static = static
         # ---- dynamic filters
         if p.full:
             plan.reason = "full outer join: both sides are preserved"
         elif p.null_supplied:
             for c in p.outer_on:
-                self._equi(c, p, sources, owner, plan, "outer_non_preserved", where_conj,
-                           inner_on, ctes, allow_build=lambda s: not s.null_supplied or
-                           s.preserved_outer)
+                self._equi(c, p, sc, owner, plan, "outer_non_preserved",
+                           allow_build=lambda s: not s.null_supplied or s.preserved_outer)
         else:
-            for c in where_conj + inner_on:
-                self._equi(c, p, sources, owner, plan, "inner", where_conj, inner_on, ctes,
+            for c in sc.where + sc.inner_on:
+                self._equi(c, p, sc, owner, plan, "inner",
                            allow_build=lambda s: not s.null_supplied)
-            for j in sel.args.get("joins") or []:
+            for j in sc.sel.args.get("joins") or []:
                 side, kind = _join_type(j)
                 if kind == "SEMI":
                     right = j.this
                     ralias = (right.alias or getattr(right, "name", "") or "").lower()
                     for c in _conjuncts(j.args.get("on")):
-                        self._equi(c, p, sources, owner, plan, "semi", where_conj, inner_on,
-                                   ctes, allow_build=lambda s, ra=ralias: s.alias == ra,
+                        self._equi(c, p, sc, owner, plan, "semi",
+                                   allow_build=lambda s, ra=ralias: s.alias == ra,
                                    extra_locals=_conjuncts(j.args.get("on")))
-            for c in where_conj:
-                self._subquery_semi(c, p, owner, plan, ctes)
+            for c in sc.where:
+                self._subquery_semi(c, p, owner, plan)
         if p.preserved_outer and not plan.dynamic and plan.reason is None:
             plan.notes.append("preserved side of an outer join: not pruned by that join")
         has_static = not plan.static.is_all()
@@ -381,8 +547,7 @@ class _Analyzer:
                 plan.reason = plan.notes[-1] if plan.notes else "no usable predicate"
 
     def _static_conjunct(self, c: exp.Expression, p: _Source, cols: dict[str, Any],
-                         owner: Callable[[exp.Column], Optional[str]],
-                         plan: TableRefPlan) -> Optional[TupleDomain]:
+                         owner: Callable[[exp.Column], Optional[str]]) -> Optional[TupleDomain]:
         res = _static_domain(c, lambda col: owner(col) == p.alias and
                              col.name.lower() in cols, cols, self.rules)
         if res is None:
@@ -391,10 +556,9 @@ class _Analyzer:
         return TupleDomain.of({col: dom})
 
     # ------------------------------------------------------------------ joins
-    def _equi(self, c: exp.Expression, p: _Source, sources: dict[str, _Source],
+    def _equi(self, c: exp.Expression, p: _Source, sc: _Scope,
               owner: Callable[[exp.Column], Optional[str]], plan: TableRefPlan, kind: str,
-              where_conj: list[exp.Expression], inner_on: list[exp.Expression],
-              ctes: dict[str, exp.Expression], allow_build: Callable[[_Source], bool],
+              allow_build: Callable[[_Source], bool],
               extra_locals: Optional[list[exp.Expression]] = None) -> None:
         if isinstance(c, exp.NullSafeEQ):
             plan.notes.append("null-safe equality (<=>) matches NULLs: not used")
@@ -414,24 +578,24 @@ class _Analyzer:
         probe_col = a.name.lower()
         if probe_col not in (k.lower() for k in p.info.columns):  # type: ignore[union-attr]
             return
-        other = sources.get(owner(b) or "")
+        other = sc.sources.get(owner(b) or "")
         if other is None or not allow_build(other):
             return
-        locals_ = where_conj + inner_on + (extra_locals or [])
+        locals_ = sc.where + sc.inner_on + (extra_locals or [])
         if other.null_supplied and not other.preserved_outer:
             locals_ = list(other.outer_on) + (extra_locals or [])
-        build = self._build_query(other, b, sources, owner, locals_, ctes, p)
+        build = self._build_query(other, b, sc, locals_, p)
         if build is None:
             return
-        q, tables, label = build
-        if not _repeatable(q):
+        tree, tables, label = build
+        if not _repeatable(tree):
             plan.notes.append(f"build side {label} is not repeatable (random functions, "
                               f"LIMIT or sampling): not used")
             return
+        q = tree.sql(dialect="spark")
         for existing in plan.dynamic:
             if existing.build_query == q and existing.probe_column == probe_col:
                 return
-        self._fid += 1
         btype = None
         if other.info is not None:
             btype = {k.lower(): v for k, v in other.info.columns.items()}.get(b.name.lower())
@@ -440,19 +604,22 @@ class _Analyzer:
             plan.notes.append(f"type mismatch: {label} is {btype}, {p.table}.{probe_col} is "
                               f"{ptype}; filter not used")
             return
+        self._fid += 1
         plan.dynamic.append(DynamicFilterSpec(f"f{self._fid}", probe_col, q, label, tables,
-                                              kind, btype))
+                                              kind, btype, origin=_origins(tree)))
 
-    def _build_query(self, other: _Source, key: exp.Column, sources: dict[str, _Source],
-                     owner: Callable[[exp.Column], Optional[str]],
-                     conjuncts: list[exp.Expression], ctes: dict[str, exp.Expression],
-                     probe: _Source) -> Optional[tuple[str, tuple[str, ...], str]]:
-        """SELECT other.key AS dpp_key FROM other [JOIN filtered neighbours] WHERE locals."""
+    def _build_query(self, other: _Source, key: exp.Column, sc: _Scope,
+                     conjuncts: list[exp.Expression], probe: _Source
+                     ) -> Optional[tuple[exp.Select, tuple[str, ...], str]]:
+        """SELECT other.key AS dpp_key FROM other [JOIN filtered neighbours] WHERE locals,
+        as a tree: rendered once, by the caller."""
         def local_to(alias: str) -> list[exp.Expression]:
             out = []
             for c in conjuncts:
-                owners = {owner(col) for col in c.find_all(exp.Column)}
-                if owners == {alias} and not _has_subquery(c):
+                if _has_subquery(c) and not self._self_contained(c):
+                    continue
+                cols = outer_columns(c)
+                if cols and {sc.owner(col) for col in cols} == {alias}:
                     out.append(c)
             return out
 
@@ -472,11 +639,11 @@ class _Analyzer:
                     if not isinstance(c, exp.EQ) or not all(isinstance(x, exp.Column)
                                                             for x in (c.this, c.expression)):
                         continue
-                    oa, ob = owner(c.this), owner(c.expression)
+                    oa, ob = sc.owner(c.this), sc.owner(c.expression)
                     if cur.alias not in (oa, ob):
                         continue
                     nb_alias = ob if oa == cur.alias else oa
-                    nb = sources.get(nb_alias or "")
+                    nb = sc.sources.get(nb_alias or "")
                     if nb is None or nb is probe or nb in members or nb.null_supplied or \
                             nb.semi_right:
                         continue
@@ -491,7 +658,7 @@ class _Analyzer:
             return None
         sel = exp.select(exp.alias_(exp.column(key.name, table=other.alias), KEY_ALIAS))
         for i, m in enumerate(members):
-            item = self._source_sql(m, ctes)
+            item = self._source_sql(m)
             if item is None:
                 return None
             if i == 0:
@@ -501,14 +668,52 @@ class _Analyzer:
         locals_all = [c.copy() for m in members for c in local_to(m.alias)]
         if locals_all:
             sel = sel.where(exp.and_(*locals_all))
-        tables = tuple(sorted({(m.table or m.alias) for m in members}))
+        tables = tuple(sorted({t for m in members for t in self._tables_of(m)}))
         label = f"{other.table or other.alias}.{key.name}"
-        return sel.sql(dialect="spark"), tables, label
+        return sel, tables, label
 
-    def _source_sql(self, src: _Source, ctes: dict[str, exp.Expression]) -> Optional[exp.Expression]:
+    def _self_contained(self, c: exp.Expression) -> bool:
+        """Every subquery of a conjunct is uncorrelated (a build side carries it whole: a
+        scalar subquery bounding a date range, an IN list pushed in), so it can be copied
+        into a build query. A column inside binds inside when a table there has it."""
+        for sub in c.find_all(exp.Subquery):
+            if sub.meta.get(PUSHED_QUERY):
+                continue
+            if sub.find_ancestor(exp.Subquery) is not None and \
+                    _below_subquery_of(sub, c):
+                continue            # checked with the outermost one
+            aliases, names = set(), set()
+            for t in sub.find_all(exp.Table):
+                aliases.add((t.alias or t.name).lower())
+                if t.name.lower() in self.ctes and not t.args.get("db"):
+                    names |= {n.lower() for n in self.ctes[t.name.lower()].named_selects}
+                    continue
+                info = self.resolve(_table_name(t))
+                if info is None:
+                    return False
+                names |= {k.lower() for k in info.columns}
+            aliases |= {(s.alias or "").lower() for s in sub.find_all(exp.Subquery)}
+            for q in sub.find_all(exp.Select):
+                names |= {n.lower() for n in q.named_selects}
+            for col in sub.find_all(exp.Column):
+                if col.table:
+                    if col.table.lower() not in aliases:
+                        return False
+                elif col.name.lower() not in names:
+                    return False
+        return True
+
+    def _tables_of(self, src: _Source) -> set[str]:
+        if src.table is not None and src.cte is None:
+            return {src.table}
+        body = src.cte if src.cte is not None else src.node.this
+        return {_table_name(t).lower() for t in body.find_all(exp.Table)
+                if t.name.lower() not in self.ctes} or {src.table or src.alias}
+
+    def _source_sql(self, src: _Source) -> Optional[exp.Expression]:
         alias = exp.TableAlias(this=exp.to_identifier(src.alias))
         if src.cte is not None:
-            body = _with_ctes(src.cte.copy(), ctes)
+            body = _with_ctes(src.cte.copy(), self.ctes)
             return exp.Subquery(this=body, alias=alias)
         if isinstance(src.node, exp.Table):
             t = src.node.copy()
@@ -516,14 +721,13 @@ class _Analyzer:
             t.meta.pop(_REF, None)
             return t
         if isinstance(src.node, exp.Subquery):
-            body = _with_ctes(src.node.this.copy(), ctes)
+            body = _with_ctes(src.node.this.copy(), self.ctes)
             return exp.Subquery(this=body, alias=alias)
         return None
 
     # ------------------------------------------------------------------ IN / EXISTS
     def _subquery_semi(self, c: exp.Expression, p: _Source,
-                       owner: Callable[[exp.Column], Optional[str]], plan: TableRefPlan,
-                       ctes: dict[str, exp.Expression]) -> None:
+                       owner: Callable[[exp.Column], Optional[str]], plan: TableRefPlan) -> None:
         if isinstance(c, exp.Not):
             inner = c.this
             if isinstance(inner, (exp.In, exp.Exists)):
@@ -541,9 +745,9 @@ class _Analyzer:
             if not _query_filters(body):
                 plan.notes.append("IN subquery without predicates: not used")
                 return
-            q = _with_ctes(body.copy(), ctes)
-            self._add_dynamic(plan, col.name.lower(), q.sql(dialect="spark"),
-                              _label(body), "semi", p)
+            q = _with_ctes(body.copy(), self.ctes)
+            self._add_dynamic(plan, col.name.lower(), q, _label(body), "semi",
+                              c.meta.get(ORIGIN))
         elif isinstance(c, exp.Exists):
             body = c.this
             if isinstance(body, exp.Subquery):
@@ -586,26 +790,69 @@ class _Analyzer:
                 sub.set(k, None)
             sub.set("expressions", [exp.alias_(b.copy(), KEY_ALIAS)])
             sub.set("distinct", None)
-            q = _with_ctes(sub, ctes)
-            self._add_dynamic(plan, a.name.lower(), q.sql(dialect="spark"), _label(body),
-                              "semi", p)
+            q = _with_ctes(sub, self.ctes)
+            self._add_dynamic(plan, a.name.lower(), q, _label(body), "semi")
 
-    def _add_dynamic(self, plan: TableRefPlan, probe_col: str, q: str, label: str,
-                     kind: str, p: _Source) -> None:
-        if not _repeatable(q):
+    def _add_dynamic(self, plan: TableRefPlan, probe_col: str, tree: exp.Expression,
+                     label: str, kind: str, origin: Optional[str] = None) -> None:
+        if not _repeatable(tree):
             plan.notes.append(f"build side {label} is not repeatable (random functions, "
                               f"LIMIT or sampling): not used")
             return
+        q = tree.sql(dialect="spark")
         for existing in plan.dynamic:
             if existing.build_query == q and existing.probe_column == probe_col:
                 return
         self._fid += 1
-        tables = tuple(sorted({_table_name(t).lower() for t in
-                               sqlglot.parse_one(q, read="spark").find_all(exp.Table)}))
-        plan.dynamic.append(DynamicFilterSpec(f"f{self._fid}", probe_col, q, label, tables, kind))
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        tables = tuple(sorted({_table_name(t).lower() for t in tree.find_all(exp.Table)
+                               if t.name.lower() not in ctes or t.args.get("db")}))
+        origins = [o for o in (origin, _origins(tree)) if o]
+        plan.dynamic.append(DynamicFilterSpec(f"f{self._fid}", probe_col, q, label, tables,
+                                              kind, origin="; ".join(origins) or None))
 
 
 # ====================================================================== helpers
+
+def _short(c: exp.Expression, width: int = 90) -> str:
+    text = c.sql(dialect="spark")
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _positions(node: exp.Subquery) -> dict[str, int]:
+    """Output column name → position, for a derived table (its alias's column list, else the
+    names its query selects; a UNION is named by its first branch)."""
+    alias = node.args.get("alias")
+    names = [c.name for c in alias.args.get("columns") or []] if alias is not None else []
+    if not names:
+        names = list(node.this.named_selects)
+    out: dict[str, int] = {}
+    for i, n in enumerate(names):
+        out.setdefault(n.lower(), i)
+    return out
+
+
+_NULL_AWARE = (exp.Is, exp.Coalesce, exp.Case, exp.If, exp.NullSafeEQ, exp.NullSafeNEQ,
+               exp.Anonymous, exp.Not, exp.Or)
+
+
+def _null_rejecting(c: exp.Expression) -> bool:
+    """A comparison that is never true on NULL: safe to move into the null-supplying side of
+    an outer join from the WHERE above it (the rows it removes there would be removed above)."""
+    c = c.unnest() if isinstance(c, exp.Paren) else c
+    if not isinstance(c, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In,
+                          exp.Between, exp.Like)):
+        return False
+    return not any(True for _ in c.find_all(*_NULL_AWARE))
+
+
+def _origins(tree: exp.Expression) -> Optional[str]:
+    """Where the pushed conjuncts a build query carries came from (for ``explain``)."""
+    where = tree.args.get("where")
+    found = [c.meta[ORIGIN] for c in (_conjuncts(where.this) if where is not None else [])
+             if c.meta.get(ORIGIN)]
+    return "; ".join(dict.fromkeys(found)) or None
+
 
 def _table_name(t: exp.Table) -> str:
     parts = [p.name for p in t.parts]
@@ -633,8 +880,8 @@ def _conjuncts(e: Optional[exp.Expression]) -> list[exp.Expression]:
     return out
 
 
-def _owner(c: exp.Column, sources: dict[str, _Source], single_alias: Optional[str],
-           probe: _Source, probe_cols: dict[str, Any]) -> Optional[str]:
+def _owner(c: exp.Column, sources: dict[str, _Source], single_alias: Optional[str]
+           ) -> Optional[str]:
     """Which FROM item of this scope a column belongs to (None: outer scope or unknown)."""
     t = c.table.lower() if c.table else ""
     if t:
@@ -647,12 +894,23 @@ def _owner(c: exp.Column, sources: dict[str, _Source], single_alias: Optional[st
         if s.info is not None:
             if name in (k.lower() for k in s.info.columns):
                 hits.append(s.alias)
-        elif s.cte is not None or isinstance(s.node, exp.Subquery):
-            body = s.cte if s.cte is not None else s.node.this
-            names = {n.lower() for n in getattr(body, "named_selects", [])}
-            if name in names:
+        elif isinstance(s.node, exp.Subquery):
+            if name in _positions(s.node):
+                hits.append(s.alias)
+        elif s.cte is not None:
+            if name in {n.lower() for n in getattr(s.cte, "named_selects", [])}:
                 hits.append(s.alias)
     return hits[0] if len(hits) == 1 else None
+
+
+def _below_subquery_of(sub: exp.Expression, top: exp.Expression) -> bool:
+    """Is ``sub`` nested in another subquery that is itself inside ``top``?"""
+    p = sub.parent
+    while p is not None and p is not top:
+        if isinstance(p, exp.Subquery):
+            return True
+        p = p.parent
+    return False
 
 
 def _has_is_null(c: exp.Expression) -> bool:
@@ -723,22 +981,12 @@ def _two_sided(c: exp.Expression, p: _Source, owner: Callable[[exp.Column], Opti
     return p.alias in owners and len(owners) > 1
 
 
-_NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id",
-                     "spark_partition_id", "input_file_name", "current_timestamp", "now",
-                     "try_reflect", "reflect", "java_method", "randstr", "uniform"}
-
-
-def _repeatable(build_sql: str) -> bool:
+def _repeatable(tree: exp.Expression) -> bool:
     """A build query must select the same keys when Spark evaluates the query itself: no
     random or per-run functions, no LIMIT (which rows is unspecified) and no sampling."""
-    tree = sqlglot.parse_one(build_sql, read="spark")
-    if any(True for _ in tree.find_all(exp.Limit, exp.TableSample, exp.Rand, exp.Randn)):
+    if any(True for _ in tree.find_all(exp.Limit)):
         return False
-    for f in tree.find_all(exp.Func):
-        name = (f.sql_name() if not isinstance(f, exp.Anonymous) else f.name).lower()
-        if name in _NONDETERMINISTIC:
-            return False
-    return True
+    return deterministic(tree)
 
 
 def _aggregates_without_group(body: exp.Select) -> bool:
