@@ -253,8 +253,12 @@ class _Analyzer:
     def inline(self) -> None:
         """Each use of a deterministic CTE holding a partitioned table becomes its own copy,
         pruned by its own filters (see dpp.pushdown)."""
-        def worth(body: exp.Expression) -> bool:
-            return any(self._partitioned(t) for t in body.find_all(exp.Table))
+        with_ = self.tree.args.get("with_")
+        names = {c.alias_or_name.lower() for c in with_.expressions} if with_ else set()
+
+        def worth(body: exp.Expression) -> bool:      # CTE names are not tables to resolve
+            return any(self._partitioned(t) for t in body.find_all(exp.Table)
+                       if t.args.get("db") or t.name.lower() not in names)
         self.notes.extend(inline_ctes(self.tree, worth))
 
     def run(self) -> PruningPlan:

@@ -15,8 +15,6 @@ import pytest
 
 from tests.differential import Check, Checks, Fact
 
-pytestmark = pytest.mark.spark
-
 # the facts: partition column p (sales) / q (web), 8 partitions of 4 rows each
 ROWS = ", ".join(f"({p * 100 + i}, {i}, {p})" for p in range(1, 9) for i in range(1, 5))
 
@@ -209,3 +207,40 @@ def test_not_pushed_past_an_aggregate_output_or_limit_is_explained():
     plan = analyze("SELECT * FROM (SELECT p FROM f LIMIT 3) l WHERE l.p = 1", infos.get)
     assert not plan.refs[0].pruning
     assert any("not pushed past LIMIT" in n for n in plan.notes), plan.notes
+
+
+def _plan(query: str) -> Any:
+    from dpp.core.domain import DataType
+    from dpp.planner import TableInfo, analyze
+
+    i = DataType.parse("int")
+    infos = {"pd_sales": TableInfo("pd_sales", {"v": i, "item": i, "p": i}, ("p",)),
+             "pd_web": TableInfo("pd_web", {"v": i, "item": i, "q": i}, ("q",)),
+             "pd_dim": TableInfo("pd_dim", {"k": i, "grp": DataType.parse("string"), "wk": i},
+                                 ())}
+    return analyze(query.format(f0="pd_sales", f1="pd_web"), infos.get)
+
+
+@pytest.mark.parametrize("name,query,kept", PUSHED, ids=[c[0] for c in PUSHED])
+def test_plan_prunes_where_a_push_reaches(name: str, query: str, kept: dict[int, int]) -> None:
+    """The planner alone (the quick tier): each fact the push reaches gets a domain on its
+    partition column, static or dynamic, and the plan says where it came from."""
+    plan = _plan(query)
+    for i in kept:
+        table, col = (("pd_sales", "p"), ("pd_web", "q"))[i]
+        refs = [r for r in plan.refs if r.table == table]
+        assert refs and all(r.pruning and (col in r.static.columns or r.static.is_none() or
+                                           any(f.probe_column == col for f in r.dynamic))
+                            for r in refs), f"{name}:\n{plan.explain()}"
+        assert "pushed from" in plan.explain(), plan.explain()
+
+
+@pytest.mark.parametrize("name,query,whole", NOT_PUSHED, ids=[c[0] for c in NOT_PUSHED])
+def test_plan_does_not_prune_where_a_push_must_stop(name: str, query: str,
+                                                    whole: set[int]) -> None:
+    plan = _plan(query)
+    for i in whole:
+        table, col = (("pd_sales", "p"), ("pd_web", "q"))[i]
+        for r in (r for r in plan.refs if r.table == table):
+            assert col not in r.static.columns and \
+                not any(f.probe_column == col for f in r.dynamic), f"{name}:\n{plan.explain()}"

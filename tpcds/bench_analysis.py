@@ -3,7 +3,8 @@
 ``python -m tpcds.bench_analysis [--repeat N]`` translates the queries to Spark SQL, analyzes
 each ``N`` times with :func:`dpp.planner.analyze` against the TPC-DS schema (fact tables
 partitioned as in DESIGN), and prints median / p90 / max milliseconds per query and how many
-queries get pruning. Target: median under 50 ms.
+queries get pruning. Targets: median under 20 ms, p90 under 60 ms (pushing predicates into
+derived tables, UNION branches and CTE uses included).
 """
 from __future__ import annotations
 
@@ -74,8 +75,8 @@ def main(argv: Optional[list[str]] = None) -> int:
           f"max {ms[-1]:.1f} ({max(times, key=times.get)})")  # type: ignore[arg-type]
     print(f"queries with pruning: {pruned}/{len(ms)}; fact references pruned on their "
           f"partition column: {pruned_refs}/{refs}")
-    verdict = "met" if statistics.median(ms) < 50 else "MISSED"
-    print(f"target median < 50 ms: {verdict}")
+    verdict = "met" if statistics.median(ms) < 20 and p90 < 60 else "MISSED"
+    print(f"targets median < 20 ms, p90 < 60 ms: {verdict}")
     return 0
 
 
