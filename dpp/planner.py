@@ -165,6 +165,22 @@ def analyze(sql: str, resolve: Resolver, rules: SparkRules = DEFAULT_RULES) -> P
                            _tree=tree)
 
 
+def table_names(sql: str) -> Optional[set[str]]:
+    """The tables a query reads (lower case, as written; CTE names left out), or None when
+    ``sql`` is not a query sqlglot can parse. A cheap look before :func:`analyze`, which also
+    resolves every relation's columns: when none of these names can be pruned, the session
+    skips the analysis (a query over dimensions only pays nothing for dpp)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except SqlglotError:
+        return None
+    if tree is None or not isinstance(tree, (exp.Query, exp.Subquery)):
+        return None
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    return {_table_name(t).lower() for t in tree.find_all(exp.Table)
+            if t.name and not (not t.db and t.name.lower() in ctes)}
+
+
 def rewrite(plan: PruningPlan, replacements: dict[str, str]) -> str:
     """The query with each replaced reference reading the given view; aliases are kept (a
     reference without one is aliased with its table name, so qualified columns resolve)."""

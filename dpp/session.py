@@ -309,6 +309,11 @@ class DppSession:
         rules = SparkRules.from_spark(self.spark)
         tables: dict[str, Optional[Table]] = {}
         unusable: dict[str, str] = {}
+        if self._nothing_to_prune(query, tables, unusable, report):
+            for name, why in unusable.items():
+                report.add_table_unpruned(name, None, why)
+            self._views.ensure(self._mentions(query))
+            return self._spark_sql(query)
         plan = self._analyze(query, tables, unusable, rules, report)
         for name, why in unusable.items():
             report.add_table_unpruned(name, None, why)
@@ -338,6 +343,27 @@ class DppSession:
         report.phases["handoff"] = max((t.get("handoff_seconds") or 0.0
                                         for t in report.tables), default=0.0)
         return self._run_rewritten(query, plan, decision, replacements, report)
+
+    def _nothing_to_prune(self, query: str, tables: dict[str, Optional[Table]],
+                          unusable: dict[str, str], report: JobReport) -> bool:
+        """True (noted in the report) when no table the query reads can be pruned: none is
+        registered with this session or a partitioned catalog table. The analysis, which looks
+        up every relation's columns through Spark, is then skipped. Unparsable SQL and
+        statements other than queries go to the analysis, which reports them."""
+        ta = time.perf_counter()
+        names = planner.table_names(query)
+        if not names:
+            return False
+        for key in sorted(norm_name(n) for n in names):
+            if key not in tables:
+                tables[key] = self._table(key, unusable)
+            if tables[key] is not None:
+                return False
+        report.phases["analysis"] = time.perf_counter() - ta
+        report.analysis_notes.append(
+            "no table to prune: none of " + ", ".join(sorted(names)) + " is registered or a "
+            "partitioned catalog table (analysis skipped)")
+        return True
 
     def _analyze(self, query: str, tables: dict[str, Optional[Table]],
                  unusable: dict[str, str], rules: SparkRules,

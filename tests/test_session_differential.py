@@ -242,6 +242,33 @@ def test_sql_the_analyzer_cannot_parse_fails_exactly_like_spark(spark, dpp_env):
         dpp_env.collect(q)
 
 
+def test_a_query_with_no_table_to_prune_skips_the_analysis(spark, dpp_env, monkeypatch):
+    """Only temp views (and a CTE named like a registered table): nothing can be pruned, so
+    the analysis, which resolves every relation through Spark, is not run at all; the rows
+    are Spark's and the report says why."""
+    import dpp.planner
+
+    def broken(sql, resolve, **kw):
+        raise RuntimeError("analyzer called")
+
+    monkeypatch.setattr(dpp.planner, "analyze", broken)
+    for q in ("SELECT d.d_year, count(*) FROM ref_sales s JOIN ref_date_dim d "
+              "ON s.ss_sold_date_sk = d.d_date_sk WHERE d.d_moy = 2 GROUP BY d.d_year",
+              "WITH sales AS (SELECT * FROM ref_sales WHERE ss_sold_date_sk = 105) "
+              "SELECT count(*) FROM sales"):
+        assert Counter(tuple(r) for r in dpp_env.collect(q)) == \
+            Counter(tuple(r) for r in spark.sql(q).collect())
+        rep = dpp_env.last_report.to_dict()
+        assert not any("analyzer called" in n for n in rep["analysis_notes"]), rep
+        assert any("analysis skipped" in n and "ref_sales" in n
+                   for n in rep["analysis_notes"]), rep["analysis_notes"]
+        assert rep["tables"] == []
+    # a registered table in the query: analysed as before
+    q = "SELECT count(*) FROM ref_date_dim d JOIN sales s ON s.ss_sold_date_sk = d.d_date_sk"
+    assert Counter(tuple(r) for r in dpp_env.collect(q)) == Counter(_reference(spark, q))
+    assert any("analyzer called" in n for n in dpp_env.last_report.to_dict()["analysis_notes"])
+
+
 def test_analysis_failure_runs_unpruned_with_reason(spark, dpp_env, monkeypatch):
     """If the analyzer itself breaks, the query still runs, unpruned, and the report says so."""
     import dpp.planner

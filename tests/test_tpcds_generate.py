@@ -103,3 +103,97 @@ def test_spark_reads_decimals_and_partition_keys(spark, data: Path) -> None:
     manifest = json.loads((data / "manifest.json").read_text())
     assert n == manifest["tables"]["store_sales"]["rows"]
     assert nulls > 0                                   # the default partition reads as NULL
+
+
+# ---------------------------------------------------------------- the clustered layout (issue 15)
+CLUSTERED = gen.Layout("clustered", rows_per_file=8, row_group_rows=4)
+
+
+@pytest.fixture(scope="module")
+def clustered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("tpcds") / "sf001-clustered"
+    gen.generate(SF, out, layout=CLUSTERED)
+    return out
+
+
+def test_clustered_layout_is_recorded_and_counts_equal_the_default(data: Path,
+                                                                   clustered: Path) -> None:
+    m = json.loads((clustered / "manifest.json").read_text())
+    d = json.loads((data / "manifest.json").read_text())
+    assert m["layout"] == {"name": "clustered", "rows_per_file": 8, "row_group_rows": 4,
+                           "cluster_keys": gen.CLUSTER_KEYS}
+    assert {t: e["rows"] for t, e in m["tables"].items()} == \
+        {t: e["rows"] for t, e in d["tables"].items()}
+    assert gen.verify(clustered) == {t: e["rows"] for t, e in m["tables"].items()}
+
+
+def test_clustered_facts_hold_the_same_rows_as_the_default_layout(data: Path,
+                                                                  clustered: Path) -> None:
+    """Every row, partition column included, both ways (EXCEPT ALL keeps duplicates)."""
+    con = gen.connect()
+    try:
+        for table in gen.CLUSTER_KEYS:
+            a, b = (gen._sql_str(gen.parquet_glob(x, table)) for x in (data, clustered))
+            for x, y in ((a, b), (b, a)):
+                n = con.execute(
+                    f"SELECT count(*) FROM (SELECT * FROM read_parquet('{x}', "
+                    f"hive_partitioning = true) EXCEPT ALL SELECT * FROM read_parquet('{y}', "
+                    f"hive_partitioning = true))").fetchone()[0]
+                assert n == 0, f"{table}: {n} rows of {x} missing from {y}"
+    finally:
+        con.close()
+
+
+def test_clustered_partitions_split_the_key_range_into_sorted_files(data: Path,
+                                                                    clustered: Path) -> None:
+    import pyarrow.parquet as pq
+
+    for table, key in gen.CLUSTER_KEYS.items():
+        part = gen.FACT_PARTITIONS[table]
+        folders = sorted(p.name for p in (clustered / table).iterdir() if p.is_dir())
+        assert folders == sorted(p.name for p in (data / table).iterdir() if p.is_dir())
+        several = 0
+        for folder in (clustered / table).iterdir():
+            files = sorted(folder.glob("*.parquet"))
+            several += len(files) > 1
+            last_max = None
+            for f in files:
+                meta = pq.read_metadata(f)
+                assert part not in meta.schema.names, f"{f}: partition column in the file"
+                assert 0 < meta.num_rows <= CLUSTERED.rows_per_file, f
+                assert all(meta.row_group(i).num_rows <= CLUSTERED.row_group_rows
+                           for i in range(meta.num_row_groups)), f
+                keys = pq.read_table(f, columns=[key]).column(key).to_pylist()
+                valued = [k for k in keys if k is not None]
+                assert valued == sorted(valued), f"{f}: {key} not sorted"
+                if valued:  # files follow one another along the key range
+                    assert last_max is None or valued[0] >= last_max, f
+                    last_max = valued[-1]
+        assert several > 0, f"{table}: no partition was split into several files"
+
+
+def test_switching_layout_rewrites_the_folder(tmp_path: Path) -> None:
+    out = tmp_path / "switch"
+    gen.generate(SF, out)
+    said: list[str] = []
+    gen.generate(SF, out, layout=CLUSTERED, progress=said.append)
+    assert len([s for s in said if "writing" in s]) == len(gen.TABLES)
+    assert gen.read_manifest(out)["layout"]["name"] == "clustered"
+    assert len(list((out / "web_sales").glob("*/part-*.parquet"))) > \
+        len([p for p in (out / "web_sales").iterdir() if p.is_dir()])
+
+
+def test_a_bad_layout_is_an_error_naming_it() -> None:
+    with pytest.raises(gen.GenerateError, match="zorder"):
+        gen.Layout("zorder")
+    with pytest.raises(gen.GenerateError, match="rows_per_file"):
+        gen.Layout("clustered", rows_per_file=0)
+
+
+def test_spark_reads_the_clustered_layout_with_the_default_layout_types(
+        spark, data: Path, clustered: Path) -> None:
+    for table in gen.CLUSTER_KEYS:
+        a = spark.read.parquet(str(data / table))
+        b = spark.read.parquet(str(clustered / table))
+        assert sorted(b.dtypes) == sorted(a.dtypes), table
+        assert b.count() == a.count()

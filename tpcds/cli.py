@@ -67,12 +67,18 @@ def make_spark(hive: bool, state_dir: Path, conf: Sequence[str] = ()) -> Any:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from tpcds.generate import generate
+    from tpcds.generate import GenerateError, Layout, generate
 
     t0 = time.perf_counter()
-    m = generate(args.sf, args.out, force=args.force, progress=_progress, threads=args.threads)
+    try:
+        layout = Layout(args.layout, args.rows_per_file, args.row_group_rows)
+    except GenerateError as e:
+        raise SystemExit(f"tpcds generate: {e}")
+    m = generate(args.sf, args.out, force=args.force, progress=_progress, threads=args.threads,
+                 layout=layout)
     rows = sum(t["rows"] for t in m["tables"].values())
-    print(f"TPC-DS sf={args.sf:g} in {args.out}: {len(m['tables'])} tables, {rows:,} rows, "
+    print(f"TPC-DS sf={args.sf:g} ({layout.name} layout) in {args.out}: "
+          f"{len(m['tables'])} tables, {rows:,} rows, "
           f"{time.perf_counter() - t0:.1f}s (manifest {Path(args.out) / 'manifest.json'})")
     return 0
 
@@ -172,6 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", required=True, help="output folder")
     g.add_argument("--force", action="store_true", help="rewrite tables already generated")
     g.add_argument("--threads", type=int, default=None, help="DuckDB threads (default: all)")
+    g.add_argument("--layout", choices=("default", "clustered"), default="default",
+                   help="clustered: store/catalog/web sales sorted by item key inside each date "
+                        "partition, several files per partition (tight file statistics)")
+    g.add_argument("--rows-per-file", type=int, default=512,
+                   help="clustered layout: at most this many rows per file (default 512)")
+    g.add_argument("--row-group-rows", type=int, default=128,
+                   help="clustered layout: at most this many rows per row group (default 128)")
     g.set_defaults(func=cmd_generate)
 
     q = sub.add_parser("queries", help="list the 99 queries and whether Spark runs them")

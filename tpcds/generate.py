@@ -7,8 +7,14 @@ extension file inside that wheel is ``LOAD``-ed by path, never ``INSTALL``-ed fr
 Layout (the Trino benchmark's): the six fact tables are partitioned by their date key, NULL keys
 in ``__HIVE_DEFAULT_PARTITION__`` (DuckDB's name for it is Spark's too); dimensions and
 ``inventory`` are one plain Parquet folder each. A ``manifest.json`` in the output folder records
-scale, generator versions and row counts, so a second run skips tables already written; every
-table's count is read back from its Parquet files and compared with the generator's.
+scale, generator versions, layout and row counts, so a second run skips tables already written;
+every table's count is read back from its Parquet files and compared with the generator's.
+
+Layout ``clustered`` (issue 15: file and row-group statistics that a join key can prune by)
+writes the three sales facts with each date partition's rows sorted by the item key, in several
+files of at most ``rows_per_file`` rows and row groups of at most ``row_group_rows``: the files
+of a partition then cover disjoint item-key ranges. Same rows as the default layout; the other
+tables are written as in the default layout.
 """
 from __future__ import annotations
 
@@ -37,6 +43,16 @@ FACT_PARTITIONS: dict[str, str] = {
     "web_returns": "wr_returned_date_sk",
 }
 
+#: fact table → the join key its partitions are sorted by in the ``clustered`` layout.
+CLUSTER_KEYS: dict[str, str] = {
+    "store_sales": "ss_item_sk",
+    "catalog_sales": "cs_item_sk",
+    "web_sales": "ws_item_sk",
+}
+
+#: the folder name Hive and Spark give a NULL partition value (DuckDB writes it too).
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
 #: every table dsdgen writes (``reason`` included: query 9 reads it).
 TABLES: tuple[str, ...] = (
     "call_center", "catalog_page", "catalog_returns", "catalog_sales", "customer",
@@ -51,6 +67,39 @@ Progress = Callable[[str], None]
 
 class GenerateError(RuntimeError):
     """Generation failed or wrote something other than what the generator produced."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the fact tables are laid out on disk; recorded in the manifest.
+
+    ``default``: one DuckDB-written file per date partition, rows in generator order.
+    ``clustered``: the facts of :data:`CLUSTER_KEYS` sorted by that key inside each date
+    partition, split into files of at most ``rows_per_file`` rows with row groups of at most
+    ``row_group_rows`` (tight min/max per file and per row group).
+    """
+
+    name: str = "default"
+    rows_per_file: int = 512
+    row_group_rows: int = 128
+
+    def __post_init__(self) -> None:
+        if self.name not in ("default", "clustered"):
+            raise GenerateError(f"layout must be 'default' or 'clustered', got {self.name!r}")
+        if self.rows_per_file < 1 or self.row_group_rows < 1:
+            raise GenerateError(f"layout {self.name}: rows_per_file and row_group_rows must be "
+                                f">= 1, got {self.rows_per_file} and {self.row_group_rows}")
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.name == "default":
+            return {"name": "default"}
+        return {"name": self.name, "rows_per_file": self.rows_per_file,
+                "row_group_rows": self.row_group_rows, "cluster_keys": dict(CLUSTER_KEYS)}
+
+    @staticmethod
+    def of_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
+        """The manifest's layout (manifests written before layouts existed are ``default``)."""
+        return manifest.get("layout") or {"name": "default"}
 
 
 @dataclass(frozen=True)
@@ -142,9 +191,11 @@ def count_parquet_rows(con: Any, out: str | os.PathLike[str], table: str) -> int
     return int(con.execute(f"SELECT count(*) FROM read_parquet('{g}')").fetchone()[0])
 
 
-def _copy_table(con: Any, table: str, dest: Path) -> None:
+def _copy_table(con: Any, table: str, dest: Path, layout: Layout = Layout()) -> None:
     """Writes one table into ``dest`` (a fresh folder), partitioned when it is a fact table."""
-    if table in FACT_PARTITIONS:
+    if layout.name == "clustered" and table in CLUSTER_KEYS:
+        _copy_clustered(con, table, dest, layout)
+    elif table in FACT_PARTITIONS:
         # DuckDB leaves the partition column out of the files (Hive style) and names NULL
         # partitions __HIVE_DEFAULT_PARTITION__, which Spark reads back as NULL.
         con.execute(f"COPY {table} TO '{_sql_str(str(dest))}' (FORMAT parquet, "
@@ -155,14 +206,46 @@ def _copy_table(con: Any, table: str, dest: Path) -> None:
                     f"(FORMAT parquet, COMPRESSION snappy)")
 
 
+def _copy_clustered(con: Any, table: str, dest: Path, layout: Layout) -> None:
+    """A fact sorted by (partition, cluster key), one folder per partition value, each
+    partition's rows in consecutive files of ``rows_per_file`` rows (so each file holds its own
+    slice of the key range) and row groups of ``row_group_rows``. The partition column is left
+    out of the files (Hive style), as in the default layout."""
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    part, key = FACT_PARTITIONS[table], CLUSTER_KEYS[table]
+    data = con.execute(f"SELECT * FROM {table} ORDER BY {part} ASC NULLS LAST, "
+                       f"{key} ASC NULLS LAST").fetch_arrow_table()
+    pcol = data.column(part)
+    rows = data.drop_columns([part])
+    n_null = pcol.null_count
+    n_valued = len(pcol) - n_null
+    values = pc.fill_null(pcol.slice(0, n_valued), 0).to_numpy()
+    starts = [0] + (np.flatnonzero(np.diff(values)) + 1).tolist() if n_valued else []
+    runs = [(str(values[s]), s, (starts[i + 1] if i + 1 < len(starts) else n_valued))
+            for i, s in enumerate(starts)]
+    if n_null:
+        runs.append((NULL_PARTITION, n_valued, len(pcol)))
+    dest.mkdir(parents=True)
+    for value, start, end in runs:
+        folder = dest / f"{part}={value}"
+        folder.mkdir()
+        for i, s in enumerate(range(start, end, layout.rows_per_file)):
+            piece = rows.slice(s, min(layout.rows_per_file, end - s))
+            pq.write_table(piece, folder / f"part-{i:05d}.parquet",
+                           row_group_size=layout.row_group_rows, compression="snappy")
+
+
 def generate(sf: float, out: str | os.PathLike[str], *, force: bool = False,
-             progress: Optional[Progress] = None, threads: Optional[int] = None
-             ) -> dict[str, Any]:
+             progress: Optional[Progress] = None, threads: Optional[int] = None,
+             layout: Layout = Layout()) -> dict[str, Any]:
     """Generates TPC-DS at scale ``sf`` into ``out`` and returns the manifest.
 
     Tables already recorded in a manifest of the same scale and generator are kept (unless
-    ``force``); a manifest of another scale or generator means the folder is rewritten. Raises
-    :class:`GenerateError` naming the table when the rows read back differ from the generator's.
+    ``force``); a manifest of another scale, generator or layout means the folder is
+    rewritten. Raises :class:`GenerateError` naming the table when the rows read back differ from the generator's.
     """
     if sf <= 0:
         raise GenerateError(f"scale factor must be > 0, got {sf}")
@@ -175,13 +258,15 @@ def generate(sf: float, out: str | os.PathLike[str], *, force: bool = False,
         manifest = None if force else read_manifest(outp)
         if manifest is not None and (float(manifest.get("sf", -1)) != float(sf)
                                      or manifest.get("generator") != gen.as_dict()
-                                     or manifest.get("format") != MANIFEST_FORMAT):
-            log.warning("%s holds scale %s from %s; rewriting for scale %s", outp,
-                        manifest.get("sf"), manifest.get("generator"), sf)
+                                     or manifest.get("format") != MANIFEST_FORMAT
+                                     or Layout.of_manifest(manifest) != layout.as_dict()):
+            log.warning("%s holds scale %s from %s, layout %s; rewriting for scale %s, layout "
+                        "%s", outp, manifest.get("sf"), manifest.get("generator"),
+                        Layout.of_manifest(manifest).get("name"), sf, layout.name)
             manifest = None
         if manifest is None:
             manifest = {"format": MANIFEST_FORMAT, "sf": sf, "generator": gen.as_dict(),
-                        "tables": {}, "complete": False}
+                        "layout": layout.as_dict(), "tables": {}, "complete": False}
         done: dict[str, Any] = manifest["tables"]
         todo = [t for t in TABLES if force or t not in done or not (outp / t).is_dir()]
         if not todo:
@@ -199,7 +284,7 @@ def generate(sf: float, out: str | os.PathLike[str], *, force: bool = False,
             dest = outp / table
             tmp = outp / f".{table}.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
-            _copy_table(con, table, tmp)
+            _copy_table(con, table, tmp, layout)
             got = count_parquet_rows(con, tmp, table="")  # tmp is the table folder itself
             if got != expected:
                 shutil.rmtree(tmp, ignore_errors=True)
