@@ -139,18 +139,29 @@ class PruningPlan:
 
 # ====================================================================== analysis
 
-def analyze(sql: str, resolve: Resolver, rules: SparkRules = DEFAULT_RULES) -> PruningPlan:
-    """The pruning plan of ``sql``; never raises for SQL it cannot handle (no pruning then).
-
-    ``rules`` are the session's: literals are read as Spark casts them in that session (a
-    ``TIMESTAMP '...'`` in its time zone)."""
+def parse(sql: str) -> tuple[Optional[exp.Expression], Optional[str]]:
+    """``(tree, None)`` for a query sqlglot parses, ``(None, why)`` for anything else."""
     try:
         tree = sqlglot.parse_one(sql, read="spark")
     except SqlglotError as exc:
-        return PruningPlan(sql=sql, refs=[], parse_error=f"unparsable SQL: {_first_line(exc)}")
+        return None, f"unparsable SQL: {_first_line(exc)}"
     if tree is None or not isinstance(tree, (exp.Query, exp.Subquery)):
         kind = type(tree).__name__ if tree is not None else "empty"
-        return PruningPlan(sql=sql, refs=[], parse_error=f"not a query ({kind} statement)")
+        return None, f"not a query ({kind} statement)"
+    return tree, None
+
+
+def analyze(sql: str, resolve: Resolver, rules: SparkRules = DEFAULT_RULES,
+            tree: Optional[exp.Expression] = None) -> PruningPlan:
+    """The pruning plan of ``sql``; never raises for SQL it cannot handle (no pruning then).
+
+    ``rules`` are the session's: literals are read as Spark casts them in that session (a
+    ``TIMESTAMP '...'`` in its time zone). ``tree``: ``sql`` as :func:`parse` gave it, when the
+    caller parsed it already (it is annotated in place)."""
+    if tree is None:
+        tree, why = parse(sql)
+        if tree is None:
+            return PruningPlan(sql=sql, refs=[], parse_error=why)
     analyzer = _Analyzer(sql, tree, resolve, rules)
     try:
         analyzer.inline()
@@ -165,17 +176,11 @@ def analyze(sql: str, resolve: Resolver, rules: SparkRules = DEFAULT_RULES) -> P
                            _tree=tree)
 
 
-def table_names(sql: str) -> Optional[set[str]]:
-    """The tables a query reads (lower case, as written; CTE names left out), or None when
-    ``sql`` is not a query sqlglot can parse. A cheap look before :func:`analyze`, which also
-    resolves every relation's columns: when none of these names can be pruned, the session
-    skips the analysis (a query over dimensions only pays nothing for dpp)."""
-    try:
-        tree = sqlglot.parse_one(sql, read="spark")
-    except SqlglotError:
-        return None
-    if tree is None or not isinstance(tree, (exp.Query, exp.Subquery)):
-        return None
+def table_names(tree: exp.Expression) -> set[str]:
+    """The tables a parsed query reads (lower case, as written; CTE names left out). A cheap
+    look before :func:`analyze`, which also resolves every relation's columns: when none of
+    these names can be pruned, the session skips the analysis (a query over dimensions only
+    pays nothing for dpp)."""
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     return {_table_name(t).lower() for t in tree.find_all(exp.Table)
             if t.name and not (not t.db and t.name.lower() in ctes)}

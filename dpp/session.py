@@ -309,12 +309,16 @@ class DppSession:
         rules = SparkRules.from_spark(self.spark)
         tables: dict[str, Optional[Table]] = {}
         unusable: dict[str, str] = {}
-        if self._nothing_to_prune(query, tables, unusable, report):
+        ta = time.perf_counter()
+        tree, _ = planner.parse(query)   # parsed once: the look below and the analysis
+        if tree is not None and self._nothing_to_prune(planner.table_names(tree), tables,
+                                                       unusable, report):
+            report.phases["analysis"] = time.perf_counter() - ta
             for name, why in unusable.items():
                 report.add_table_unpruned(name, None, why)
             self._views.ensure(self._mentions(query))
             return self._spark_sql(query)
-        plan = self._analyze(query, tables, unusable, rules, report)
+        plan = self._analyze(query, tree, ta, tables, unusable, rules, report)
         for name, why in unusable.items():
             report.add_table_unpruned(name, None, why)
         if plan is None:
@@ -344,14 +348,11 @@ class DppSession:
                                         for t in report.tables), default=0.0)
         return self._run_rewritten(query, plan, decision, replacements, report)
 
-    def _nothing_to_prune(self, query: str, tables: dict[str, Optional[Table]],
+    def _nothing_to_prune(self, names: set[str], tables: dict[str, Optional[Table]],
                           unusable: dict[str, str], report: JobReport) -> bool:
-        """True (noted in the report) when no table the query reads can be pruned: none is
-        registered with this session or a partitioned catalog table. The analysis, which looks
-        up every relation's columns through Spark, is then skipped. Unparsable SQL and
-        statements other than queries go to the analysis, which reports them."""
-        ta = time.perf_counter()
-        names = planner.table_names(query)
+        """True (noted in the report) when none of the tables a query reads can be pruned:
+        none is registered with this session or a partitioned catalog table. The analysis,
+        which looks up every relation's columns through Spark, is then skipped."""
         if not names:
             return False
         for key in sorted(norm_name(n) for n in names):
@@ -359,25 +360,25 @@ class DppSession:
                 tables[key] = self._table(key, unusable)
             if tables[key] is not None:
                 return False
-        report.phases["analysis"] = time.perf_counter() - ta
         report.analysis_notes.append(
             "no table to prune: none of " + ", ".join(sorted(names)) + " is registered or a "
             "partitioned catalog table (analysis skipped)")
         return True
 
-    def _analyze(self, query: str, tables: dict[str, Optional[Table]],
-                 unusable: dict[str, str], rules: SparkRules,
-                 report: JobReport) -> Optional[PruningPlan]:
-        """The pruning plan, or None (reported) when the query cannot be analysed."""
-        ta = time.perf_counter()
+    def _analyze(self, query: str, tree: Any, started: float,
+                 tables: dict[str, Optional[Table]], unusable: dict[str, str],
+                 rules: SparkRules, report: JobReport) -> Optional[PruningPlan]:
+        """The pruning plan, or None (reported) when the query cannot be analysed. ``tree``:
+        the query as ``planner.parse`` gave it (None: let the analysis say why it is not one);
+        ``started``: when the parse began, so the analysis phase counts it."""
         try:
             plan: Optional[PruningPlan] = planner.analyze(
-                query, self._resolver(tables, unusable), rules=rules)
+                query, self._resolver(tables, unusable), rules=rules, tree=tree)
         except Exception as exc:  # the analyzer must never cost the user their query
             log.warning("dpp: analysis failed, running unpruned: %s", exc)
             report.analysis_notes.append(f"analysis failed: {exc}")
             plan = None
-        report.phases["analysis"] = time.perf_counter() - ta
+        report.phases["analysis"] = time.perf_counter() - started
         if plan is not None and plan.parse_error:
             report.analysis_notes.append(f"unparsable SQL: {plan.parse_error}")
             return None

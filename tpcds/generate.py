@@ -50,9 +50,6 @@ CLUSTER_KEYS: dict[str, str] = {
     "web_sales": "ws_item_sk",
 }
 
-#: the folder name Hive and Spark give a NULL partition value (DuckDB writes it too).
-NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-
 #: every table dsdgen writes (``reason`` included: query 9 reads it).
 TABLES: tuple[str, ...] = (
     "call_center", "catalog_page", "catalog_returns", "catalog_sales", "customer",
@@ -212,8 +209,9 @@ def _copy_clustered(con: Any, table: str, dest: Path, layout: Layout) -> None:
     slice of the key range) and row groups of ``row_group_rows``. The partition column is left
     out of the files (Hive style), as in the default layout."""
     import numpy as np
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
+
+    from hive_splits.naming import DEFAULT_PARTITION_NAME
 
     part, key = FACT_PARTITIONS[table], CLUSTER_KEYS[table]
     data = con.execute(f"SELECT * FROM {table} ORDER BY {part} ASC NULLS LAST, "
@@ -222,12 +220,12 @@ def _copy_clustered(con: Any, table: str, dest: Path, layout: Layout) -> None:
     rows = data.drop_columns([part])
     n_null = pcol.null_count
     n_valued = len(pcol) - n_null
-    values = pc.fill_null(pcol.slice(0, n_valued), 0).to_numpy()
+    values = pcol.slice(0, n_valued).to_numpy()   # NULLS LAST: the valued rows come first
     starts = [0] + (np.flatnonzero(np.diff(values)) + 1).tolist() if n_valued else []
     runs = [(str(values[s]), s, (starts[i + 1] if i + 1 < len(starts) else n_valued))
             for i, s in enumerate(starts)]
     if n_null:
-        runs.append((NULL_PARTITION, n_valued, len(pcol)))
+        runs.append((DEFAULT_PARTITION_NAME, n_valued, len(pcol)))
     dest.mkdir(parents=True)
     for value, start, end in runs:
         folder = dest / f"{part}={value}"
@@ -245,7 +243,8 @@ def generate(sf: float, out: str | os.PathLike[str], *, force: bool = False,
 
     Tables already recorded in a manifest of the same scale and generator are kept (unless
     ``force``); a manifest of another scale, generator or layout means the folder is
-    rewritten. Raises :class:`GenerateError` naming the table when the rows read back differ from the generator's.
+    rewritten. Raises :class:`GenerateError` naming the table when the rows read back differ
+    from the generator's.
     """
     if sf <= 0:
         raise GenerateError(f"scale factor must be > 0, got {sf}")
