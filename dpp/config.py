@@ -10,9 +10,11 @@ Defaults, and why:
   little for scattered keys; a 1% bloom costs ~1.2 bytes per value.
 - ``waitTimeout=30s``: dimension build sides finish in seconds; waiting longer than a fact
   scan's listing would cost is pointless, and a late filter only means no pruning.
-- ``statsPruning.enabled=false``: reading footers costs a request per kept file and pays
-  only when data columns are clustered; Spark's reader already skips row groups for pushed
-  static filters.
+- ``statsPruning.enabled=auto``: reading footers costs a request per kept file and pays
+  only when data columns are clustered. ``auto`` samples a few footers per table and column
+  (``hive_splits.profile``) and uses statistics only where files hold narrow slices of the
+  column, then stops reading footers when a first sample of the kept files skips nothing;
+  ``true`` always reads them, ``false`` never does (and builds no filter on data columns).
 - ``filterCache.enabled=true``: fingerprints include the dimension files' sizes and
   modification times, so a changed dimension never reuses a stale filter.
 - ``maxFilterBytes=16m`` (an addition to DESIGN's keys): the bound on an encoded filter.
@@ -113,6 +115,17 @@ def _parse_coordinator(key: str, raw: str) -> str:
 
 
 COLLECTORS = ("auto", "native", "arrow")
+STATS_MODES = ("auto", "true", "false")
+
+
+def _parse_stats_mode(key: str, raw: str) -> str:
+    """``auto``, or any boolean spelling (``true``/``on``/``1``...), as "true"/"false"."""
+    if raw.strip().lower() == "auto":
+        return "auto"
+    try:
+        return "true" if _parse_bool(key, raw) else "false"
+    except ConfigError:
+        raise ConfigError(f"{key}={raw!r}: expected auto, true or false") from None
 LISTERS = LISTER_MODES
 
 
@@ -139,7 +152,7 @@ class DppConfig:
     bloom_enabled: bool = True
     bloom_fpp: float = 0.01
     wait_timeout: float = 30.0
-    stats_pruning: bool = False
+    stats_pruning: str = "auto"          # auto | true | false (STATS_MODES)
     filter_cache: bool = True
     report_path: Optional[str] = None
     max_filter_bytes: int = 16 * 1024 * 1024
@@ -290,7 +303,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.bloomFilter.enabled": ("bloom_enabled", _parse_bool),
     "spark.dpp.bloomFilter.fpp": ("bloom_fpp", _parse_fpp),
     "spark.dpp.waitTimeout": ("wait_timeout", _parse_duration),
-    "spark.dpp.statsPruning.enabled": ("stats_pruning", _parse_bool),
+    "spark.dpp.statsPruning.enabled": ("stats_pruning", _parse_stats_mode),
     "spark.dpp.filterCache.enabled": ("filter_cache", _parse_bool),
     "spark.dpp.report.path": ("report_path", _parse_path),
     "spark.dpp.maxFilterBytes": ("max_filter_bytes", _parse_size),

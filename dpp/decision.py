@@ -4,13 +4,17 @@ From the analyzer's plan and the tables it names, :func:`decide` says which refe
 unpruned (and why), which dynamic filters to build (one per distinct build query), which
 references share one listing (same table, same static domain, same filters: one DataFrame, so
 Spark can still reuse the scan), and which registered tables need their plain view.
+
+Whether a *data* column's filter is worth its build side and footer reads is the one question
+asked outside: ``stats_pruning`` is a constant or a :data:`StatsPolicy` (the session's
+``auto`` samples footers behind it, once per table and column).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional, Union
 
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import DppError
@@ -19,8 +23,19 @@ from dpp.planner import DynamicFilterSpec, PruningPlan, TableRefPlan
 from dpp.views import norm_name
 from hive_splits import Table
 
-__all__ = ["LoadGroup", "PruningDecision", "decide", "table_columns", "static_for",
-           "real_column"]
+__all__ = ["LoadGroup", "PruningDecision", "StatsPolicy", "decide", "table_columns",
+           "static_for", "real_column"]
+
+# (table, data column) -> use Parquet statistics on it (build its filter, keep its static domain)
+StatsPolicy = Callable[[Table, str], bool]
+Stats = Union[bool, StatsPolicy]
+
+
+def _policy(stats: Stats) -> StatsPolicy:
+    if callable(stats):
+        return stats
+    flag = bool(stats)
+    return lambda _table, _column: flag
 
 
 @dataclass(frozen=True)
@@ -43,10 +58,21 @@ class PruningDecision:
 
 
 def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id: str,
-           stats_pruning: bool, mentions: Callable[[str], Iterable[str]]) -> PruningDecision:
+           stats_pruning: Stats, mentions: Callable[[str], Iterable[str]]) -> PruningDecision:
     """The decision for ``plan``. ``tables`` holds every table the analyzer resolved;
     ``mentions(text)`` names the registered tables a SQL text refers to (they need their plain
-    view when read unpruned, or by a build side)."""
+    view when read unpruned, or by a build side); ``stats_pruning`` says, per table and data
+    column, whether statistics may prune by it (a constant, or a policy asked at most once
+    per table and column here)."""
+    asked: dict[tuple[int, str], bool] = {}
+    ask = _policy(stats_pruning)
+
+    def uses(table: Table, column: str) -> bool:
+        key = (id(table), column.lower())
+        if key not in asked:
+            asked[key] = bool(ask(table, real_column(table, column) or column))
+        return asked[key]
+
     unpruned: list[tuple[TableRefPlan, str]] = [
         (r, r.reason or "no usable predicate") for r in plan.refs if not r.pruning]
     pruned = [r for r in plan.refs if r.pruning]
@@ -63,7 +89,8 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
         table = _table(tables, ref)
         ref_filters[ref.ref_id] = []
         for dyn in ref.dynamic:
-            if not _is_partition_column(table, dyn.probe_column) and not stats_pruning:
+            if (not _is_partition_column(table, dyn.probe_column)
+                    and not uses(table, dyn.probe_column)):
                 continue  # a data-column filter only helps statistics pruning
             spec = specs.get(dyn.build_query)
             if spec is None:
@@ -82,10 +109,12 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
     # merging or reusing scans of the table (TPC-DS q9: fifteen scalar subqueries over
     # store_sales, merged into few scans when they read one relation).
     idle = [ref for ref in pruned if not ref_filters[ref.ref_id]
-            and static_for(ref, _table(tables, ref), stats_pruning).is_all()]
+            and static_for(ref, _table(tables, ref), uses).is_all()]
     why_idle = ("no predicate on a partition column to prune by"
-                + ("" if stats_pruning else
-                   " (data-column filters need spark.dpp.statsPruning.enabled)"))
+                + ("" if stats_pruning is True else
+                   " (data-column filters need spark.dpp.statsPruning.enabled"
+                   + (": auto judged statistics unable to pay here)" if callable(stats_pruning)
+                      else ")")))
     unpruned += [(ref, why_idle) for ref in idle]
     plain |= {ref.table for ref in idle}
     pruned = [ref for ref in pruned if ref not in idle]
@@ -94,19 +123,19 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
 
     grouped: dict[str, list[TableRefPlan]] = {}
     for ref in pruned:
-        grouped.setdefault(_load_key(ref, tables, ref_filters, stats_pruning), []).append(ref)
+        grouped.setdefault(_load_key(ref, tables, ref_filters, uses), []).append(ref)
     used = {s.build_query for fs in ref_filters.values() for _, s in fs}
     for q in used:
         if q is not None:
             plain |= set(mentions(q))
-    groups = tuple(_group(k, refs, _table(tables, refs[0]), ref_filters, stats_pruning)
+    groups = tuple(_group(k, refs, _table(tables, refs[0]), ref_filters, uses)
                    for k, refs in grouped.items())
     return PruningDecision(tuple(unpruned), tuple(specs.values()), groups, frozenset(plain))
 
 
 def _group(key: str, refs: list[TableRefPlan], table: Table,
            ref_filters: Mapping[str, list[tuple[DynamicFilterSpec, FilterSpec]]],
-           stats_pruning: bool) -> LoadGroup:
+           stats_pruning: Stats) -> LoadGroup:
     """The group's loader inputs, with column names as the table spells them (the analyzer
     lower-cases them; a folder ``Part=...`` is column ``Part`` to the split loader)."""
     static = static_for(refs[0], table, stats_pruning)
@@ -129,14 +158,17 @@ def real_column(table: Table, name: str) -> Optional[str]:
     return found[0] if len(found) == 1 else None
 
 
-def static_for(ref: TableRefPlan, table: Table, stats_pruning: bool) -> TupleDomain:
-    """The static domain the split loader applies: data columns only with statistics."""
+def static_for(ref: TableRefPlan, table: Table, stats_pruning: Stats) -> TupleDomain:
+    """The static domain the split loader applies: data columns only where statistics are
+    used for them."""
     td = ref.static
-    if stats_pruning or td.is_none():
+    if stats_pruning is True or td.is_none():
         return td
+    uses = _policy(stats_pruning)
     parts = {c.name.lower() for c in table.partition_columns}
     doms = td.domains or {}
-    return TupleDomain.of({k: v for k, v in doms.items() if k.lower() in parts})
+    return TupleDomain.of({k: v for k, v in doms.items()
+                           if k.lower() in parts or uses(table, k)})
 
 
 def table_columns(table: Table) -> list[tuple[str, Optional[DataType]]]:
@@ -172,7 +204,7 @@ def _table(tables: Mapping[str, Optional[Table]], ref: TableRefPlan) -> Table:
 
 def _load_key(ref: TableRefPlan, tables: Mapping[str, Optional[Table]],
               ref_filters: Mapping[str, list[tuple[DynamicFilterSpec, FilterSpec]]],
-              stats_pruning: bool) -> str:
+              stats_pruning: Stats) -> str:
     """References with equal keys read exactly the same splits."""
     static = static_for(ref, _table(tables, ref), stats_pruning)
     filters = sorted((dyn.probe_column.lower(), spec.filter_id)

@@ -121,6 +121,9 @@ class TableReport:
     bytes_kept: int = 0
     bytes_skipped: int = 0
     footers_unreadable: int = 0
+    footers_read: int = 0
+    stats_seconds: float = 0.0            # footers awaited and tested after the filters came
+    stats_note: Optional[str] = None      # why statistics stopped early (statsPruning=auto)
     wait_seconds: float = 0.0
     enumeration_seconds: float = 0.0
     handoff_seconds: float = 0.0
@@ -207,6 +210,9 @@ class JobReport:
             files_skipped=result.files_skipped, bytes_kept=result.bytes_kept,
             bytes_skipped=result.bytes_skipped,
             footers_unreadable=getattr(result, "footers_unreadable", 0),
+            footers_read=getattr(result, "footers_read", 0),
+            stats_seconds=getattr(result, "stats_seconds", 0.0),
+            stats_note=getattr(result, "stats_note", None),
             wait_seconds=result.wait_seconds,
             enumeration_seconds=max(0.0, result.elapsed_seconds - result.wait_seconds),
             handoff_seconds=getattr(result, "handoff_seconds", 0.0), filters=filt,
@@ -530,6 +536,9 @@ _TABLE_SPEC: dict[str, _Check] = {
     "bytes_kept": _count,
     "bytes_skipped": _count,
     "footers_unreadable": _count,
+    "footers_read": _count,
+    "stats_seconds": _seconds,
+    "stats_note": _optional(_str),
     "wait_seconds": _seconds,
     "enumeration_seconds": _seconds,
     "handoff_seconds": _seconds,

@@ -30,7 +30,8 @@ from dpp.config import DppConfig, redact_url
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import ConfigError, DppError, LayoutError
 from dpp.core.spark_rules import SparkRules
-from dpp.decision import LoadGroup, PruningDecision, decide, real_column, table_columns
+from dpp.decision import (LoadGroup, PruningDecision, Stats, decide, real_column,
+                          table_columns)
 from dpp.filter_runs import EnvironmentNotes, FilterMemory, FilterRuns, FilterSpec
 from dpp import planner
 from dpp.planner import PruningPlan, TableInfo, rewrite
@@ -40,7 +41,9 @@ from dpp.spark_metrics import scan_metrics
 from dpp.views import PlainViews, norm_name
 from hive_splits import (DynamicFilter, LoadResult, SplitLoader, Table, table_from_catalog,
                          table_from_path, to_dataframe)
+from hive_splits.footers import FooterCache
 from hive_splits.listing import lister_for
+from hive_splits.profile import KeyProfile, profile_column
 from hive_splits.metastore import MetastorePartitions
 from hive_splits.storage_calls import storage_calls, worth_counting
 from hive_splits.table import catalog_metadata, catalog_partition_names
@@ -48,6 +51,10 @@ from hive_splits.table import catalog_metadata, catalog_partition_names
 log = logging.getLogger(__name__)
 
 _VIEW_PREFIX = "__dpp_"
+# statsPruning=auto: footers of this many kept files (spread over them) are tested first; when
+# none of them can be skipped, the loader reads no more (a filter whose values are scattered
+# over every file's range, TPC-DS q19's 321 items on item-sorted files)
+STATS_SAMPLE = 16
 _JOIN_HOWS = {
     "inner": "inner", "cross": None, "left": "left", "leftouter": "left", "left_outer": "left",
     "right": "right", "rightouter": "right", "right_outer": "right", "full": "full",
@@ -83,6 +90,8 @@ class DppSession:
         self._filter_memory = FilterMemory()        # build sides that pruned nothing
         self._schemas = SchemaCache(spark)          # table shapes, valid while Spark's are
         self._listers: dict[str, Any] = {}          # the Hadoop lister's JVM handles, made once
+        self._footers = FooterCache()               # Parquet footers by (path, size, mtime)
+        self._profiles: dict[tuple[str, str], KeyProfile] = {}   # statsPruning=auto verdicts
         self.config  # validate settings now: a bad value is an error at construction
 
     # ------------------------------------------------------------------ configuration
@@ -325,7 +334,8 @@ class DppSession:
             self._views.ensure(self._mentions(query))
             return self._spark_sql(query)
         decision = decide(plan, tables, query_id=report.query_id[:8],
-                          stats_pruning=cfg.stats_pruning, mentions=self._mentions)
+                          stats_pruning=self._stats_policy(cfg, report),
+                          mentions=self._mentions)
         for ref, why in decision.unpruned:
             report.add_table_unpruned(ref.table, ref.alias, why)
         self._views.ensure(sorted(decision.plain_tables))
@@ -347,6 +357,32 @@ class DppSession:
         report.phases["handoff"] = max((t.get("handoff_seconds") or 0.0
                                         for t in report.tables), default=0.0)
         return self._run_rewritten(query, plan, decision, replacements, report)
+
+    def _stats_policy(self, cfg: DppConfig, report: JobReport) -> Stats:
+        """``spark.dpp.statsPruning.enabled`` as the decision takes it: a constant, or for
+        ``auto`` a verdict per table and data column from a sample of its footers
+        (:mod:`hive_splits.profile`), made once per session and noted in the report."""
+        if cfg.stats_pruning != "auto":
+            return cfg.stats_pruning == "true"
+
+        def policy(table: Table, column: str) -> bool:
+            key = (table.location, column)
+            with self._lock:
+                verdict = self._profiles.get(key)
+            if verdict is None:
+                verdict = profile_column(table, column, self._lister(table.location, cfg),
+                                         self._footers)
+                with self._lock:
+                    self._profiles[key] = verdict
+            report.analysis_notes.append("statistics pruning (auto): " + verdict.describe())
+            return verdict.can_pay
+        return policy
+
+    def _loader_stats(self, cfg: DppConfig) -> dict[str, Any]:
+        """The SplitLoader's statistics arguments for these settings."""
+        return {"stats_pruning": cfg.stats_pruning != "false",
+                "stats_sample": STATS_SAMPLE if cfg.stats_pruning == "auto" else None,
+                "footer_cache": self._footers}
 
     def _nothing_to_prune(self, names: set[str], tables: dict[str, Optional[Table]],
                           unusable: dict[str, str], report: JobReport) -> bool:
@@ -420,8 +456,8 @@ class DppSession:
                              wait=runs.waiter(spec.filter_id, d.probe_column, deadline))
                for d, spec in g.filters]
         result = SplitLoader(g.table, g.static, dyn, wait_timeout=cfg.wait_timeout,
-                             stats_pruning=cfg.stats_pruning, rules=rules,
-                             lister=self._lister(g.table.location, cfg)).load()
+                             rules=rules, lister=self._lister(g.table.location, cfg),
+                             **self._loader_stats(cfg)).load()
         return result, self._handoff(g.table, result)
 
     def _handoff(self, table: Table, result: LoadResult) -> DataFrame:
@@ -573,8 +609,11 @@ class DppSession:
                         self._env_notes, self._filter_memory) as runs:
             deadline = time.monotonic() + cfg.wait_timeout
             dyn = []
+            policy = self._stats_policy(cfg, report)
             for i, (fcol, dcol) in enumerate(on):
-                if fcol.lower() not in parts and not cfg.stats_pruning:
+                if fcol.lower() not in parts and not (
+                        policy(table, real_column(table, fcol) or fcol) if callable(policy)
+                        else policy):
                     continue
                 spec = FilterSpec(filter_id=f"{qid}-j{i + 1}", build_label=f"dataframe.{dcol}",
                                   probe_type=columns.get(fcol.lower()), probe_label=fact)
@@ -583,8 +622,8 @@ class DppSession:
                 dyn.append(DynamicFilter(filter_id=spec.filter_id, column=col,
                                          wait=runs.waiter(spec.filter_id, col, deadline)))
             result = SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
-                                 stats_pruning=cfg.stats_pruning, rules=rules,
-                                 lister=self._lister(table.location, cfg)).load()
+                                 rules=rules, lister=self._lister(table.location, cfg),
+                                 **self._loader_stats(cfg)).load()
             fact_df = self._handoff(table, result)
             report.add_table_result(fact, None, table, result)
             report.phases["handoff"] = result.handoff_seconds

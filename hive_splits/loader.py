@@ -130,6 +130,8 @@ class LoadResult:
     bytes_skipped: int = 0
     footers_read: int = 0
     footers_unreadable: int = 0
+    stats_seconds: float = 0.0          # footers awaited and tested once the domains were known
+    stats_note: Optional[str] = None    # why statistics stopped early (stats_sample)
     wait_seconds: float = 0.0
     elapsed_seconds: float = 0.0
     handoff_seconds: float = 0.0        # set by whoever hands the splits to Spark
@@ -194,23 +196,28 @@ class SplitLoader:
     total wait, from the start of :meth:`load`. ``max_workers`` bounds the threads that list
     folders and read footers. ``rules`` are the session's (time zone, ...): a folder's text is
     read as the Spark query that follows will read it, and a column whose type cannot be read
-    with certainty under them is not pruned (reported).
+    with certainty under them is not pruned (reported). ``stats_sample``: with statistics
+    pruning, first test the footers of this many kept files (spread over them) and read no
+    more when none of them can be skipped (``statsPruning=auto``); None reads every footer.
     """
 
     def __init__(self, table: Table, static: Optional[TupleDomain] = None,
                  dynamic: Iterable[DynamicFilter] = (), wait_timeout: float = 0.0,
                  stats_pruning: bool = False, footer_cache: Optional[FooterCache] = None,
                  max_workers: int = 8, rules: SparkRules = DEFAULT_RULES,
-                 lister: Optional[Lister] = None) -> None:
+                 lister: Optional[Lister] = None, stats_sample: Optional[int] = None) -> None:
         if wait_timeout < 0:
             raise ValueError(f"wait_timeout must be >= 0, got {wait_timeout}")
         if max_workers < 1:
             raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+        if stats_sample is not None and stats_sample < 1:
+            raise ValueError(f"stats_sample must be >= 1 or None, got {stats_sample}")
         self.table = table
         self.static = static if static is not None else TupleDomain.all()
         self.dynamic = list(dynamic)
         self.wait_timeout = float(wait_timeout)
         self.stats_pruning = stats_pruning
+        self.stats_sample = stats_sample
         self.footer_cache = footer_cache
         self.max_workers = max_workers
         self.rules = rules
@@ -594,17 +601,37 @@ class SplitLoader:
                 entries.append((kp, f, fut))
         res.files_listed = len(entries)
         domains = self._data_domains() if self.stats_pruning and entries else {}
-        for kp, fe, fut in entries:
-            path, size = fe.path, fe.size
-            if domains and fut is not None:
+        t0 = time.monotonic()
+        metas: dict[int, Any] = {}
+
+        def meta_of(i: int) -> Any:
+            """Entry i's footer (awaited once), or None when unreadable (the file is kept)."""
+            if i not in metas:
+                fut = entries[i][2]
+                assert fut is not None
                 try:
-                    meta = fut.result()
+                    metas[i] = fut.result()
                     res.footers_read += 1
                 except Exception as exc:
                     res.footers_unreadable += 1
-                    log.warning("table %s: cannot read the Parquet footer of %s (%s); file kept "
-                                "unpruned", t.name, path, exc)
-                    meta = None
+                    log.warning("table %s: cannot read the Parquet footer of %s (%s); file "
+                                "kept unpruned", t.name, entries[i][1].path, exc)
+                    metas[i] = None
+            return metas[i]
+
+        if domains and prefetch and self.stats_sample and len(entries) > self.stats_sample:
+            n, k = len(entries), self.stats_sample
+            probe = sorted({round(j * (n - 1) / (k - 1)) for j in range(k)}) if k > 1 else [0]
+            if not any(m is not None and cannot_match(m, domains)
+                       for m in (meta_of(i) for i in probe)):
+                res.stats_note = (f"statistics stopped after {len(probe)} sampled footers of "
+                                  f"{n} files: none could be skipped")
+                log.info("table %s: %s", t.name, res.stats_note)
+                domains = {}
+        for i, (kp, fe, fut) in enumerate(entries):
+            path, size = fe.path, fe.size
+            if domains and fut is not None:
+                meta = meta_of(i)
                 if meta is not None and cannot_match(meta, domains):
                     res.partial_folders.add(kp.path)
                     res.files_pruned_stats += 1
@@ -616,6 +643,8 @@ class SplitLoader:
             res.splits.append(Split(path, size, kp.values))
             res.files_kept += 1
             res.bytes_kept += size
+        if prefetch:
+            res.stats_seconds = time.monotonic() - t0
 
 
 def _spec_text(values: Iterable[tuple[str, Optional[str]]]) -> str:

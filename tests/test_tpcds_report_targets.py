@@ -73,3 +73,17 @@ def test_coverage_counts_ran_correct_wrong_and_not_run_with_reasons() -> None:
     assert cov["not_run"] == {"q4": "spark: timed out after 9s",
                               "q5": "dpp: AnalysisException: bad",
                               "q8": "Spark SQL translation failed"}
+
+
+def test_statistics_as_set_against_statistics_off() -> None:
+    """Mode ``dpp-nostats`` beside ``dpp``: the ratio of sums and every query past 5%."""
+    r = {"modes": ["dpp", "dpp-nostats"], "config": {"repeat": 1}, "untranslated_queries": [],
+         "runs": [run("q3", "dpp", 10.4, 100), run("q3", "dpp-nostats", 10.0, 100),
+                  run("q37", "dpp", 4.0, 30), run("q37", "dpp-nostats", 8.0, 90),
+                  run("q19", "dpp", 10.6, 50), run("q19", "dpp-nostats", 10.0, 50)]}
+    r["summary"] = summarize(r)
+    sc = r["summary"]["kinds"]["path"]["dpp_over_nostats"]
+    assert sc["queries"] == 3 and abs(sc["elapsed"] - 25.0 / 28.0) < 1e-9
+    assert abs(sc["fact_bytes_read"] - 180 / 240) < 1e-9
+    assert [q for q, _ in sc["slower_than_5pct"]] == ["q19"]          # 1.06; q3 is 1.04
+    assert "more than 5% slower: q19" in render_markdown(r)

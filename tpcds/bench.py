@@ -36,7 +36,11 @@ from tpcds.reference import DuckDBReference, compare_rows
 
 log = logging.getLogger(__name__)
 
-MODES = ("off", "spark", "dpp")
+MODES = ("off", "spark", "dpp", "dpp-nostats")
+# ``dpp-nostats``: this runtime with statistics pruning off (spark.dpp.statsPruning.enabled=
+# false), to measure what ``auto`` (or ``--conf ...=true``) costs or saves beside it
+DPP_MODES = ("dpp", "dpp-nostats")
+STATS_KEY = "spark.dpp.statsPruning.enabled"
 TABLE_KINDS = ("path", "catalog")
 
 #: ``off``: every kind of dynamic pruning and runtime filtering Spark has, switched off.
@@ -95,13 +99,15 @@ def dpp_available() -> tuple[bool, Optional[str]]:
 @contextlib.contextmanager
 def mode_conf(spark: Any, mode: str) -> Iterable[None]:
     """Spark conf of a mode for the duration of one run, restored after."""
-    saved = {k: spark.conf.get(k, None) for k in OFF_CONF}
+    saved = {k: spark.conf.get(k, None) for k in (*OFF_CONF, STATS_KEY)}
     try:
         for k, v in OFF_CONF.items():
             if mode == "off":
                 spark.conf.set(k, v)
             else:
                 spark.conf.unset(k)         # Spark's default
+        if mode == "dpp-nostats":
+            spark.conf.set(STATS_KEY, "false")
         yield
     finally:
         for k, v in saved.items():
@@ -203,7 +209,7 @@ class Runner:
     def _open(self, q: Query, mode: str, kind: str) -> None:
         tables = q.tables()
         if kind == "path":
-            if mode == "dpp":
+            if mode in DPP_MODES:
                 dpp = self.dpp_session()
                 facts = [t for t in tables if t in FACT_PARTITIONS]
                 for t in facts:
@@ -233,7 +239,7 @@ class Runner:
                 t0 = time.perf_counter()
                 self._open(q, mode, kind)
                 t1 = time.perf_counter()
-                if mode == "dpp":
+                if mode in DPP_MODES:
                     df = self.dpp_session().sql(q.spark_sql)
                 else:
                     df = spark.sql(q.spark_sql)
@@ -247,7 +253,8 @@ class Runner:
             if measure:
                 r.metrics = collect_metrics(df, window.stop(), FACT_PARTITIONS,
                                             self.data_dir).to_dict()
-                if mode == "dpp" and self._dpp is not None and self._dpp.last_report is not None:
+                if (mode in DPP_MODES and self._dpp is not None
+                        and self._dpp.last_report is not None):
                     r.dpp_report = self._dpp.last_report.to_dict()
                 r.storage = _storage(calls0, storage_calls(spark), fetched0,
                                      partitions_fetched_metric(spark), r.dpp_report)
@@ -385,11 +392,11 @@ def run_bench(spark: Any, cfg: BenchConfig, progress: Optional[Progress] = None,
     modes: list[str] = []
     unavailable: dict[str, str] = {}
     for m in cfg.modes:
-        if m == "dpp":
+        if m in DPP_MODES:
             ok, why = dpp_available()
             if not ok:
                 unavailable[m] = why or "unavailable"
-                say(f"mode dpp unavailable ({why}); continuing without it")
+                say(f"mode {m} unavailable ({why}); continuing without it")
                 continue
         modes.append(m)
 

@@ -100,6 +100,8 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
                     else None)
                 for c in COLUMNS}
             ks["targets"] = targets(per_q, _dpp_pruned(result, kind))
+        if "dpp" in modes and "dpp-nostats" in modes:
+            ks["dpp_over_nostats"] = stats_comparison(per_q)
         if kind in breakdown:
             ks["dpp_breakdown"] = breakdown[kind]
         summary["kinds"][kind] = ks
@@ -109,6 +111,27 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         for bd in breakdown.values():
             _add_counts(summary["filter_cache"], bd["filter_cache"])
     return summary
+
+
+#: "auto must not make any query more than 5% slower than statistics pruning off"
+STATS_SLOWER_LIMIT = 1.05
+
+
+def stats_comparison(per_q: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """``dpp`` (statistics pruning as configured: ``auto`` by default) against ``dpp-nostats``
+    (off): the ratio of summed elapsed and fact bytes, and every query past 5% slower."""
+    both = {q: v for q, v in per_q.items() if "dpp" in v and "dpp-nostats" in v}
+    dpp_s = sum(v["dpp"]["total_s"] for v in both.values())
+    off_s = sum(v["dpp-nostats"]["total_s"] for v in both.values())
+    dpp_b = sum(v["dpp"]["fact_bytes_read"] for v in both.values())
+    off_b = sum(v["dpp-nostats"]["fact_bytes_read"] for v in both.values())
+    ratios = sorted(([q, v["dpp"]["total_s"] / v["dpp-nostats"]["total_s"]]
+                     for q, v in both.items() if v["dpp-nostats"]["total_s"] > 0),
+                    key=lambda x: -x[1])
+    return {"queries": len(both), "elapsed": dpp_s / off_s if off_s else None,
+            "fact_bytes_read": dpp_b / off_b if off_b else None,
+            "slowest": ratios[:5],
+            "slower_than_5pct": [r for r in ratios if r[1] > STATS_SLOWER_LIMIT]}
 
 
 def _dpp_pruned(result: dict[str, Any], kind: str) -> set[str]:
@@ -543,6 +566,14 @@ def render_markdown(result: dict[str, Any]) -> str:
             ratios = ", ".join(f"{c} {v:.2f}" for c, v in ks["dpp_over_spark"].items()
                                if v is not None)
             lines.append(f"- **dpp / spark** (ratio of sums): {ratios}")
+        sc = ks.get("dpp_over_nostats")
+        if sc and sc["queries"]:
+            slow = ", ".join(f"{q} {r:.2f}" for q, r in sc["slowest"])
+            over = ", ".join(q for q, _ in sc["slower_than_5pct"]) or "none"
+            lines.append(f"- **dpp / dpp-nostats** (statistics pruning as set vs off, "
+                         f"{sc['queries']} queries): elapsed {sc['elapsed']:.2f}, fact data "
+                         f"read {sc['fact_bytes_read']:.2f}; slowest ratios {slow}; more than "
+                         f"5% slower: {over}")
         if kind in breakdown:
             lines += breakdown_summary(breakdown[kind])
         cov = summary.get("coverage", {}).get(kind)
