@@ -225,15 +225,23 @@ class JobWindow:
         return self
 
     def stop(self) -> dict[str, float]:
+        """Sums over the window's jobs. ``query_input_bytes`` leaves out dpp's build-side jobs
+        (job group ``dpp-build-*``): what the query itself read, comparable across modes, where
+        Parquet row groups skipped inside kept files show (file sizes do not)."""
         self._drain()
         store = self._sc.statusStore()
-        cpu_ns = run_ms = inp = 0
+        cpu_ns = run_ms = inp = query_inp = 0
         jobs = stages = 0
         seen: set[int] = set()
         for job in _seq(store.jobsList(None)):
             if int(job.jobId()) < self._first_job:
                 continue
             jobs += 1
+            try:
+                group = job.jobGroup()
+                build = group.isDefined() and str(group.get()).startswith("dpp-build-")
+            except Exception:
+                build = False
             for sid in _seq(job.stageIds()):
                 sid = int(sid)
                 if sid in seen:
@@ -247,5 +255,8 @@ class JobWindow:
                 cpu_ns += int(st.executorCpuTime())
                 run_ms += int(st.executorRunTime())
                 inp += int(st.inputBytes())
+                if not build:
+                    query_inp += int(st.inputBytes())
         return {"executor_cpu_ms": cpu_ns / 1e6, "executor_run_ms": float(run_ms),
-                "input_bytes": inp, "jobs": jobs, "stages": stages}
+                "input_bytes": inp, "query_input_bytes": query_inp, "jobs": jobs,
+                "stages": stages}

@@ -31,6 +31,7 @@ class QueryMetrics:
     executor_cpu_ms: float = 0.0
     executor_run_ms: float = 0.0
     input_bytes: int = 0            # bytes tasks actually read (all tables, column-pruned)
+    query_input_bytes: int = 0      # the same without dpp's build-side jobs
     jobs: int = 0
     stages: int = 0
     scans: list[dict[str, Any]] = field(default_factory=list)
@@ -70,7 +71,9 @@ def collect_metrics(df: Any, window: dict[str, float], facts: Iterable[str],
     m = QueryMetrics(
         executor_cpu_ms=round(float(window["executor_cpu_ms"]), 3),
         executor_run_ms=float(window["executor_run_ms"]),
-        input_bytes=int(window["input_bytes"]), jobs=int(window["jobs"]),
+        input_bytes=int(window["input_bytes"]),
+        query_input_bytes=int(window.get("query_input_bytes", window["input_bytes"])),
+        jobs=int(window["jobs"]),
         stages=int(window["stages"]))
     for s, fact in fact_scans(df, facts, data_dir):
         m.scans.append({**s.to_dict(), "table": fact or s.table, "is_fact": fact is not None})

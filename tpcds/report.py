@@ -28,6 +28,9 @@ COLUMNS: dict[str, Any] = {
     "fact_files_listed": lambda r: r["metrics"].get("fact_files_listed", 0),
     "fact_partitions_read": lambda r: r["metrics"].get("fact_partitions_read", 0),
     "input_bytes": lambda r: r["metrics"].get("input_bytes", 0),
+    # what the query's own jobs read (no dpp build side): row groups skipped show here
+    "query_input_bytes": lambda r: r["metrics"].get("query_input_bytes",
+                                                    r["metrics"].get("input_bytes", 0)),
 }
 
 BUCKETS = ((">50%", 0.5, 1.01), ("30-50%", 0.3, 0.5), ("10-30%", 0.1, 0.3))
@@ -141,6 +144,7 @@ def _dpp_pruned(result: dict[str, Any], kind: str) -> set[str]:
         rep = r.get("dpp_report") or {}
         if r["kind"] == kind and r["mode"] == "dpp" and any(
                 t.get("pruned_dynamic", 0) > 0 or t.get("files_pruned_stats", 0) > 0
+                or t.get("files_pruned_buckets", 0) > 0
                 for t in rep.get("tables", [])):
             out.add(r["query"])
     return out
@@ -438,6 +442,35 @@ def storage_table(result: dict[str, Any], kind: str) -> dict[str, dict[str, dict
     return out
 
 
+def render_file_pruning(result: dict[str, Any], kind: str) -> list[str]:
+    """Per dpp query, what statistics and buckets did (issue 15), from its last dpp run: files
+    pruned by statistics, footers read and the time spent on them, whether ``auto`` stopped
+    early, buckets kept. Empty when no dpp run read a footer or met a bucketed table."""
+    last: dict[str, dict[str, Any]] = {}
+    for r in result["runs"]:
+        if r["kind"] == kind and r["mode"] == "dpp" and r.get("dpp_report"):
+            last[r["query"]] = r["dpp_report"]
+    rows = []
+    for q in sorted(last, key=lambda n: int(n[1:])):
+        ts = last[q].get("tables", [])
+        footers = sum(t.get("footers_read", 0) for t in ts)
+        buckets = [t for t in ts if t.get("buckets_total") is not None]
+        if not footers and not buckets:
+            continue
+        notes = "; ".join(sorted({t["stats_note"] for t in ts if t.get("stats_note")}))
+        rows.append("| " + " | ".join([
+            q, str(sum(t.get("files_pruned_stats", 0) for t in ts)), str(footers),
+            f"{sum(t.get('stats_seconds', 0.0) for t in ts):.3f}",
+            ", ".join(f"{t['buckets_kept']}/{t['buckets_total']}" for t in buckets) or "-",
+            str(sum(t.get("files_pruned_buckets", 0) for t in ts)), notes or "-"]) + " |")
+    if not rows:
+        return []
+    return ["### files pruned by statistics and buckets (dpp, last run)", "",
+            "| Query | files pruned by statistics | footers read | footer time (s) | "
+            "buckets kept / total | files pruned by buckets | note |",
+            "|---|---:|---:|---:|---:|---:|---|"] + rows + [""]
+
+
 def render_storage(result: dict[str, Any], kind: str) -> list[str]:
     """Markdown: storage requests per query and mode, and the projected elapsed."""
     table = storage_table(result, kind)
@@ -504,7 +537,9 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"{result['config'].get('repeat')} repetition(s), median reported.",
         "",
         "Elapsed = opening the tables (listing) + running the query; CPU = executor CPU time; "
-        "data read = bytes of fact-table files scanned.",
+        "data read = bytes of fact-table files scanned; query input = bytes the query's own "
+        "tasks read (every table, only the columns and row groups read; dpp's build sides "
+        "left out).",
         "",
     ]
     if len(breakdown) > 1:   # one line per kind below; the whole run's total here
@@ -530,6 +565,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         head += [f"{m} listing / exec (s)" for m in modes]
         head += [f"{m} CPU (s)" for m in modes]
         head += [f"{m} data read" for m in modes]
+        head += [f"{m} query input" for m in modes]
         head += [f"{m} files read / listed" for m in modes]
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
@@ -541,6 +577,7 @@ def render_markdown(result: dict[str, Any]) -> str:
                     for m in modes]
             row += [f"{v[m]['cpu_s']:.2f}" if m in v else "-" for m in modes]
             row += [_mb(v[m]["fact_bytes_read"]) if m in v else "-" for m in modes]
+            row += [_mb(v[m]["query_input_bytes"]) if m in v else "-" for m in modes]
             row += [f"{int(v[m]['fact_files_read'])} / {int(v[m]['fact_files_listed'])}"
                     if m in v else "-" for m in modes]
             lines.append("| " + " | ".join(row) + " |")
@@ -606,6 +643,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         lines.append("")
         if kind in breakdown:
             lines += render_breakdown(breakdown[kind])
+        lines += render_file_pruning(result, kind)
         lines += render_storage(result, kind)
     if result.get("untranslated_queries"):
         lines.append(f"Not run (translation failed): {', '.join(result['untranslated_queries'])}")
