@@ -132,9 +132,6 @@ class LoadResult:
     footers_unreadable: int = 0
     stats_seconds: float = 0.0          # footers awaited and tested once the domains were known
     stats_note: Optional[str] = None    # why statistics stopped early (stats_sample)
-    # data-column domains the files were tested against: the handoff also hands them to
-    # Spark as a row filter, so its Parquet reader skips row groups inside the kept files
-    row_domains: dict = field(default_factory=dict)
     wait_seconds: float = 0.0
     elapsed_seconds: float = 0.0
     handoff_seconds: float = 0.0        # set by whoever hands the splits to Spark
@@ -648,7 +645,6 @@ class SplitLoader:
             res.bytes_kept += size
         if prefetch:
             res.stats_seconds = time.monotonic() - t0
-        res.row_domains = dict(domains)
 
 
 def _spec_text(values: Iterable[tuple[str, Optional[str]]]) -> str:

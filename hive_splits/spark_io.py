@@ -18,14 +18,6 @@ How it is built (measured by ``python -m hive_splits.bench``, see its output):
   LOCATION``) cannot be parsed from their folder names: each is read on its own with the data
   schema, its partition values added as the catalog's text cast by Spark, unioned by name.
 * No splits: an empty DataFrame with the table's schema.
-* Row filter: the data-column domains statistics tested the files against
-  (``LoadResult.row_domains``) are also put on the DataFrame as a filter (``k IN (...)``, or
-  ``k BETWEEN lo AND hi`` for a range or a large set; ``OR k IS NULL`` where NULL is allowed).
-  Spark pushes it to its Parquet reader, which then skips the row groups of a kept file that
-  cannot match, as the loader skipped whole files. It removes only rows the query drops
-  anyway: the domain comes from the same filter (a static predicate, or a join whose build side
-  produced these keys) that justified skipping files. Only for types whose Python values
-  become Spark literals without a time zone or rounding (integers, decimals, strings, dates).
 
 Size estimates (``estimate_bytes``). Spark chooses join strategies from a relation's estimated
 size, which for files is their compressed bytes. A pruned file list looks small: TPC-DS q72's
@@ -53,14 +45,7 @@ from typing import Any, Optional
 from hive_splits.loader import LoadResult
 from hive_splits.table import Table, spark_ddl, spark_struct_type
 
-__all__ = ["to_dataframe", "row_filter_column"]
-
-# Types a domain's Python values turn into exact Spark literals (no time zone, no rounding)
-_ROW_FILTER_TYPES = frozenset({"tinyint", "smallint", "int", "bigint", "decimal", "string",
-                               "date"})
-# Beyond this many values the filter is the set's [min, max]: Spark's own reader pushes an IN
-# of more than spark.sql.parquet.pushdown.inFilterThreshold values as that range anyway
-ROW_FILTER_MAX_VALUES = 1000
+__all__ = ["to_dataframe"]
 
 log = logging.getLogger(__name__)
 
@@ -84,54 +69,12 @@ def _data_ddl(table: Table) -> str:
 
 def to_dataframe(spark: Any, table: Table, result: LoadResult,
                  driver_listing: bool = True, estimate_bytes: Optional[int] = None) -> Any:
-    """A DataFrame over exactly ``result.splits``, with ``table``'s schema and column order,
-    filtered by ``result.row_domains`` (see the module docstring).
+    """A DataFrame over exactly ``result.splits``, with ``table``'s schema and column order.
 
     Partition columns come back typed as the table says; a NULL partition reads as null.
     ``estimate_bytes``: the size Spark's planner should see for it (the unpruned table's, see
     the module docstring); None keeps the file bytes.
     """
-    df = _unfiltered(spark, table, result, driver_listing, estimate_bytes)
-    for column, domain in (result.row_domains or {}).items():
-        cond = row_filter_column(column, domain)
-        if cond is not None:
-            df = df.filter(cond)
-    return df
-
-
-def row_filter_column(column: str, domain: Any) -> Any:
-    """A Spark Column that keeps exactly the rows whose ``column`` ``domain`` may allow (a
-    superset for large sets: their range), or None where no exact literal form exists."""
-    from pyspark.sql import functions as F
-
-    t = domain.type
-    if t.name not in _ROW_FILTER_TYPES or domain.is_all():
-        return None
-    col = F.col("`" + column.replace("`", "``") + "`")
-    spark_type = t.simple_string()
-    values = domain.discrete_values()
-    if values is not None and len(values) <= ROW_FILTER_MAX_VALUES:
-        cond = (col.isin([F.lit(v).cast(spark_type) for v in values]) if values
-                else F.lit(False))
-    else:
-        bounds = domain.bounds()
-        if bounds is None:
-            cond = F.lit(False)
-        else:
-            lo, hi = bounds
-            if lo is None and hi is None:
-                cond = col.isNotNull()
-            elif lo is None:
-                cond = col <= F.lit(hi).cast(spark_type)
-            elif hi is None:
-                cond = col >= F.lit(lo).cast(spark_type)
-            else:
-                cond = col.between(F.lit(lo).cast(spark_type), F.lit(hi).cast(spark_type))
-    return (cond | col.isNull()) if domain.null_allowed else cond
-
-
-def _unfiltered(spark: Any, table: Table, result: LoadResult, driver_listing: bool,
-                estimate_bytes: Optional[int]) -> Any:
     factor = 1.0
     if estimate_bytes is not None and result.bytes_kept > 0:
         factor = max(1.0, float(estimate_bytes) / float(result.bytes_kept))

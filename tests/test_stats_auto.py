@@ -162,10 +162,8 @@ def _session_case(spark, tmp_path, clustered):
     try:
         dpp.register_table("auto_fact", str(root))
         with spark_conf(spark, {"spark.dpp.statsPruning.enabled": None}):   # the default
-            df = dpp.sql(q.format(fact="auto_fact"))
-            got = sorted(tuple(r) for r in df.collect())
-            plan = df._jdf.queryExecution().executedPlan().toString()
-        return expected, got, dpp.last_report, plan
+            got = sorted(tuple(r) for r in dpp.collect(q.format(fact="auto_fact")))
+        return expected, got, dpp.last_report
     finally:
         dpp.close()
         spark.catalog.dropTempView("auto_dim")
@@ -173,10 +171,8 @@ def _session_case(spark, tmp_path, clustered):
 
 
 def test_auto_prunes_files_sorted_by_the_join_key(spark, tmp_path):
-    expected, got, report, plan = _session_case(spark, tmp_path, clustered=True)
+    expected, got, report = _session_case(spark, tmp_path, clustered=True)
     assert got == expected and len(got) == 2 * PARTS
-    # the key's values also reach Spark's Parquet reader (row groups skipped inside the file)
-    assert "In(k, [5,7])" in plan, plan
     (t,) = report.tables
     assert t.files_pruned_stats == PARTS * (FILES - 1) and t.files_kept == PARTS
     assert t.footers_read == PARTS * FILES
@@ -185,9 +181,8 @@ def test_auto_prunes_files_sorted_by_the_join_key(spark, tmp_path):
 
 
 def test_auto_builds_nothing_for_files_in_arrival_order(spark, tmp_path):
-    expected, got, report, plan = _session_case(spark, tmp_path, clustered=False)
+    expected, got, report = _session_case(spark, tmp_path, clustered=False)
     assert got == expected and len(got) == 2 * PARTS
-    assert "In(k" not in plan
     assert report.filters == []                          # no build side for k at all
     (t,) = report.tables
     assert t.pruning == "none" and "auto judged" in (t.reason or "")
