@@ -70,7 +70,9 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
     def uses(table: Table, column: str) -> bool:
         key = (id(table), column.lower())
         if key not in asked:
-            asked[key] = bool(ask(table, real_column(table, column) or column))
+            # a table's one bucket column prunes by hashing the values, whatever statistics say
+            asked[key] = (_is_bucket_column(table, column)
+                          or bool(ask(table, real_column(table, column) or column)))
         return asked[key]
 
     unpruned: list[tuple[TableRefPlan, str]] = [
@@ -168,7 +170,8 @@ def static_for(ref: TableRefPlan, table: Table, stats_pruning: Stats) -> TupleDo
     parts = {c.name.lower() for c in table.partition_columns}
     doms = td.domains or {}
     return TupleDomain.of({k: v for k, v in doms.items()
-                           if k.lower() in parts or uses(table, k)})
+                           if k.lower() in parts or _is_bucket_column(table, k)
+                           or uses(table, k)})
 
 
 def table_columns(table: Table) -> list[tuple[str, Optional[DataType]]]:
@@ -189,6 +192,12 @@ def table_columns(table: Table) -> list[tuple[str, Optional[DataType]]]:
 
 def column_type(table: Table, column: str) -> Optional[DataType]:
     return dict(table_columns(table)).get(column.lower())
+
+
+def _is_bucket_column(table: Table, column: str) -> bool:
+    spec = getattr(table, "bucketing", None)
+    return (spec is not None and len(spec.columns) == 1
+            and spec.columns[0].lower() == column.lower())
 
 
 def _is_partition_column(table: Table, column: str) -> bool:

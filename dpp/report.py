@@ -114,6 +114,9 @@ class TableReport:
     pruned_static: int = 0
     pruned_dynamic: int = 0
     files_pruned_stats: int = 0
+    buckets_total: Optional[int] = None   # a table bucketed by the filtered column
+    buckets_kept: Optional[int] = None
+    files_pruned_buckets: int = 0
     folders_listed: int = 0
     files_listed: int = 0
     files_kept: int = 0
@@ -191,7 +194,8 @@ class JobReport:
     def add_table_result(self, table: str, alias: Optional[str], table_obj: Any,
                          result: Any) -> None:
         """From a hive_splits LoadResult: the counters, copied as they are."""
-        pruned = (result.pruned_static + result.pruned_dynamic + result.files_pruned_stats) > 0
+        pruned = (result.pruned_static + result.pruned_dynamic + result.files_pruned_stats
+                  + getattr(result, "files_pruned_buckets", 0)) > 0
         filt = [{"filter_id": f.filter_id, "arrived": bool(f.arrived), "outcome": f.outcome,
                  "reason": f.reason} for f in result.filters]
         reason = None
@@ -205,7 +209,11 @@ class JobReport:
             pruning="applied" if pruned else "none", reason=reason,
             partitions_total=result.partitions_total, partitions_kept=result.partitions_kept,
             pruned_static=result.pruned_static, pruned_dynamic=result.pruned_dynamic,
-            files_pruned_stats=result.files_pruned_stats, folders_listed=result.folders_listed,
+            files_pruned_stats=result.files_pruned_stats,
+            buckets_total=getattr(result, "buckets_total", None),
+            buckets_kept=getattr(result, "buckets_kept", None),
+            files_pruned_buckets=getattr(result, "files_pruned_buckets", 0),
+            folders_listed=result.folders_listed,
             files_listed=result.files_listed, files_kept=result.files_kept,
             files_skipped=result.files_skipped, bytes_kept=result.bytes_kept,
             bytes_skipped=result.bytes_skipped,
@@ -313,6 +321,9 @@ def _table_phrase(t: TableReport) -> str:
     if t.files_pruned_stats:
         n = t.files_pruned_stats
         out += f", {n} file{'s' if n != 1 else ''} skipped by statistics"
+    if t.buckets_total is not None:
+        out += (f", buckets {t.buckets_kept}/{t.buckets_total} kept "
+                f"({t.files_pruned_buckets} files skipped)")
     if t.bytes_skipped:
         out += f", {human_bytes(t.bytes_skipped)} skipped"
     return out
@@ -529,6 +540,9 @@ _TABLE_SPEC: dict[str, _Check] = {
     "pruned_static": _count,
     "pruned_dynamic": _count,
     "files_pruned_stats": _count,
+    "buckets_total": _optional(_count),
+    "buckets_kept": _optional(_count),
+    "files_pruned_buckets": _count,
     "folders_listed": _count,
     "files_listed": _count,
     "files_kept": _count,

@@ -273,7 +273,11 @@ class DppSession:
         """The pruning plan as text: per table reference, what prunes it, or why nothing does."""
         cfg = self.config
         head = [f"dpp: enabled={cfg.enabled}, coordinator={redact_url(cfg.coordinator)}, "
-                f"waitTimeout={cfg.wait_timeout:g}s, maxDistinctValues={cfg.max_distinct_values}"]
+                f"waitTimeout={cfg.wait_timeout:g}s, maxDistinctValues={cfg.max_distinct_values}, "
+                f"statsPruning={cfg.stats_pruning}"]
+        with self._lock:
+            known = sorted(v.describe() for v in self._profiles.values())
+        head += [f"statistics pruning (auto), judged so far: {v}" for v in known]
         if not cfg.enabled:
             head.append("spark.dpp.enabled=false: the query runs as spark.sql(query), unpruned")
         plan = planner.analyze(query, self._resolver({}), rules=SparkRules.from_spark(self.spark))

@@ -122,6 +122,11 @@ class LoadResult:
     pruned_static: int = 0
     pruned_dynamic: int = 0
     files_pruned_stats: int = 0
+    # dynamic bucket pruning (a table bucketed by one column, a domain on it): Spark's bucket
+    # count, the buckets the domain's values hash to (= total when it cannot say), files skipped
+    buckets_total: Optional[int] = None
+    buckets_kept: Optional[int] = None
+    files_pruned_buckets: int = 0
     folders_listed: int = 0
     files_listed: int = 0
     files_kept: int = 0
@@ -272,7 +277,8 @@ class SplitLoader:
                 st.outcome, st.reason = FilterOutcome.UNKNOWN_COLUMN, (
                     f"column {f.column!r} is not a column of table {t.name}")
                 continue
-            if f.column not in part_names and not self.stats_pruning:
+            if (f.column not in part_names and not self.stats_pruning
+                    and f.column != self._bucket_column()):
                 st.outcome, st.reason = FilterOutcome.UNUSED, (
                     f"{f.column!r} is a data column and statistics pruning is off")
                 continue
@@ -554,6 +560,34 @@ class SplitLoader:
         return out
 
     # ------------------------------------------------------------------ files
+    def _bucket_column(self) -> Optional[str]:
+        """The column a table is bucketed by, when exactly one (Spark's bucket id of a row is
+        then ``pmod(hash(value), n)``; with several columns we do not prune)."""
+        spec = getattr(self.table, "bucketing", None)
+        if spec is None or len(spec.columns) != 1:
+            return None
+        return spec.columns[0]
+
+    def _bucket_ids(self) -> Optional[frozenset]:
+        """The bucket ids rows allowed by the bucket column's domains can be in; None: all."""
+        col = self._bucket_column()
+        if col is None:
+            return None
+        dom = self._static.get(col)
+        if col in self._pending:
+            d = self._await(col)
+            if d is not None:
+                dom = d if dom is None else dom.intersect(d)
+        if dom is None:
+            return None
+        from hive_splits.buckets import buckets_for
+
+        n = self.table.bucketing.num_buckets
+        ids = buckets_for(dom, dom.type, n)
+        self._res.buckets_total = n
+        self._res.buckets_kept = n if ids is None else len(ids)
+        return ids
+
     def _data_domains(self) -> dict[str, Domain]:
         part = set(self.table.partition_names)
         doms = {c: d for c, d in self._static.items() if c not in part}
@@ -600,6 +634,24 @@ class SplitLoader:
                        if prefetch else None)
                 entries.append((kp, f, fut))
         res.files_listed = len(entries)
+        buckets = self._bucket_ids() if entries else None
+        if buckets is not None:
+            from hive_splits.buckets import bucket_of_file
+            from hive_splits.listing import base_name
+
+            left = []
+            for kp, fe, fut in entries:
+                b = bucket_of_file(base_name(fe.path))
+                if b is not None and b not in buckets:
+                    if fut is not None:
+                        fut.cancel()
+                    res.partial_folders.add(kp.path)
+                    res.files_pruned_buckets += 1
+                    res.files_skipped += 1
+                    res.bytes_skipped += fe.size
+                else:
+                    left.append((kp, fe, fut))
+            entries = left
         domains = self._data_domains() if self.stats_pruning and entries else {}
         t0 = time.monotonic()
         metas: dict[int, Any] = {}

@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlparse
 from dpp.core.domain import (BIGINT, DATE, DOUBLE, INT, STRING, TIMESTAMP, TIMESTAMP_NTZ, DataType,
                         decimal_type)
 from dpp.core.errors import DomainError, LayoutError
+from hive_splits.buckets import BucketSpec
 from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister, base_name
 from hive_splits.naming import DEFAULT_PARTITION_NAME, parse_folder_name
 
@@ -74,6 +75,9 @@ class Table:
     # catalog tables whose partitions the loader fetches itself, names first and then only
     # the survivors (hive_splits.metastore.MetastorePartitions); catalog_partitions is unused
     partition_source: Any = field(default=None, compare=False, repr=False)
+    # Spark's bucketing of a catalog table (data-source tables only: Hive-format tables hash
+    # differently); the loader prunes buckets by a single bucket column's domain
+    bucketing: Optional[BucketSpec] = None
 
     @property
     def is_catalog(self) -> bool:
@@ -406,6 +410,25 @@ def catalog_metadata(spark: Any, name: str) -> Any:
         return None
 
 
+def _bucket_spec(spark: Any, meta: Any) -> Optional[BucketSpec]:
+    """The catalog's bucketing of a data-source table (``USING parquet ... CLUSTERED BY``),
+    or None: none, a Hive-format table (Hive's own hash), or metadata we cannot read."""
+    try:
+        provider = meta.provider()
+        if not provider.isDefined() or str(provider.get()).lower() == "hive":
+            return None
+        spec = meta.bucketSpec()
+        if not spec.isDefined():
+            return None
+        b = spec.get()
+        cols = tuple(str(c) for c in _scala_list(spark._jvm, b.bucketColumnNames()))
+        sort = tuple(str(c) for c in _scala_list(spark._jvm, b.sortColumnNames()))
+        return BucketSpec(int(b.numBuckets()), cols, sort)
+    except Exception as exc:  # another Spark build: no bucket pruning, never an error
+        log.debug("no bucket spec for %s: %s", meta, exc)
+        return None
+
+
 def catalog_partition_names(spark: Any, meta: Any) -> list[str]:
     """Partition column names, in order (one JVM call: the partition schema as JSON)."""
     return [f["name"] for f in json.loads(meta.partitionSchema().json())["fields"]]
@@ -452,7 +475,7 @@ def table_from_catalog(spark: Any, name: str, *, partitions: bool = True,
                           f"Spark pads their values on read; such tables are not pruned")
     pcols = tuple(PartitionColumn(n, ptypes[n]) for n in part_names)
     shape = Table(name=name, location=location, columns=tuple(cols), partition_columns=pcols,
-                  catalog_partitions=(), catalog_name=name)
+                  catalog_partitions=(), catalog_name=name, bucketing=_bucket_spec(spark, meta))
     return with_catalog_partitions(spark, shape) if partitions else shape
 
 
