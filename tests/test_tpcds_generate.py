@@ -197,3 +197,61 @@ def test_spark_reads_the_clustered_layout_with_the_default_layout_types(
         b = spark.read.parquet(str(clustered / table))
         assert sorted(b.dtypes) == sorted(a.dtypes), table
         assert b.count() == a.count()
+
+
+BUCKETED = gen.Layout("bucketed", buckets=4)
+
+
+@pytest.fixture(scope="module")
+def bucketed(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("tpcds") / "sf001-bucketed"
+    gen.generate(SF, out, layout=BUCKETED)
+    return out
+
+
+@pytest.mark.slow   # Spark writes ~21k bucket files at SF 0.01 (one per date and bucket): minutes
+def test_bucketed_facts_hold_the_same_rows_in_their_buckets(data: Path, bucketed: Path) -> None:
+    """Same rows as the default layout (DuckDB, both ways), every fact file named with its
+    bucket, and every row of it hashing (Spark's hash) to that bucket."""
+    import pyarrow.parquet as pq
+
+    from dpp.core.domain import INT, BIGINT
+    from hive_splits.buckets import bucket_id, bucket_of_file
+
+    m = gen.read_manifest(bucketed)
+    assert m["layout"] == {"name": "bucketed", "buckets": 4, "bucket_keys": gen.CLUSTER_KEYS}
+    assert gen.verify(bucketed) == {t: e["rows"] for t, e in m["tables"].items()}
+    con = gen.connect()
+    try:
+        for table, key in gen.CLUSTER_KEYS.items():
+            a, b = (gen._sql_str(gen.parquet_glob(x, table)) for x in (data, bucketed))
+            for x, y in ((a, b), (b, a)):
+                n = con.execute(
+                    f"SELECT count(*) FROM (SELECT * FROM read_parquet('{x}', "
+                    f"hive_partitioning = true) EXCEPT ALL SELECT * FROM read_parquet('{y}', "
+                    f"hive_partitioning = true))").fetchone()[0]
+                assert n == 0, f"{table}: {n} rows of {x} missing from {y}"
+            files = list((bucketed / table).rglob("*.parquet"))
+            assert files
+            for f in files:
+                b_id = bucket_of_file(f.name)
+                assert b_id is not None and 0 <= b_id < 4, f.name
+                col = pq.read_table(f, columns=[key]).column(key)
+                t = BIGINT if str(col.type) == "int64" else INT
+                assert all(bucket_id(v, t, 4) == b_id for v in col.to_pylist()), f
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_bucketed_catalog_tables_are_declared_bucketed(spark, bucketed: Path) -> None:
+    from hive_splits import table_from_catalog
+    from hive_splits.buckets import BucketSpec
+    from tpcds.bench import ensure_catalog_tables
+
+    db = ensure_catalog_tables(spark, bucketed, tables=["catalog_sales", "item"])
+    t = table_from_catalog(spark, f"{db}.catalog_sales", partitions=False)
+    assert t.bucketing == BucketSpec(4, ("cs_item_sk",), ())
+    assert table_from_catalog(spark, f"{db}.item", partitions=False).bucketing is None
+    assert spark.table(f"{db}.catalog_sales").count() == \
+        gen.read_manifest(bucketed)["tables"]["catalog_sales"]["rows"]

@@ -148,6 +148,8 @@ def ensure_catalog_tables(spark: Any, data_dir: str | os.PathLike[str],
     """
     say = progress or (lambda m: log.info("%s", m))
     db = catalog_database(data_dir)
+    layout = (read_manifest(data_dir) or {}).get("layout") or {}
+    bucket_keys = layout.get("bucket_keys", {}) if layout.get("name") == "bucketed" else {}
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
     wanted = set(tables) if tables is not None else set(TABLES)
     for t in [t for t in TABLES if t in wanted]:
@@ -165,6 +167,8 @@ def ensure_catalog_tables(spark: Any, data_dir: str | os.PathLike[str],
         part = FACT_PARTITIONS.get(t)
         spark.sql(f"CREATE TABLE {db}.{t} ({cols}) USING parquet "
                   + (f"PARTITIONED BY ({part}) " if part else "")
+                  + (f"CLUSTERED BY ({bucket_keys[t]}) INTO {int(layout['buckets'])} BUCKETS "
+                     if t in bucket_keys else "")
                   + f"LOCATION '{_sql_str(str(path))}'")
         if part:
             spark.sql(f"ALTER TABLE {db}.{t} RECOVER PARTITIONS")

@@ -71,7 +71,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     try:
-        layout = Layout(args.layout, args.rows_per_file, args.row_group_rows)
+        layout = Layout(args.layout, args.rows_per_file, args.row_group_rows, args.buckets)
     except GenerateError as e:
         raise SystemExit(f"tpcds generate: {e}")
     m = generate(args.sf, args.out, force=args.force, progress=_progress, threads=args.threads,
@@ -178,13 +178,17 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", required=True, help="output folder")
     g.add_argument("--force", action="store_true", help="rewrite tables already generated")
     g.add_argument("--threads", type=int, default=None, help="DuckDB threads (default: all)")
-    g.add_argument("--layout", choices=("default", "clustered"), default="default",
+    g.add_argument("--layout", choices=("default", "clustered", "bucketed"), default="default",
                    help="clustered: store/catalog/web sales sorted by item key inside each date "
-                        "partition, several files per partition (tight file statistics)")
+                        "partition, several files per partition (tight file statistics); "
+                        "bucketed: the same facts written by Spark with bucketBy(--buckets, "
+                        "item key) under the date partitioning")
     g.add_argument("--rows-per-file", type=int, default=512,
                    help="clustered layout: at most this many rows per file (default 512)")
     g.add_argument("--row-group-rows", type=int, default=128,
                    help="clustered layout: at most this many rows per row group (default 128)")
+    g.add_argument("--buckets", type=int, default=8,
+                   help="bucketed layout: Spark's bucket count (default 8)")
     g.set_defaults(func=cmd_generate)
 
     q = sub.add_parser("queries", help="list the 99 queries and whether Spark runs them")

@@ -15,6 +15,11 @@ writes the three sales facts with each date partition's rows sorted by the item 
 files of at most ``rows_per_file`` rows and row groups of at most ``row_group_rows``: the files
 of a partition then cover disjoint item-key ranges. Same rows as the default layout; the other
 tables are written as in the default layout.
+
+Layout ``bucketed`` (issue 15: dynamic bucket pruning) writes the same three facts with Spark's
+own ``bucketBy(buckets, item key)`` under the date partitioning (files named with their bucket
+id, rows placed by Spark's hash), from the default layout's files, so the rows are the same;
+``tpcds bench --table-kind catalog`` then declares them ``CLUSTERED BY (key) INTO n BUCKETS``.
 """
 from __future__ import annotations
 
@@ -66,6 +71,9 @@ class GenerateError(RuntimeError):
     """Generation failed or wrote something other than what the generator produced."""
 
 
+LAYOUTS = ("default", "clustered", "bucketed")
+
+
 @dataclass(frozen=True)
 class Layout:
     """How the fact tables are laid out on disk; recorded in the manifest.
@@ -79,17 +87,25 @@ class Layout:
     name: str = "default"
     rows_per_file: int = 512
     row_group_rows: int = 128
+    # bucketed: Spark's bucket count. 8 keeps a scale-1 partition's bucket files at ~200 rows
+    # (store_sales: ~1,580 rows a day) while a handful of join keys still hits few buckets
+    buckets: int = 8
 
     def __post_init__(self) -> None:
-        if self.name not in ("default", "clustered"):
-            raise GenerateError(f"layout must be 'default' or 'clustered', got {self.name!r}")
+        if self.name not in LAYOUTS:
+            raise GenerateError(f"layout must be one of {', '.join(LAYOUTS)}, got {self.name!r}")
         if self.rows_per_file < 1 or self.row_group_rows < 1:
             raise GenerateError(f"layout {self.name}: rows_per_file and row_group_rows must be "
                                 f">= 1, got {self.rows_per_file} and {self.row_group_rows}")
+        if self.buckets < 1:
+            raise GenerateError(f"layout {self.name}: buckets must be >= 1, got {self.buckets}")
 
     def as_dict(self) -> dict[str, Any]:
         if self.name == "default":
             return {"name": "default"}
+        if self.name == "bucketed":
+            return {"name": "bucketed", "buckets": self.buckets,
+                    "bucket_keys": dict(CLUSTER_KEYS)}
         return {"name": self.name, "rows_per_file": self.rows_per_file,
                 "row_group_rows": self.row_group_rows, "cluster_keys": dict(CLUSTER_KEYS)}
 
@@ -192,6 +208,8 @@ def _copy_table(con: Any, table: str, dest: Path, layout: Layout = Layout()) -> 
     """Writes one table into ``dest`` (a fresh folder), partitioned when it is a fact table."""
     if layout.name == "clustered" and table in CLUSTER_KEYS:
         _copy_clustered(con, table, dest, layout)
+    elif layout.name == "bucketed" and table in CLUSTER_KEYS:
+        _copy_bucketed(con, table, dest, layout)
     elif table in FACT_PARTITIONS:
         # DuckDB leaves the partition column out of the files (Hive style) and names NULL
         # partitions __HIVE_DEFAULT_PARTITION__, which Spark reads back as NULL.
@@ -234,6 +252,32 @@ def _copy_clustered(con: Any, table: str, dest: Path, layout: Layout) -> None:
             piece = rows.slice(s, min(layout.rows_per_file, end - s))
             pq.write_table(piece, folder / f"part-{i:05d}.parquet",
                            row_group_size=layout.row_group_rows, compression="snappy")
+
+
+def _copy_bucketed(con: Any, table: str, dest: Path, layout: Layout) -> None:
+    """The default layout's files, rewritten by Spark with ``bucketBy(buckets, key)`` under
+    the same date partitioning: Spark's own writer, so bucket ids and file names are exactly
+    what Spark's reader (and its literal bucket pruning) expects."""
+    from pyspark.sql import SparkSession
+
+    part, key = FACT_PARTITIONS[table], CLUSTER_KEYS[table]
+    src = dest.parent / f".{table}.src"
+    shutil.rmtree(src, ignore_errors=True)
+    con.execute(f"COPY {table} TO '{_sql_str(str(src))}' (FORMAT parquet, "
+                f"PARTITION_BY ({part}), COMPRESSION snappy)")
+    spark = SparkSession.getActiveSession() or (
+        SparkSession.builder.master("local[2]").appName("tpcds-generate")
+        .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    name = f"tpcds_generate_{table}_{os.getpid()}"
+    try:
+        df = spark.read.option("basePath", str(src)).parquet(str(src))
+        # one task per date partition: each partition gets at most `buckets` files
+        (df.repartition(part).write.format("parquet").partitionBy(part)
+         .bucketBy(layout.buckets, key).sortBy(key).option("path", str(dest))
+         .option("compression", "snappy").saveAsTable(name))
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")   # external (a path): the files stay
+        shutil.rmtree(src, ignore_errors=True)
 
 
 def generate(sf: float, out: str | os.PathLike[str], *, force: bool = False,
