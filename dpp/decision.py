@@ -55,6 +55,7 @@ class PruningDecision:
     filters: tuple[FilterSpec, ...]
     groups: tuple[LoadGroup, ...]
     plain_tables: frozenset[str]
+    notes: tuple[str, ...] = ()         # for the report's analysis notes
 
 
 def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id: str,
@@ -87,13 +88,24 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
 
     specs: dict[str, FilterSpec] = {}
     ref_filters: dict[str, list[tuple[DynamicFilterSpec, FilterSpec]]] = {}
+    notes: list[str] = []
     for ref in pruned:
         table = _table(tables, ref)
         ref_filters[ref.ref_id] = []
         for dyn in ref.dynamic:
-            if (not _is_partition_column(table, dyn.probe_column)
-                    and not uses(table, dyn.probe_column)):
-                continue  # a data-column filter only helps statistics pruning
+            if not _is_partition_column(table, dyn.probe_column):
+                if not uses(table, dyn.probe_column):
+                    continue
+                facts = [b for b in dyn.build_tables if tables.get(norm_name(b)) is not None]
+                if facts and stats_pruning is not True:
+                    # a data column only skips files; paying a scan of another fact for it
+                    # (TPC-DS q40: catalog_returns by catalog_sales' order numbers, 11 s of
+                    # build for a 144k-row table) rarely returns the cost. Spark's own DPP
+                    # likewise only prunes from a build side it broadcasts anyway.
+                    notes.append(f"{ref.table}.{dyn.probe_column}: no filter built, its build "
+                                 f"side scans fact table {', '.join(facts)} to prune a data "
+                                 f"column (statsPruning.enabled=true builds it)")
+                    continue  # a data-column filter only helps statistics pruning
             spec = specs.get(dyn.build_query)
             if spec is None:
                 spec = FilterSpec(filter_id=f"{query_id}-{dyn.filter_id}",
@@ -121,7 +133,7 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
     plain |= {ref.table for ref in idle}
     pruned = [ref for ref in pruned if ref not in idle]
     if not pruned:
-        return PruningDecision(tuple(unpruned), (), (), frozenset(plain))
+        return PruningDecision(tuple(unpruned), (), (), frozenset(plain), tuple(notes))
 
     grouped: dict[str, list[TableRefPlan]] = {}
     for ref in pruned:
@@ -132,7 +144,8 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
             plain |= set(mentions(q))
     groups = tuple(_group(k, refs, _table(tables, refs[0]), ref_filters, uses)
                    for k, refs in grouped.items())
-    return PruningDecision(tuple(unpruned), tuple(specs.values()), groups, frozenset(plain))
+    return PruningDecision(tuple(unpruned), tuple(specs.values()), groups, frozenset(plain),
+                           tuple(notes))
 
 
 def _group(key: str, refs: list[TableRefPlan], table: Table,

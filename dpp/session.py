@@ -340,6 +340,7 @@ class DppSession:
         decision = decide(plan, tables, query_id=report.query_id[:8],
                           stats_pruning=self._stats_policy(cfg, report),
                           mentions=self._mentions)
+        report.analysis_notes.extend(decision.notes)
         for ref, why in decision.unpruned:
             report.add_table_unpruned(ref.table, ref.alias, why)
         self._views.ensure(sorted(decision.plain_tables))

@@ -187,3 +187,19 @@ def test_auto_builds_nothing_for_files_in_arrival_order(spark, tmp_path):
     (t,) = report.tables
     assert t.pruning == "none" and "auto judged" in (t.reason or "")
     assert any("auto_fact.k" in n and "not used" in n for n in report.analysis_notes)
+
+
+def test_auto_builds_no_data_column_filter_whose_build_side_scans_a_fact():
+    """Pruning r's files by item needs a scan of sales s: not under auto, only when forced."""
+    sql = ("SELECT s.amt, r.amt FROM sales s LEFT JOIN sales r ON r.item = s.item "
+           "WHERE s.d = 3")
+
+    def run(stats):
+        return decide(analyze(sql, resolve), {"sales": SALES}, query_id="q1",
+                      stats_pruning=stats, mentions=lambda text: ["sales"])
+
+    auto = run(lambda table, column: True)
+    assert not any("item" in f.build_label for f in auto.filters)
+    assert any("scans fact table sales" in n for n in auto.notes), auto.notes
+    forced = run(True)
+    assert any("item" in f.build_label for f in forced.filters)
