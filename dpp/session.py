@@ -166,9 +166,12 @@ class DppSession:
         self._views.forget(key)
         self._schemas.forget(key)
 
-    def _table(self, name: str, unusable: Optional[dict[str, str]] = None) -> Optional[Table]:
+    def _table(self, name: str, unusable: Optional[dict[str, str]] = None,
+               metas: Optional[dict[str, Any]] = None) -> Optional[Table]:
         """A registered path table, or a partitioned table of Spark's catalog, or None (with
-        the reason in ``unusable`` when a partitioned catalog table cannot be pruned)."""
+        the reason in ``unusable`` when a partitioned catalog table cannot be pruned).
+        ``metas``: the query's memo of catalog metadata read, so a dimension's columns are
+        taken from the same answer (one metastore call per table, not two)."""
         key = norm_name(name)
         t = self._registered(key)
         if t is not None:
@@ -177,7 +180,7 @@ class DppSession:
             return None  # the user's own view: never second-guessed
         try:
             shape = self._schemas.get_or_compute("catalog", key,
-                                                 lambda: self._catalog_shape(key))
+                                                 lambda: self._catalog_shape(key, metas))
         except Exception as exc:
             log.warning("dpp: catalog table %s cannot be used for pruning: %s", key, exc)
             if unusable is not None:
@@ -190,10 +193,13 @@ class DppSession:
         return dataclasses.replace(shape, partition_source=MetastorePartitions(
             self.spark, shape.catalog_name or key, shape.partition_columns))
 
-    def _catalog_shape(self, key: str) -> Optional[Table]:
+    def _catalog_shape(self, key: str, metas: Optional[dict[str, Any]] = None
+                       ) -> Optional[Table]:
         """A partitioned catalog table's shape (partitions are fetched per query), or None
         for anything else. Read from the catalog's metadata: one JVM call, no analysis."""
         meta = catalog_metadata(self.spark, key)
+        if metas is not None:
+            metas[key] = meta
         if meta is None or not catalog_partition_names(self.spark, meta):
             return None
         shape = table_from_catalog(self.spark, key, partitions=False, meta=meta)
@@ -217,7 +223,8 @@ class DppSession:
             return False
 
     def _resolver(self, cache: dict[str, Optional[Table]],
-                  unusable: Optional[dict[str, str]] = None
+                  unusable: Optional[dict[str, str]] = None,
+                  metas: Optional[dict[str, Any]] = None
                   ) -> Callable[[str], Optional[TableInfo]]:
         """Table name → TableInfo: registered and catalog tables that can be pruned (with
         their partition columns), and any other table or view Spark knows (columns only, so
@@ -226,20 +233,25 @@ class DppSession:
         def resolve(name: str) -> Optional[TableInfo]:
             key = norm_name(name)
             if key not in cache:
-                cache[key] = self._table(key, unusable)
+                cache[key] = self._table(key, unusable, metas)
             t = cache[key]
             if t is not None:
                 return TableInfo(name=key, columns=dict(table_columns(t)),
                                  partition_columns=tuple(c.name for c in t.partition_columns))
-            return self._schemas.get_or_compute("columns", key, lambda: self._columns_of(key))
+            return self._schemas.get_or_compute(
+                "columns", key, lambda: self._columns_of(key, metas))
 
         return resolve
 
-    def _columns_of(self, key: str) -> Optional[TableInfo]:
+    def _columns_of(self, key: str, metas: Optional[dict[str, Any]] = None
+                    ) -> Optional[TableInfo]:
         """Columns of a table or view Spark knows (not pruned; the analyzer needs to know
         which relation an unqualified column belongs to)."""
         try:
-            meta = None if self._is_temp_view(key) else catalog_metadata(self.spark, key)
+            if metas is not None and metas.get(key) is not None:
+                meta = metas[key]   # read moments ago by _catalog_shape: not a view
+            else:
+                meta = None if self._is_temp_view(key) else catalog_metadata(self.spark, key)
             if meta is not None:   # the catalog's schema: no analysis of the table
                 schema = StructType.fromJson(json.loads(meta.schema().json()))
             else:
@@ -322,16 +334,17 @@ class DppSession:
         rules = SparkRules.from_spark(self.spark)
         tables: dict[str, Optional[Table]] = {}
         unusable: dict[str, str] = {}
+        metas: dict[str, Any] = {}   # catalog metadata read for this query, by table
         ta = time.perf_counter()
         tree, _ = planner.parse(query)   # parsed once: the look below and the analysis
         if tree is not None and self._nothing_to_prune(planner.table_names(tree), tables,
-                                                       unusable, report):
+                                                       unusable, report, metas):
             report.phases["analysis"] = time.perf_counter() - ta
             for name, why in unusable.items():
                 report.add_table_unpruned(name, None, why)
             self._views.ensure(self._mentions(query))
             return self._spark_sql(query)
-        plan = self._analyze(query, tree, ta, tables, unusable, rules, report)
+        plan = self._analyze(query, tree, ta, tables, unusable, rules, report, metas)
         for name, why in unusable.items():
             report.add_table_unpruned(name, None, why)
         if plan is None:
@@ -390,7 +403,8 @@ class DppSession:
                 "footer_cache": self._footers}
 
     def _nothing_to_prune(self, names: set[str], tables: dict[str, Optional[Table]],
-                          unusable: dict[str, str], report: JobReport) -> bool:
+                          unusable: dict[str, str], report: JobReport,
+                          metas: Optional[dict[str, Any]] = None) -> bool:
         """True (noted in the report) when none of the tables a query reads can be pruned:
         none is registered with this session or a partitioned catalog table. The analysis,
         which looks up every relation's columns through Spark, is then skipped."""
@@ -398,7 +412,7 @@ class DppSession:
             return False
         for key in sorted(norm_name(n) for n in names):
             if key not in tables:
-                tables[key] = self._table(key, unusable)
+                tables[key] = self._table(key, unusable, metas)
             if tables[key] is not None:
                 return False
         report.analysis_notes.append(
@@ -408,13 +422,14 @@ class DppSession:
 
     def _analyze(self, query: str, tree: Any, started: float,
                  tables: dict[str, Optional[Table]], unusable: dict[str, str],
-                 rules: SparkRules, report: JobReport) -> Optional[PruningPlan]:
+                 rules: SparkRules, report: JobReport,
+                 metas: Optional[dict[str, Any]] = None) -> Optional[PruningPlan]:
         """The pruning plan, or None (reported) when the query cannot be analysed. ``tree``:
         the query as ``planner.parse`` gave it (None: let the analysis say why it is not one);
         ``started``: when the parse began, so the analysis phase counts it."""
         try:
             plan: Optional[PruningPlan] = planner.analyze(
-                query, self._resolver(tables, unusable), rules=rules, tree=tree)
+                query, self._resolver(tables, unusable, metas), rules=rules, tree=tree)
         except Exception as exc:  # the analyzer must never cost the user their query
             log.warning("dpp: analysis failed, running unpruned: %s", exc)
             report.analysis_notes.append(f"analysis failed: {exc}")

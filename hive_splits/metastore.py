@@ -100,12 +100,10 @@ class MetastorePartitions:
     def names(self) -> list[Spec]:
         """Every partition's values (raw text; None for the default partition), in column
         order: one metastore call that ships names only."""
-        from hive_splits.table import _scala_list
-
         try:
             jnames = self._catalog().listPartitionNames(self._ident(),
                                                         self.spark._jvm.scala.Option.empty())
-            names = [str(n) for n in _scala_list(self.spark._jvm, jnames)]
+            names = _joined_names(self.spark._jvm, jnames)
         except Exception as exc:
             raise LayoutError(f"partition names of table {self.name!r} cannot be listed: "
                               f"{_first_line(exc)}") from None
@@ -238,6 +236,22 @@ class MetastorePartitions:
                 values.append((n, None if v is None or v == DEFAULT_PARTITION_NAME else v))
             out.append(CatalogPartition(tuple(values), loc))
         return out
+
+
+def _joined_names(jvm: Any, jnames: Any) -> list[str]:
+    """The partition names of a Scala ``Seq[String]`` in one py4j call: iterating it from
+    Python costs a round trip per name (0.15-0.25 s for TPC-DS's 1,824 partitions). Names
+    are escaped paths (control characters, newline included, are ``%XX``), so a newline
+    cannot occur inside one."""
+    from hive_splits.table import _scala_list
+
+    try:
+        if int(jnames.size()) == 0:
+            return []
+        text = str(jnames.mkString("\n"))
+    except Exception:   # not a Scala Seq on this build: one call per name
+        return [str(n) for n in _scala_list(jvm, jnames)]
+    return text.split("\n")
 
 
 def _lit(text: str, type_: Any) -> str:

@@ -403,10 +403,9 @@ def catalog_metadata(spark: Any, name: str) -> Any:
     ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
         parts_name[-1], jvm.scala.Option.apply(db))
     try:
-        if not catalog.tableExists(ident):
-            return None
+        # no tableExists first: against a Hive metastore each is a getTable round trip
         return catalog.getTableMetadata(ident)
-    except Exception:
+    except Exception:   # NoSuchTable/NoSuchDatabase, or a catalog that cannot say
         return None
 
 

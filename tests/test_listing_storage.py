@@ -339,6 +339,31 @@ def test_string_partitions_with_quotes_and_escapes_reach_the_metastore_filter(sp
         spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
+def test_partition_names_come_back_whole_with_newlines_and_escapes(spark) -> None:
+    """The names are fetched as one joined string: a value holding the separator (a newline),
+    a percent sign, a slash or an equals sign must still come back as one partition, equal
+    to what Spark lists; a table without partitions gives none."""
+    name = "ls_metastore_n"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    values = ["line1\nline2", "100%", "a/b", "k=v", "\t tab", "plain"]
+    try:
+        (spark.createDataFrame([(i, v) for i, v in enumerate(values)], "x int, s string")
+         .write.partitionBy("s").saveAsTable(name))
+        t = _source_table(spark, name)
+        got = sorted(spec[0][1] for spec in t.partition_source.names())
+        assert got == sorted(values)
+        assert len(got) == len(spark.sql(f"SHOW PARTITIONS {name}").collect())
+        spark.sql(f"ALTER TABLE {name} DROP PARTITION (s='plain')")
+        assert "plain" not in {spec[0][1] for spec in t.partition_source.names()}
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.sql(f"CREATE TABLE {name} (x int, s string) USING parquet PARTITIONED BY (s)")
+    try:
+        assert _source_table(spark, name).partition_source.names() == []
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
 def test_surviving_values_become_runs_of_neighbours_in_the_metastore_filter() -> None:
     from hive_splits.metastore import MAX_TERMS
     from hive_splits.table import PartitionColumn
