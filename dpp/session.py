@@ -18,7 +18,7 @@ import re
 import threading
 import time
 import uuid
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -478,14 +478,36 @@ class DppSession:
         result = SplitLoader(g.table, g.static, dyn, wait_timeout=cfg.wait_timeout,
                              rules=rules, lister=self._lister(g.table.location, cfg),
                              **self._loader_stats(cfg)).load()
-        return result, self._handoff(g.table, result)
+        filtered = self._partition_filtered(
+            g.table, () if g.static.is_none() else g.static.columns,
+            [d.probe_column for d, _ in g.filters])
+        return result, self._handoff(g.table, result, filtered)
 
-    def _handoff(self, table: Table, result: LoadResult) -> DataFrame:
-        """The surviving splits as a DataFrame that Spark's planner sizes like the whole
-        table (see :mod:`hive_splits.spark_io`): a pruned file list must never make Spark
-        pick a worse join (q72)."""
+    def _partition_filtered(self, table: Table, static: Iterable[str],
+                            joined: Iterable[str]) -> bool:
+        """Whether Spark, planning the original query, holds a filter on a partition column
+        of this reference: a static predicate, or the ``IS NOT NULL`` it infers from an
+        equi-join on one (every dynamic filter on a partition column comes from such a
+        join). Spark then prunes a catalog table's partitions while optimizing and sizes
+        the relation by the files of the partitions it admits."""
+        pcols = {c.name.lower() for c in table.partition_columns}
+        if {c.lower() for c in static} & pcols:
+            return True
+        if not {c.lower() for c in joined} & pcols:
+            return False
+        try:   # no constraint propagation: Spark infers no IS NOT NULL from the join
+            return str(self.spark.conf.get("spark.sql.constraintPropagation.enabled",
+                                           "true")).strip().lower() != "false"
+        except Exception:
+            return True
+
+    def _handoff(self, table: Table, result: LoadResult,
+                 partition_filtered: bool = False) -> DataFrame:
+        """The surviving splits as a DataFrame that Spark's planner sizes like the table it
+        stands for (see :mod:`hive_splits.spark_io`): a pruned file list must never make
+        Spark pick a worse plan (q72)."""
         th = time.perf_counter()
-        estimate = self._unpruned_estimate(table, result)
+        estimate = self._unpruned_estimate(table, result, partition_filtered)
         if not worth_counting(self.spark, table.location):
             df = to_dataframe(self.spark, table, result, estimate_bytes=estimate)
         else:
@@ -501,16 +523,22 @@ class DppSession:
         result.handoff_seconds = time.perf_counter() - th
         return df
 
-    def _unpruned_estimate(self, table: Table, result: LoadResult) -> Optional[int]:
-        """What Spark would estimate the table at before any runtime pruning: for a catalog
-        table the catalog's figure (Spark's own, often its default for tables without
-        statistics), or with static filters the bytes of the partitions they admit (Spark
-        prunes those while optimizing); for a path table (pruned by Spark only at run time)
-        the listed partitions' bytes scaled to every partition."""
-        if table.is_catalog and result.pruned_static > 0 and result.partitions_kept > 0:
-            # Spark prunes a catalog table's partitions by static filters while optimizing
-            # (PruneFileSourcePartitions) and sizes it by what is left: so do we, undoing
-            # only the dynamic pruning, which Spark's own DPP does at run time
+    def _unpruned_estimate(self, table: Table, result: LoadResult,
+                           partition_filtered: bool = False) -> Optional[int]:
+        """What Spark would estimate the table at before any runtime pruning.
+
+        A catalog table that the query filters on a partition column — statically, or by the
+        ``IS NOT NULL`` Spark infers from an equi-join on it — is pruned by Spark while
+        optimizing (``PruneFileSourcePartitions``) and sized by the files of the partitions
+        it admits: the listed bytes scaled to those partitions (undoing only the dynamic
+        pruning, which Spark's own DPP does at run time). Sizing it by the catalog's figure
+        instead (``defaultSizeInBytes`` for a table without statistics) made Spark inject
+        runtime bloom filters it does not inject over the original (q72: 20 of them, 18-21 s
+        against 16-18 s). A catalog table filtered on data columns only keeps the catalog's
+        figure. A path table (pruned by Spark only at run time): the listed partitions'
+        bytes scaled to every partition."""
+        if (table.is_catalog and (partition_filtered or result.pruned_static > 0)
+                and result.partitions_kept > 0):
             listed = result.bytes_kept + result.bytes_skipped
             admitted = max(result.partitions_total - result.pruned_static, result.partitions_kept)
             return int(listed * admitted / result.partitions_kept)
@@ -644,7 +672,9 @@ class DppSession:
             result = SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
                                  rules=rules, lister=self._lister(table.location, cfg),
                                  **self._loader_stats(cfg)).load()
-            fact_df = self._handoff(table, result)
+            fact_df = self._handoff(table, result,
+                                    self._partition_filtered(table, (),
+                                                             [d.column for d in dyn]))
             report.add_table_result(fact, None, table, result)
             report.phases["handoff"] = result.handoff_seconds
             runs.learn(report.tables)

@@ -143,8 +143,76 @@ def test_estimates_follow_what_spark_prunes_while_planning(spark):
     try:
         assert dpp._unpruned_estimate(path, r) == 100_000
         assert dpp._unpruned_estimate(catalog, r) == 20_000
-        # no static pruning on a catalog table: the catalog's own figure (none here)
         r.pruned_static, r.pruned_dynamic = 0, 95
+        # a dynamic filter on a partition column: Spark infers IS NOT NULL from the join,
+        # prunes by it while optimizing and sizes the partitions it admits (all 100 here)
+        assert dpp._partition_filtered(catalog, (), ["K"]) is True
+        assert dpp._unpruned_estimate(catalog, r, partition_filtered=True) == 100_000
+        # filters on data columns only: the catalog's own figure (none here)
+        assert dpp._partition_filtered(catalog, ["v"], ["v"]) is False
         assert dpp._unpruned_estimate(catalog, r) is None
+        with spark_conf(spark, {"spark.sql.constraintPropagation.enabled": "false"}):
+            assert dpp._partition_filtered(catalog, (), ["k"]) is False
+            assert dpp._partition_filtered(catalog, ["k"], ()) is True
     finally:
+        dpp.close()
+
+
+def _relation_sizes(df, pattern: str) -> list[int]:
+    """Sizes Spark's optimizer gives the leaves of ``df``'s plan matching ``pattern``."""
+    out: list[int] = []
+
+    def walk(p) -> None:
+        ch = p.children()
+        if ch.size() == 0 and re.search(pattern, p.toString()):
+            out.append(int(p.stats().sizeInBytes()))
+        for i in range(ch.size()):
+            walk(ch.apply(i))
+    walk(df._jdf.queryExecution().optimizedPlan())
+    return out
+
+
+def _runtime_filters(df) -> int:
+    return len(re.findall(r"might_contain|bloom_filter_agg",
+                          df._jdf.queryExecution().executedPlan().toString()))
+
+
+def test_a_catalog_table_joined_on_its_partition_column_is_sized_as_spark_sizes_it(spark, star):
+    """TPC-DS q72 on catalog tables: Spark infers ``k IS NOT NULL`` from the join on the
+    partition column and sizes the table by its partitions' files; the pruned relation must
+    be sized the same (not by the catalog's default for a table without statistics, which
+    made Spark add runtime bloom filters over it that it does not add over the table)."""
+    name = "est_cfact"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.read.parquet(str(star / "fact")).write.partitionBy("k").saveAsTable(name)
+    spark.read.parquet(str(star / "dim")).createOrReplaceTempView("est_dim")
+    spark.read.parquet(str(star / "other")).createOrReplaceTempView("est_other")
+    query = QUERY.replace("est_fact", name)
+    dpp = DppSession(spark)
+    try:
+        # a threshold that makes the fact an application side of a bloom filter when it is
+        # sized by the catalog's default (no statistics) and not when sized by its files
+        settings = {"spark.sql.adaptive.enabled": "false",
+                    "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold":
+                        str(10 * 1024 * 1024)}
+        with spark_conf(spark, settings):
+            plain = spark.sql(query)
+            fact_leaf = r"\bid#"   # the fact's relation (the others hold o_id, d_k)
+            expected = _relation_sizes(plain, fact_leaf)
+            assert len(expected) == 1 and expected[0] < 10 * 1024 * 1024, expected
+            expected_rows = plain.collect()
+            df = dpp.sql(query)
+            t = dpp.last_report.tables[0]
+            assert t.pruning == "applied" and t.partitions_kept == 1
+            got = _relation_sizes(df, fact_leaf)
+            assert len(got) == 1
+            # every partition holds the same rows: scaling the kept one is within 10%
+            assert abs(got[0] - expected[0]) <= expected[0] // 10, (got, expected)
+            assert _runtime_filters(df) == _runtime_filters(plain)
+            assert _joins(df) == _joins(plain)
+            assert df.collect() == expected_rows
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+        for v in ("est_dim", "est_other"):
+            spark.catalog.dropTempView(v)
         dpp.close()
