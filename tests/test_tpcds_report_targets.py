@@ -57,6 +57,15 @@ def test_each_missed_target_is_named_with_its_figures() -> None:
     assert "q7 (1.80x: 9.00s vs 5.00s)" in md
 
 
+def test_no_query_that_prunes_is_not_a_missed_target() -> None:
+    res = result([run("q22", "spark", 4, 0), run("q22", "dpp", 4.2, 0)])
+    tg = res["summary"]["kinds"]["path"]["targets"]
+    assert tg["pruning_queries"] == []
+    md = render_markdown(res)
+    assert "where pruning applies: n/a (no query here prunes)" in md
+    assert "**missed**" not in md
+
+
 def test_coverage_counts_ran_correct_wrong_and_not_run_with_reasons() -> None:
     runs = [
         run("q1", "off", 1, 1), run("q1", "spark", 1, 1), run("q1", "dpp", 1, 1),

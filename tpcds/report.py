@@ -664,11 +664,16 @@ def render_markdown(result: dict[str, Any]) -> str:
             lines.append("- data read by dpp no more than by spark on every query: "
                          + ("**met**" if not over else "**missed** on " + ", ".join(
                              f"{q} ({_mb(d)} vs {_mb(sp)})" for q, d, sp in over)))
-            lines.append(
-                f"- total elapsed of dpp below spark over the {len(tg['pruning_queries'])} "
-                f"queries where pruning applies: "
-                + ("**met**" if tg["pruning_elapsed_below_spark"] else "**missed**")
-                + f" ({tg['pruning_elapsed_dpp_s']:.1f}s vs {tg['pruning_elapsed_spark_s']:.1f}s)")
+            if tg["pruning_queries"]:
+                lines.append(
+                    f"- total elapsed of dpp below spark over the {len(tg['pruning_queries'])} "
+                    f"queries where pruning applies: "
+                    + ("**met**" if tg["pruning_elapsed_below_spark"] else "**missed**")
+                    + f" ({tg['pruning_elapsed_dpp_s']:.1f}s vs "
+                      f"{tg['pruning_elapsed_spark_s']:.1f}s)")
+            else:   # nothing to judge: not a miss (a run of queries with nothing to prune)
+                lines.append("- total elapsed of dpp below spark where pruning applies: "
+                             "n/a (no query here prunes)")
             slow = tg["slower_than_spark"]
             lines.append(
                 f"- no query more than {100 * (tg['slower_than_spark_limit'] - 1):.0f}% slower "
