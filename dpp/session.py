@@ -489,7 +489,10 @@ class DppSession:
         of this reference: a static predicate, or the ``IS NOT NULL`` it infers from an
         equi-join on one (every dynamic filter on a partition column comes from such a
         join). Spark then prunes a catalog table's partitions while optimizing and sizes
-        the relation by the files of the partitions it admits."""
+        the relation by the files of the partitions it admits. Only catalog tables are
+        sized by it: a path table answers False without asking Spark's conf."""
+        if not table.is_catalog:
+            return False
         pcols = {c.name.lower() for c in table.partition_columns}
         if {c.lower() for c in static} & pcols:
             return True
