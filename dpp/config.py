@@ -29,6 +29,12 @@ Defaults, and why:
   ``os.scandir`` (local paths and ``file:`` only; fastest there), ``hadoop`` is Hadoop's
   FileSystem in the driver's JVM with the session's Hadoop configuration (any scheme Spark
   reads: s3a, hdfs, gs, abfs, file). ``auto``: local for local paths, hadoop for the rest.
+- ``listWholeCatalogTables=true`` (an addition): a partitioned catalog table a query reads
+  with no partition column named anywhere is listed by the split loader and handed to Spark
+  with the catalog's size figure, instead of Spark's metastore fetch plus listing job
+  (``dpp.whole_tables``; TPC-DS q96 on catalog tables: 18 s to ~10 s). ``false`` leaves such
+  tables to Spark, e.g. where the driver's listing of remote storage is slower than Spark's
+  distributed one.
 """
 from __future__ import annotations
 
@@ -159,6 +165,7 @@ class DppConfig:
     filter_ttl: float = 600.0
     collector: str = "auto"
     lister: str = "auto"
+    list_whole_catalog_tables: bool = True
 
     @classmethod
     def from_mapping(cls, conf: Mapping[str, str]) -> "DppConfig":
@@ -310,6 +317,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.filterTtl": ("filter_ttl", _parse_duration),
     "spark.dpp.collector": ("collector", _parse_choice(COLLECTORS)),
     "spark.dpp.lister": ("lister", _parse_choice(LISTERS)),
+    "spark.dpp.listWholeCatalogTables": ("list_whole_catalog_tables", _parse_bool),
 }
 
 KNOWN_KEYS = tuple(_KEYS)

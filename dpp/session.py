@@ -34,11 +34,12 @@ from dpp.decision import (LoadGroup, PruningDecision, Stats, decide, real_column
                           table_columns)
 from dpp.filter_runs import EnvironmentNotes, FilterMemory, FilterRuns, FilterSpec
 from dpp import planner
-from dpp.planner import PruningPlan, TableInfo, rewrite
+from dpp.planner import PruningPlan, TableInfo, TableRefPlan, rewrite
 from dpp.report import JobReport, append_jsonl
 from dpp.schema_cache import SchemaCache
 from dpp.spark_metrics import scan_metrics
 from dpp.views import PlainViews, norm_name
+from dpp.whole_tables import whole_catalog_refs
 from hive_splits import (DynamicFilter, LoadResult, SplitLoader, Table, table_from_catalog,
                          table_from_path, to_dataframe)
 from hive_splits.footers import FooterCache
@@ -357,14 +358,24 @@ class DppSession:
         for ref, why in decision.unpruned:
             report.add_table_unpruned(ref.table, ref.alias, why)
         self._views.ensure(sorted(decision.plain_tables))
+        whole = (whole_catalog_refs(plan, decision.unpruned, tables)
+                 if cfg.list_whole_catalog_tables else [])
         if not decision.groups:
-            return self._spark_sql(query)
-        workers = len(decision.filters) + sum(len(g.refs) for g in decision.groups)
+            if not whole:
+                return self._spark_sql(query)
+            replacements = self._read_whole(whole, cfg, rules, report, temp_views)
+            return self._run_rewritten(query, plan, decision, replacements, report)
+        workers = len(decision.filters) + sum(len(g.refs) for g in decision.groups) + 1
         with FilterRuns(self.spark, self._filter_service(cfg), cfg, rules, workers,
                         self._env_notes, self._filter_memory) as runs:
             for spec in decision.filters:  # every build side at once, each in its thread
                 runs.start(spec, lambda q=spec.build_query: self._spark_sql(q))
+            # tables read whole are listed while the build sides run
+            whole_views = (runs.submit(self._read_whole, whole, cfg, rules, report, temp_views)
+                           if whole else None)
             replacements = self._substitute(decision, runs, cfg, rules, report, temp_views)
+            if whole_views is not None:
+                replacements.update(whole_views.result())
             runs.learn(report.tables)
             for entry in runs.settle():
                 report.add_filter(entry)
@@ -469,6 +480,49 @@ class DppSession:
                 replacements[ref.ref_id] = view
                 report.add_table_result(ref.table, ref.alias, g.table, result)
         return replacements
+
+    def _read_whole(self, refs: list[TableRefPlan], cfg: DppConfig, rules: SparkRules,
+                    report: JobReport, temp_views: list[str]) -> dict[str, str]:
+        """Catalog tables read whole (:mod:`dpp.whole_tables`): one listing and one view per
+        table, shared by all its references so Spark can still merge their scans (q9).
+        Returns reference id → view name; a table that fails here stays Spark's own."""
+        by_table: dict[str, list[TableRefPlan]] = {}
+        for ref in refs:
+            by_table.setdefault(norm_name(ref.table), []).append(ref)
+        out: dict[str, str] = {}
+        t0 = time.perf_counter()
+        for key, trefs in by_table.items():
+            table = self._table(key)
+            if table is None:
+                continue
+            try:
+                if self.spark.catalog.isCached(table.catalog_name or key):
+                    report.analysis_notes.append(
+                        f"{key}: read whole from Spark's cache (CACHE TABLE), not listed by dpp")
+                    continue
+                result = SplitLoader(table, rules=rules,
+                                     lister=self._lister(table.location, cfg)).load()
+                df = self._handoff(table, result)
+            except LayoutError:
+                raise
+            except Exception as exc:
+                log.warning("dpp: listing %s whole failed, Spark lists it: %s", key, exc)
+                report.analysis_notes.append(f"{key}: listing it whole failed, Spark's own "
+                                             f"catalog listing used: {_first_line(exc)}")
+                continue
+            view = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(key)}"
+            df.createOrReplaceTempView(view)
+            temp_views.append(view)
+            for ref in trefs:
+                out[ref.ref_id] = view
+            report.analysis_notes.append(
+                f"{key}: no partition filter, read whole through dpp's listing "
+                f"({result.files_kept} files in {result.partitions_kept} partitions, listed "
+                f"in {result.elapsed_seconds:.2f} s, handed to Spark in "
+                f"{result.handoff_seconds:.2f} s) instead of Spark's catalog listing "
+                f"(spark.dpp.listWholeCatalogTables=false turns this off)")
+        report.phases["whole_listing"] = time.perf_counter() - t0
+        return out
 
     def _load_group(self, g: LoadGroup, runs: FilterRuns, cfg: DppConfig, rules: SparkRules,
                     deadline: float) -> tuple[LoadResult, DataFrame]:
