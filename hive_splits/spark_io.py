@@ -263,9 +263,28 @@ def _read(spark: Any, files: list[str], driver_listing: bool, reader: Any) -> An
     paths = [_uri(p) for p in files]
     raise_threshold = driver_listing and len(paths) > 32
     if not raise_threshold:
-        return reader.parquet(*paths)
+        return _parquet(spark, reader, paths)
     with _THRESHOLD_LOCK:
         return _read_raised(spark, paths, reader)
+
+
+def _parquet(spark: Any, reader: Any, paths: list[str]) -> Any:
+    """``reader.parquet(*paths)`` with the paths sent to the JVM as one string: PySpark sends
+    a list element by element, a py4j round trip each (0.28 s for store_sales' 1,824 folders
+    read whole, a sixth of its handoff)."""
+    if len(paths) < 64 or any("\n" in p for p in paths):
+        return reader.parquet(*paths)
+    try:
+        from pyspark.sql import DataFrame
+
+        jvm = spark._jvm
+        # split in the JVM: a String[] stays there (a java.lang.String would come back as str)
+        parts = jvm.java.util.regex.Pattern.compile("\n").split("\n".join(paths))
+        seq = jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(parts)
+        return DataFrame(reader._jreader.parquet(seq), spark)
+    except Exception as exc:  # another PySpark build: its own path
+        log.debug("paths in one string failed (%s); sending them one by one", exc)
+        return reader.parquet(*paths)
 
 
 def _read_raised(spark: Any, paths: list[str], reader: Any) -> Any:
@@ -275,7 +294,7 @@ def _read_raised(spark: Any, paths: list[str], reader: Any) -> Any:
         old = spark.conf.get(_THRESHOLD_KEY, None)
         spark.conf.set(_THRESHOLD_KEY, str(max(len(paths) + 1, 32)))
     try:
-        return reader.parquet(*paths)
+        return _parquet(spark, reader, paths)
     finally:
         if raise_threshold:
             if old is None:

@@ -150,3 +150,26 @@ def test_catalog_table_created_with_sql(spark, tmp_path: Path) -> None:
         assert rows(got) == Counter({(2, decimal.Decimal("2.25")): 1})
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_many_paths_reach_spark_in_one_string(spark, tmp_path: Path) -> None:
+    """Past 64 paths the handoff sends them as one string split in the JVM (not a py4j call
+    per path); Spark reads exactly what it reads given the paths one by one — including
+    paths with spaces, '%' escapes and glob characters, made as the handoff makes them."""
+    from hive_splits.spark_io import _parquet, _uri
+
+    names = [f"k={i}" if i % 3 else f"k=x y%2B{i}[*]" for i in range(70)]
+    for i, name in enumerate(names):
+        write_parquet(tmp_path / "t" / name / "p.parquet", {"v": [i, i + 100]})
+    paths = [_uri(str(tmp_path / "t" / n)) for n in names]
+    expected = spark.read.option("basePath", str(tmp_path / "t")).parquet(*paths)
+
+    reader = spark.read.option("basePath", str(tmp_path / "t"))
+
+    def one_by_one(*_args, **_kw):
+        raise AssertionError("the paths were sent one by one")
+    reader.parquet = one_by_one    # the JVM path must not fall back to PySpark's own
+    got = _parquet(spark, reader, paths)
+    assert rows(got) == rows(expected)
+    assert sorted(got.inputFiles()) == sorted(expected.inputFiles())
+    assert len(got.inputFiles()) == 70

@@ -60,6 +60,18 @@ def test_main_query_is_execution_when_dpp_ran_it_else_the_rest_of_the_elapsed() 
     assert b is not None and b["main_s"] == pytest.approx(5.0 - 0.5 - 2.12)
 
 
+def test_listing_catalog_tables_read_whole_counts_as_handoff() -> None:
+    # q96 on catalog tables: no filter, store_sales listed whole by dpp in 1.2 s
+    b = run_breakdown(run("q96", "dpp", 10.0, phases={"analysis": 0.1, "whole_listing": 1.2,
+                                                      "total": 1.4}))
+    assert b == pytest.approx({"open_s": 0.5, "analysis_s": 0.1, "build_s": 0.0,
+                               "wait_s": 0.0, "handoff_s": 1.2, "main_s": 8.1})
+    # alongside a pruned table's handoff, and with no total phase to subtract
+    b = run_breakdown(run("q9", "dpp", 10.0, phases={"handoff": 0.3, "whole_listing": 1.0}))
+    assert b is not None and b["handoff_s"] == pytest.approx(1.3)
+    assert b["main_s"] == pytest.approx(10.0 - 0.5 - 1.3)
+
+
 def test_missing_phases_count_zero_and_main_never_negative() -> None:
     b = run_breakdown(run("q3", "dpp", 2.0, phases={"analysis": 0.01}))
     assert b == pytest.approx({"open_s": 0.5, "analysis_s": 0.01, "build_s": 0.0,

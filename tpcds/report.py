@@ -269,7 +269,8 @@ def run_breakdown(run: dict[str, Any]) -> Optional[dict[str, float]]:
     """One ``dpp`` run's elapsed split by component; None when the run kept no dpp report.
 
     A phase the report lacks counts 0: the session only records the phases it went through
-    (no build phase when no filter was started). Build and loader wait overlap (the loader
+    (no build phase when no filter was started); ``handoff`` adds ``whole_listing`` (catalog
+    tables read whole, listed and handed over by dpp). Build and loader wait overlap (the loader
     waits while the build sides run), so the components need not add up to the elapsed.
     The main query is the report's ``execution`` phase when dpp ran the query itself
     (``dpp.collect``); the bench collects ``dpp.sql``'s DataFrame, so otherwise it is the
@@ -281,6 +282,8 @@ def run_breakdown(run: dict[str, Any]) -> Optional[dict[str, float]]:
         return None
     ph: dict[str, float] = rep.get("phases") or {}
     out = {k: float(ph.get(p) or 0.0) for k, p in _PHASE_OF.items()}
+    # catalog tables read whole: listed by dpp and handed over (alongside the builds, or alone)
+    out["handoff_s"] += float(ph.get("whole_listing") or 0.0)
     out["open_s"] = float(run.get("listing_s") or 0.0)
     elapsed = float(run.get("total_s") or 0.0)
     if ph.get("execution") is not None:
@@ -392,8 +395,10 @@ def render_breakdown(bd: dict[str, Any]) -> list[str]:
                "filters (all runs)"])
     lines = ["### dpp overhead breakdown", "",
              ("Median per query over the repetitions; build and loader wait overlap (the "
-              "loader waits while the build sides run); main query = the rest of the elapsed "
-              "after opening the tables and dpp's planning. `-`: no dpp report."), "",
+              "loader waits while the build sides run); handoff includes listing the catalog "
+              "tables a query reads whole (`spark.dpp.listWholeCatalogTables`); main query = "
+              "the rest of the elapsed after opening the tables and dpp's planning. `-`: no "
+              "dpp report."), "",
              "| " + " | ".join(head) + " |",
              "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
 
