@@ -76,20 +76,26 @@ WHOLE = [
 ]
 
 
-@pytest.mark.parametrize("query", WHOLE)
-def test_read_whole_through_the_listing_gives_sparks_rows(spark, whole, query):
+def _run_checked(spark: Any, query: str) -> tuple[Any, list[str]]:
+    """Runs ``query`` through a fresh DppSession, asserts Spark's rows (pruning off), and
+    returns the DataFrame and the report's notes about wc_fact."""
     expected = _expected(spark, query)
     dpp = DppSession(spark)
     try:
         df = dpp.sql(query)
         assert _sorted(df.collect()) == expected
-        notes = _notes(dpp)
-        assert len(notes) == 1 and NOTE in notes[0], dpp.last_report.analysis_notes
-        # 6 partitions + NULL + the one at its own location
-        assert "in 8 partitions" in notes[0]
-        assert not any("wc_fact" in s for s in _scans(df)), _scans(df)
+        return df, _notes(dpp)
     finally:
         dpp.close()
+
+
+@pytest.mark.parametrize("query", WHOLE)
+def test_read_whole_through_the_listing_gives_sparks_rows(spark, whole, query):
+    df, notes = _run_checked(spark, query)
+    assert len(notes) == 1 and NOTE in notes[0], notes
+    # 6 partitions + NULL + the one at its own location
+    assert "in 8 partitions" in notes[0]
+    assert not any("wc_fact" in s for s in _scans(df)), _scans(df)
 
 
 def test_size_estimate_and_shared_relation_are_sparks(spark, whole):
@@ -143,14 +149,8 @@ def test_a_partition_added_between_queries_is_read(spark, whole):
 ])
 def test_a_named_partition_column_leaves_the_table_to_spark(spark, whole, query):
     """Spark may hold a partition filter there (and size the relation by it): not ours."""
-    expected = _expected(spark, query)
-    dpp = DppSession(spark)
-    try:
-        df = dpp.sql(query)
-        assert _sorted(df.collect()) == expected
-        assert not any(NOTE in n for n in _notes(dpp))
-    finally:
-        dpp.close()
+    _, notes = _run_checked(spark, query)
+    assert not any(NOTE in n for n in notes)
 
 
 def test_cached_table_and_setting_off_stay_sparks(spark, whole):
