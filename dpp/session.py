@@ -359,13 +359,14 @@ class DppSession:
             report.add_table_unpruned(ref.table, ref.alias, why)
         self._views.ensure(sorted(decision.plain_tables))
         whole = (whole_catalog_refs(plan, decision.unpruned, tables)
-                 if cfg.list_whole_catalog_tables else [])
+                 if cfg.list_whole_catalog_tables else {})
         if not decision.groups:
             if not whole:
                 return self._spark_sql(query)
             replacements = self._read_whole(whole, cfg, rules, report, temp_views)
             return self._run_rewritten(query, plan, decision, replacements, report)
-        workers = len(decision.filters) + sum(len(g.refs) for g in decision.groups) + 1
+        workers = (len(decision.filters) + sum(len(g.refs) for g in decision.groups)
+                   + (1 if whole else 0))
         with FilterRuns(self.spark, self._filter_service(cfg), cfg, rules, workers,
                         self._env_notes, self._filter_memory) as runs:
             for spec in decision.filters:  # every build side at once, each in its thread
@@ -473,28 +474,21 @@ class DppSession:
                     report.add_table_unpruned(ref.table, ref.alias, f"split loader failed: {exc}")
                 self._views.ensure([g.refs[0].table])
                 continue
-            view = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(g.refs[0].table)}"
-            df.createOrReplaceTempView(view)
-            temp_views.append(view)
+            view = _temp_view(df, g.refs[0].table, temp_views)
             for ref in g.refs:
                 replacements[ref.ref_id] = view
                 report.add_table_result(ref.table, ref.alias, g.table, result)
         return replacements
 
-    def _read_whole(self, refs: list[TableRefPlan], cfg: DppConfig, rules: SparkRules,
-                    report: JobReport, temp_views: list[str]) -> dict[str, str]:
+    def _read_whole(self, whole: dict[str, tuple[Table, list[TableRefPlan]]], cfg: DppConfig,
+                    rules: SparkRules, report: JobReport, temp_views: list[str]
+                    ) -> dict[str, str]:
         """Catalog tables read whole (:mod:`dpp.whole_tables`): one listing and one view per
         table, shared by all its references so Spark can still merge their scans (q9).
         Returns reference id → view name; a table that fails here stays Spark's own."""
-        by_table: dict[str, list[TableRefPlan]] = {}
-        for ref in refs:
-            by_table.setdefault(norm_name(ref.table), []).append(ref)
         out: dict[str, str] = {}
         t0 = time.perf_counter()
-        for key, trefs in by_table.items():
-            table = self._table(key)
-            if table is None:
-                continue
+        for key, (table, refs) in whole.items():
             try:
                 if self.spark.catalog.isCached(table.catalog_name or key):
                     report.analysis_notes.append(
@@ -510,10 +504,8 @@ class DppSession:
                 report.analysis_notes.append(f"{key}: listing it whole failed, Spark's own "
                                              f"catalog listing used: {_first_line(exc)}")
                 continue
-            view = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(key)}"
-            df.createOrReplaceTempView(view)
-            temp_views.append(view)
-            for ref in trefs:
+            view = _temp_view(df, key, temp_views)
+            for ref in refs:
                 out[ref.ref_id] = view
             report.analysis_notes.append(
                 f"{key}: no partition filter, read whole through dpp's listing "
@@ -784,6 +776,15 @@ def _first_line(exc: BaseException) -> str:
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)[:40]
+
+
+def _temp_view(df: DataFrame, table: str, temp_views: list[str]) -> str:
+    """``df`` under a fresh temporary view named after ``table``, recorded in
+    ``temp_views`` (dropped when the query is done)."""
+    view = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(table)}"
+    df.createOrReplaceTempView(view)
+    temp_views.append(view)
+    return view
 
 
 def full_dataframe(spark: SparkSession, table: Table) -> DataFrame:

@@ -28,20 +28,23 @@ __all__ = ["whole_catalog_refs", "names_partition_column"]
 
 
 def whole_catalog_refs(plan: PruningPlan, unpruned: Iterable[tuple[TableRefPlan, str]],
-                       tables: Mapping[str, Optional[Table]]) -> list[TableRefPlan]:
+                       tables: Mapping[str, Optional[Table]]
+                       ) -> dict[str, tuple[Table, list[TableRefPlan]]]:
     """The unpruned references to partitioned catalog tables that the split loader can list
-    in Spark's place: none of the table's partition columns is named in the query."""
+    in Spark's place (none of the table's partition columns is named in the query), by
+    table name with the table the analysis resolved."""
     tree = plan._tree
     if tree is None:
-        return []
-    out: list[TableRefPlan] = []
+        return {}
+    out: dict[str, tuple[Table, list[TableRefPlan]]] = {}
     for ref, _why in unpruned:
-        table = tables.get(norm_name(ref.table))
+        key = norm_name(ref.table)
+        table = tables.get(key)
         if table is None or not table.is_catalog or not table.partition_columns:
             continue
         if names_partition_column(tree, table):
             continue
-        out.append(ref)
+        out.setdefault(key, (table, []))[1].append(ref)
     return out
 
 
