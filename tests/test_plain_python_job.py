@@ -15,6 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+# each test starts Spark in a process of its own: the full tier, not `make check`
+pytestmark = pytest.mark.spark
+
 JOB = Path(__file__).parent / "jobs" / "plain_star_job.py"
 PARTS = 6
 

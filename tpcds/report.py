@@ -259,10 +259,11 @@ def coverage(result: dict[str, Any]) -> dict[str, Any]:
 #: the dimension views), kept so the breakdown explains the same elapsed the main table shows.
 BREAKDOWN: tuple[tuple[str, str], ...] = (
     ("open_s", "open"), ("analysis_s", "analysis"), ("build_s", "build"),
-    ("wait_s", "loader wait"), ("handoff_s", "handoff"), ("main_s", "main query"))
+    ("wait_s", "loader wait"), ("enum_s", "split enumeration"), ("handoff_s", "handoff"),
+    ("main_s", "main query"))
 #: breakdown key -> the phase of the dpp report it is read from
 _PHASE_OF = {"analysis_s": "analysis", "build_s": "build", "wait_s": "wait",
-             "handoff_s": "handoff"}
+             "enum_s": "split_enumeration", "handoff_s": "handoff"}
 
 
 def run_breakdown(run: dict[str, Any]) -> Optional[dict[str, float]]:
@@ -270,7 +271,8 @@ def run_breakdown(run: dict[str, Any]) -> Optional[dict[str, float]]:
 
     A phase the report lacks counts 0: the session only records the phases it went through
     (no build phase when no filter was started); ``handoff`` adds ``whole_listing`` (catalog
-    tables read whole, listed and handed over by dpp). Build and loader wait overlap (the loader
+    tables read whole, listed and handed over by dpp); ``split enumeration`` is the loader's
+    work besides waiting (metastore, listing, footers). Build and loader wait overlap (the loader
     waits while the build sides run), so the components need not add up to the elapsed.
     The main query is the report's ``execution`` phase when dpp ran the query itself
     (``dpp.collect``); the bench collects ``dpp.sql``'s DataFrame, so otherwise it is the
@@ -395,7 +397,10 @@ def render_breakdown(bd: dict[str, Any]) -> list[str]:
                "filters (all runs)"])
     lines = ["### dpp overhead breakdown", "",
              ("Median per query over the repetitions; build and loader wait overlap (the "
-              "loader waits while the build sides run); handoff includes listing the catalog "
+              "loader waits while the build sides run); split enumeration = the loader's own "
+              "work besides waiting (partition names and objects from the metastore, listing "
+              "the kept folders, footers), summed over the tables it loads at once; handoff "
+              "includes listing the catalog "
               "tables a query reads whole (`spark.dpp.listWholeCatalogTables`); main query = "
               "the rest of the elapsed after opening the tables and dpp's planning. `-`: no "
               "dpp report."), "",
