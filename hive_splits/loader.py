@@ -499,7 +499,17 @@ class SplitLoader:
     def _enumerate_catalog(self) -> list[KeptPartition]:
         t = self.table
         source = t.partition_source
-        if source is not None:
+        part = set(t.partition_names)
+        if source is not None and not (any(c in part for c in self._static)
+                                       or any(c in part for c in self._pending)):
+            # no domain on a partition column: every partition survives and its object is
+            # needed, so all come in one metastore call (names first would be a second round
+            # trip for nothing: a catalog table read whole, ~0.1 s at 1,824 partitions)
+            fetched_all, info = source.fetch_every()
+            self._res.metastore = info
+            candidates = list(fetched_all)
+            source = None
+        elif source is not None:
             # names of every partition (light), tested here; full objects for survivors only
             candidates = [CatalogPartition(spec, None) for spec in source.names()]
             self._res.metastore = {"names_listed": len(candidates), "fetched": 0}

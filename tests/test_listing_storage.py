@@ -243,6 +243,36 @@ def test_the_metastore_returns_only_surviving_partitions(spark, catalog_table, w
     assert rows(got) == rows(spark.table(catalog_table).where(where))
 
 
+def test_with_no_domain_on_a_partition_column_every_object_comes_in_one_call(
+        spark, catalog_table, monkeypatch) -> None:
+    """Nothing can prune a partition (no domain, or one on a data column only): the names
+    call is skipped, every partition object comes in one fetch, and the rows are the
+    table's, the default (NULL) partition included."""
+    t = _source_table(spark, catalog_table)
+    total = len(spark.sql(f"SHOW PARTITIONS {catalog_table}").collect())
+    calls = {"names": 0}
+    real_names = MetastorePartitions.names
+
+    def counted(self):
+        calls["names"] += 1
+        return real_names(self)
+
+    monkeypatch.setattr(MetastorePartitions, "names", counted)
+    for static in (TupleDomain.all(), TupleDomain.of({"x": Domain.values(INT, [1, 2])})):
+        before = partitions_fetched_metric(spark)
+        r = SplitLoader(t, static, stats_pruning=False).load()
+        after = partitions_fetched_metric(spark)
+        assert calls["names"] == 0
+        assert r.metastore["names_listed"] is None and r.metastore["pushed"] is False
+        assert after - before == r.metastore["fetched"] == total
+        assert r.partitions_total == r.partitions_kept == total
+        assert rows(to_dataframe(spark, t, r)) == rows(spark.table(catalog_table))
+    # a domain on a partition column still lists names first and fetches survivors only
+    r = SplitLoader(t, TupleDomain.of({"p": Domain.values(INT, [7])})).load()
+    assert calls["names"] == 1 and r.metastore["names_listed"] == total
+    assert {kp.values["p"] for kp in r.partitions} == {7}
+
+
 def test_when_the_metastore_cannot_evaluate_the_filter_all_partitions_are_fetched(
         spark, catalog_table, monkeypatch) -> None:
     t = _source_table(spark, catalog_table)
