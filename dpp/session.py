@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import posixpath
 import re
 import threading
 import time
@@ -43,11 +44,13 @@ from dpp.whole_tables import whole_catalog_refs
 from hive_splits import (DynamicFilter, LoadResult, SplitLoader, Table, table_from_catalog,
                          table_from_path, to_dataframe)
 from hive_splits.footers import FooterCache
-from hive_splits.listing import lister_for
+from hive_splits.listing import child_path, lister_for
+from hive_splits.naming import partition_path
 from hive_splits.profile import KeyProfile, profile_column
 from hive_splits.metastore import MetastorePartitions
 from hive_splits.storage_calls import storage_calls, worth_counting
-from hive_splits.table import catalog_metadata, catalog_partition_names
+from hive_splits.spark_io import whole_folders_dataframe
+from hive_splits.table import catalog_metadata, catalog_partition_names, local_path
 
 log = logging.getLogger(__name__)
 
@@ -494,9 +497,7 @@ class DppSession:
                     report.analysis_notes.append(
                         f"{key}: read whole from Spark's cache (CACHE TABLE), not listed by dpp")
                     continue
-                result = SplitLoader(table, rules=rules,
-                                     lister=self._lister(table.location, cfg)).load()
-                df = self._handoff(table, result)
+                df, how = self._whole(table, cfg, rules)
             except LayoutError:
                 raise
             except Exception as exc:
@@ -508,13 +509,50 @@ class DppSession:
             for ref in refs:
                 out[ref.ref_id] = view
             report.analysis_notes.append(
-                f"{key}: no partition filter, read whole through dpp's listing "
-                f"({result.files_kept} files in {result.partitions_kept} partitions, listed "
-                f"in {result.elapsed_seconds:.2f} s, handed to Spark in "
-                f"{result.handoff_seconds:.2f} s) instead of Spark's catalog listing "
-                f"(spark.dpp.listWholeCatalogTables=false turns this off)")
+                f"{key}: no partition filter, read whole through dpp's listing ({how}) "
+                f"instead of Spark's catalog listing (spark.dpp.listWholeCatalogTables=false "
+                f"turns this off)")
         report.phases["whole_listing"] = time.perf_counter() - t0
         return out
+
+    def _whole(self, table: Table, cfg: DppConfig, rules: SparkRules
+               ) -> tuple[DataFrame, str]:
+        """A catalog table read whole, and how it was listed (for the report's note).
+
+        Every partition object comes in one metastore call. When every partition sits where
+        Spark would put it (``root/k=v``), the folders go to Spark, which lists them once
+        (:func:`hive_splits.spark_io.whole_folders_dataframe`): nothing is pruned, so the
+        loader's own listing would only be listed again. Partitions at locations of their own
+        go through the split loader as before (per-partition reads)."""
+        t0 = time.perf_counter()
+        source = table.partition_source
+        if source is None:
+            raise LayoutError(f"table {table.name}: no partition source to list it whole")
+        parts, _info = source.fetch_every()
+        folders = []
+        for cp in parts:
+            path = local_path(cp.location)
+            std = posixpath.normpath(child_path(table.location, partition_path(list(cp.values))))
+            if std != posixpath.normpath(path):
+                folders = None
+                break
+            folders.append(path)
+        if folders is None:   # a partition at a location of its own: the loader's way
+            shaped = dataclasses.replace(table, partition_source=None,
+                                         catalog_partitions=tuple(parts))
+            result = SplitLoader(shaped, rules=rules,
+                                 lister=self._lister(table.location, cfg)).load()
+            df = self._handoff(table, result)
+            return df, (f"{result.files_kept} files in {result.partitions_kept} partitions, "
+                        f"listed in {result.elapsed_seconds:.2f} s, handed to Spark in "
+                        f"{result.handoff_seconds:.2f} s")
+        t1 = time.perf_counter()
+        estimate = self._catalog_estimate(table.catalog_name or table.name)
+        df, files, _bytes = whole_folders_dataframe(self.spark, table, folders, estimate)
+        counted = f"{files} files in " if files >= 0 else ""
+        return df, (f"{counted}{len(folders)} partition folders, objects fetched in "
+                    f"{t1 - t0:.2f} s, listed by Spark's reader in "
+                    f"{time.perf_counter() - t1:.2f} s")
 
     def _load_group(self, g: LoadGroup, runs: FilterRuns, cfg: DppConfig, rules: SparkRules,
                     deadline: float) -> tuple[LoadResult, DataFrame]:
@@ -592,21 +630,24 @@ class DppSession:
             admitted = max(result.partitions_total - result.pruned_static, result.partitions_kept)
             return int(listed * admitted / result.partitions_kept)
         if table.is_catalog and table.catalog_name:
-            name = table.catalog_name
-
-            def estimate() -> Optional[int]:
-                try:
-                    jdf = self.spark.table(name)._jdf
-                    return int(jdf.queryExecution().analyzed().stats().sizeInBytes())
-                except Exception as exc:
-                    log.debug("no size estimate for %s: %s", name, exc)
-                    return None
-            return self._schemas.get_or_compute("estimate", name, estimate)
+            return self._catalog_estimate(table.catalog_name)
         if result.partitions_kept <= 0:
             return None
         listed = result.bytes_kept + result.bytes_skipped
         return int(listed * max(result.partitions_total, result.partitions_kept)
                    / result.partitions_kept)
+
+    def _catalog_estimate(self, name: str) -> Optional[int]:
+        """Spark's size estimate of a catalog table read with no partition filter (its
+        statistics, or ``defaultSizeInBytes`` without them)."""
+        def estimate() -> Optional[int]:
+            try:
+                jdf = self.spark.table(name)._jdf
+                return int(jdf.queryExecution().analyzed().stats().sizeInBytes())
+            except Exception as exc:
+                log.debug("no size estimate for %s: %s", name, exc)
+                return None
+        return self._schemas.get_or_compute("estimate", name, estimate)
 
     def _run_rewritten(self, query: str, plan: PruningPlan, decision: PruningDecision,
                        replacements: dict[str, str], report: JobReport) -> DataFrame:

@@ -45,7 +45,7 @@ from typing import Any, Optional
 from hive_splits.loader import LoadResult
 from hive_splits.table import Table, spark_ddl, spark_struct_type
 
-__all__ = ["to_dataframe"]
+__all__ = ["to_dataframe", "whole_folders_dataframe"]
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,70 @@ def to_dataframe(spark: Any, table: Table, result: LoadResult,
 # user session and factor, factors rounded to 1/8 of a power of two: within 9%).
 _SIBLINGS_LOCK = threading.Lock()
 _FACTOR_KEY = "spark.sql.sources.fileCompressionFactor"
+
+
+def whole_folders_dataframe(spark: Any, table: Table, folders: list[str],
+                            estimate_bytes: Optional[int] = None,
+                            driver_listing: bool = True) -> tuple[Any, int, int]:
+    """A DataFrame over whole partition folders that all sit where Spark would put them
+    (``root/k=v``), listed by Spark alone: ``(df, files, bytes)`` as Spark's index counted them.
+
+    For a table read whole nothing is pruned, so the loader's own listing would only be read
+    back by Spark, which lists every handed folder again (measured on store_sales' 1,824
+    folders: 0.3 s of ``scandir`` thrown away, 0.6-0.9 s of Spark's listing kept). Here Spark
+    lists once; the size Spark's planner sees is then set as :func:`to_dataframe` sets it (the
+    listed bytes are known only now, so the relation is rebuilt over the same file index in a
+    sibling session: no second listing). A folder that does not exist fails here (Spark's
+    ``PATH_NOT_FOUND``), and the caller leaves the table to Spark's own catalog reading.
+    """
+    if not folders:
+        return spark.createDataFrame([], spark_struct_type(table)), 0, 0
+    reader = spark.read.schema(spark_ddl(table)).option("basePath", _uri(table.location))
+    df = _read(spark, folders, driver_listing, reader)
+    rel = _fs_relation(df)
+    if rel is None:   # another Spark build: no counts, file bytes as the estimate
+        return df, -1, -1
+    index = rel.location()
+    nbytes = int(index.sizeInBytes())
+    nfiles = int(index.allFiles().size())
+    if estimate_bytes is not None and nbytes > 0 and estimate_bytes > nbytes:
+        with _SIBLINGS_LOCK:
+            sibling = _sibling(spark, float(estimate_bytes) / float(nbytes))
+            if sibling is not None:
+                try:
+                    df = _rehome(spark, sibling, rel)
+                except Exception as exc:  # pragma: no cover - a Spark without these APIs
+                    log.warning("dpp: size estimate of %s not adjusted (%s)", table.name, exc)
+    return df, nfiles, nbytes
+
+
+def _fs_relation(df: Any) -> Any:
+    """The ``HadoopFsRelation`` a plain file read's plan is over, or None."""
+    try:
+        plan = df._jdf.queryExecution().analyzed()
+        leaves = plan.collectLeaves()
+        if int(leaves.size()) != 1:
+            return None
+        rel = leaves.head().relation()
+        return rel if str(rel.getClass().getSimpleName()) == "HadoopFsRelation" else None
+    except Exception as exc:
+        log.debug("no file relation in the plan (%s)", exc)
+        return None
+
+
+def _rehome(spark: Any, sibling: Any, rel: Any) -> Any:
+    """A DataFrame of ``spark`` over ``rel``'s file index, its relation owned by ``sibling``
+    (whose compression factor Spark reads when it sizes the relation)."""
+    from pyspark.sql import DataFrame
+
+    jvm = spark._jvm
+    ds = jvm.org.apache.spark.sql.execution.datasources
+    moved = ds.HadoopFsRelation(rel.location(), rel.partitionSchema(), rel.dataSchema(),
+                                rel.bucketSpec(), rel.fileFormat(), rel.options(),
+                                sibling._jsparkSession)
+    plan = getattr(getattr(ds, "LogicalRelation$"), "MODULE$").apply(moved, False)
+    return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession,
+                                                                     plan), spark)
 
 
 def _sibling(spark: Any, factor: float) -> Any:

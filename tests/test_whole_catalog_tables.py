@@ -173,3 +173,95 @@ def test_cached_table_and_setting_off_stay_sparks(spark, whole):
         assert NOTE in _notes(dpp)[0]
     finally:
         dpp.close()
+
+
+# ------------------------------------------------------------ every partition at root/k=v
+
+STD_NOTE = "listed by Spark's reader"
+
+
+@pytest.fixture(scope="module")
+def standard(spark: Any, whole: dict[str, Any]) -> Iterator[str]:
+    """``wc_std``: every partition where Spark puts it (the NULL one included)."""
+    spark.sql("DROP TABLE IF EXISTS wc_std")
+    spark.sql("CREATE TABLE wc_std (v INT, item INT, p INT) USING parquet PARTITIONED BY (p)")
+    rows = ", ".join(f"({p * 100 + i}, {i % 3}, {p})" for p in range(1, 7) for i in range(5))
+    spark.sql(f"INSERT INTO wc_std VALUES {rows}, (999, 1, NULL)")
+    yield "wc_std"
+    spark.sql("DROP TABLE IF EXISTS wc_std")
+
+
+class _NoLoader:
+    """Stands in for the split loader: a standard table read whole must not be listed by
+    dpp (Spark lists the folders; a second listing would be thrown away)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the split loader listed a standard table read whole")
+
+
+def _std_notes(dpp: DppSession, table: str) -> list[str]:
+    return [n for n in dpp.last_report.analysis_notes if n.startswith(f"{table}:")]
+
+
+@pytest.mark.parametrize("query", [q.replace("wc_fact", "wc_std") for q in WHOLE])
+def test_a_standard_table_read_whole_is_listed_by_spark_once(spark, standard, query,
+                                                             monkeypatch):
+    import dpp.session as session_module
+
+    monkeypatch.setattr(session_module, "SplitLoader", _NoLoader)
+    expected = _expected(spark, query)
+    dpp = DppSession(spark)
+    try:
+        df = dpp.sql(query)
+        assert _sorted(df.collect()) == expected
+        notes = _std_notes(dpp, "wc_std")
+        assert len(notes) == 1 and NOTE in notes[0] and STD_NOTE in notes[0], notes
+        files = len(spark.table("wc_std").inputFiles())
+        assert f"{files} files in 7 partition folders" in notes[0]
+        assert not any("wc_std" in s for s in _scans(df)), _scans(df)
+    finally:
+        dpp.close()
+
+
+def test_a_standard_table_is_sized_as_the_catalog_table(spark, standard):
+    query = ("SELECT a.item, count(*) AS n FROM wc_std a JOIN wc_std b ON a.item = b.item "
+             "WHERE a.item > 0 GROUP BY a.item")
+    expected = _expected(spark, query)
+    size = int(spark.table("wc_std")._jdf.queryExecution().optimizedPlan().stats()
+               .sizeInBytes())
+    dpp = DppSession(spark)
+    try:
+        df = dpp.sql(query)
+        assert _sorted(df.collect()) == expected
+        assert STD_NOTE in _std_notes(dpp, "wc_std")[0]
+        leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
+        assert leaves.size() == 2 and leaves.apply(0).sameResult(leaves.apply(1))
+        for i in (0, 1):
+            assert abs(int(leaves.apply(i).stats().sizeInBytes()) - size) <= size // 100
+    finally:
+        dpp.close()
+
+
+def test_a_missing_partition_folder_leaves_the_table_to_spark(spark, whole, tmp_path):
+    """The catalog names a partition whose folder is gone: Spark's reader refuses the path,
+    and the table is read by Spark's own catalog listing, with Spark's rows."""
+    import shutil
+
+    spark.sql("DROP TABLE IF EXISTS wc_gone")
+    spark.sql(f"CREATE TABLE wc_gone (v INT, item INT, p INT) USING parquet "
+              f"PARTITIONED BY (p) LOCATION '{(tmp_path / 'wc_gone').as_uri()}'")
+    try:
+        spark.sql("INSERT INTO wc_gone VALUES (1, 1, 1), (2, 1, 2), (3, 2, 3)")
+        shutil.rmtree(tmp_path / "wc_gone" / "p=2")
+        spark.catalog.refreshTable("wc_gone")
+        query = "SELECT count(*) AS n, sum(v) AS s FROM wc_gone"
+        expected = _expected(spark, query)
+        dpp = DppSession(spark)
+        try:
+            assert _sorted(dpp.sql(query).collect()) == expected
+            notes = _std_notes(dpp, "wc_gone")
+            assert len(notes) == 1 and "listing it whole failed" in notes[0], notes
+        finally:
+            dpp.close()
+    finally:
+        spark.sql("DROP TABLE IF EXISTS wc_gone")
