@@ -26,6 +26,7 @@ import logging
 from typing import Any, Iterable, Optional, Sequence
 
 from dpp.core.errors import LayoutError
+from hive_splits.jvm_refs import jvm_class, scala_object
 from hive_splits.naming import DEFAULT_PARTITION_NAME, parse_folder_name
 
 __all__ = ["MetastorePartitions", "IN_LIST_LIMIT", "partitions_fetched_metric"]
@@ -73,8 +74,8 @@ def partitions_fetched_metric(spark: Any) -> Optional[int]:
     """Spark's count of partition objects fetched from a Hive metastore in this JVM so far
     (``HiveCatalogMetrics.METRIC_PARTITIONS_FETCHED``); None where it is not available."""
     try:
-        metrics = getattr(spark._jvm.org.apache.spark.metrics.source, "HiveCatalogMetrics$")
-        return int(getattr(metrics, "MODULE$").METRIC_PARTITIONS_FETCHED().getCount())
+        metrics = scala_object(spark._jvm, "org.apache.spark.metrics.source.HiveCatalogMetrics")
+        return int(metrics.METRIC_PARTITIONS_FETCHED().getCount())
     except Exception:
         return None
 
@@ -91,8 +92,8 @@ class MetastorePartitions:
         jvm = self.spark._jvm
         parts = self.name.split(".")
         db = parts[-2] if len(parts) >= 2 else None
-        return jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
-            parts[-1], jvm.scala.Option.apply(db))
+        return jvm_class(jvm, "org.apache.spark.sql.catalyst.TableIdentifier").apply(
+            parts[-1], jvm_class(jvm, "scala.Option").apply(db))
 
     def _catalog(self) -> Any:
         return self.spark._jsparkSession.sessionState().catalog()
@@ -101,8 +102,8 @@ class MetastorePartitions:
         """Every partition's values (raw text; None for the default partition), in column
         order: one metastore call that ships names only."""
         try:
-            jnames = self._catalog().listPartitionNames(self._ident(),
-                                                        self.spark._jvm.scala.Option.empty())
+            jnames = self._catalog().listPartitionNames(
+                self._ident(), jvm_class(self.spark._jvm, "scala.Option").empty())
             names = _joined_names(self.spark._jvm, jnames)
         except Exception as exc:
             raise LayoutError(f"partition names of table {self.name!r} cannot be listed: "
@@ -230,12 +231,11 @@ class MetastorePartitions:
         plan = jdf.queryExecution().analyzed()
         # literal casts folded (CAST('2451545' AS INT) → 2451545): Hive's filter conversion
         # takes literals only
-        folding = getattr(getattr(jvm.org.apache.spark.sql.catalyst.optimizer,
-                                  "ConstantFolding$"), "MODULE$")
+        folding = scala_object(jvm, "org.apache.spark.sql.catalyst.optimizer.ConstantFolding")
         condition = folding.apply(plan).condition()
-        preds = jvm.java.util.ArrayList()
+        preds = jvm_class(jvm, "java.util.ArrayList")()
         preds.add(condition)
-        seq = jvm.scala.jdk.javaapi.CollectionConverters.asScala(preds).toSeq()
+        seq = jvm_class(jvm, "scala.jdk.javaapi.CollectionConverters").asScala(preds).toSeq()
         jparts = self._catalog().listPartitionsByFilter(self._ident(), seq)
         names = [c.name for c in self.columns]
         out = []

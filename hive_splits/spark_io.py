@@ -42,6 +42,7 @@ import threading
 import re
 from typing import Any, Optional
 
+from hive_splits.jvm_refs import jvm_class, scala_object
 from hive_splits.loader import LoadResult
 from hive_splits.table import Table, spark_ddl, spark_struct_type
 
@@ -151,13 +152,13 @@ def _rehome(spark: Any, sibling: Any, rel: Any) -> Any:
     from pyspark.sql import DataFrame
 
     jvm = spark._jvm
-    ds = jvm.org.apache.spark.sql.execution.datasources
-    moved = ds.HadoopFsRelation(rel.location(), rel.partitionSchema(), rel.dataSchema(),
-                                rel.bucketSpec(), rel.fileFormat(), rel.options(),
-                                sibling._jsparkSession)
-    plan = getattr(getattr(ds, "LogicalRelation$"), "MODULE$").apply(moved, False)
-    return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession,
-                                                                     plan), spark)
+    ds = "org.apache.spark.sql.execution.datasources."
+    moved = jvm_class(jvm, ds + "HadoopFsRelation")(
+        rel.location(), rel.partitionSchema(), rel.dataSchema(), rel.bucketSpec(),
+        rel.fileFormat(), rel.options(), sibling._jsparkSession)
+    plan = scala_object(jvm, ds + "LogicalRelation").apply(moved, False)
+    return DataFrame(jvm_class(jvm, "org.apache.spark.sql.classic.Dataset")
+                     .ofRows(spark._jsparkSession, plan), spark)
 
 
 def _sibling(spark: Any, factor: float) -> Any:
@@ -196,8 +197,8 @@ def _adopt(spark: Any, df: Any) -> Any:
 
     jvm = spark._jvm
     plan = df._jdf.queryExecution().analyzed()  # resolved in the sibling: its relation
-    return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan),
-                     spark)
+    return DataFrame(jvm_class(jvm, "org.apache.spark.sql.classic.Dataset")
+                     .ofRows(spark._jsparkSession, plan), spark)
 
 
 def _to_dataframe(spark: Any, table: Table, result: LoadResult, driver_listing: bool) -> Any:
@@ -343,8 +344,8 @@ def _parquet(spark: Any, reader: Any, paths: list[str]) -> Any:
 
         jvm = spark._jvm
         # split in the JVM: a String[] stays there (a java.lang.String would come back as str)
-        parts = jvm.java.util.regex.Pattern.compile("\n").split("\n".join(paths))
-        seq = jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(parts)
+        parts = jvm_class(jvm, "java.util.regex.Pattern").compile("\n").split("\n".join(paths))
+        seq = jvm_class(jvm, "scala.collection.immutable.ArraySeq").unsafeWrapArray(parts)
         return DataFrame(reader._jreader.parquet(seq), spark)
     except Exception as exc:  # another PySpark build: its own path
         log.debug("paths in one string failed (%s); sending them one by one", exc)

@@ -22,6 +22,7 @@ from dpp.core.domain import (BIGINT, DATE, DOUBLE, INT, STRING, TIMESTAMP, TIMES
                         decimal_type)
 from dpp.core.errors import DomainError, LayoutError
 from hive_splits.buckets import BucketSpec
+from hive_splits.jvm_refs import jvm_cached, jvm_class, scala_object
 from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister, base_name
 from hive_splits.naming import DEFAULT_PARTITION_NAME, parse_folder_name
 
@@ -400,8 +401,8 @@ def catalog_metadata(spark: Any, name: str) -> Any:
     catalog = spark._jsparkSession.sessionState().catalog()
     parts_name = name.split(".")
     db = parts_name[-2] if len(parts_name) >= 2 else None
-    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
-        parts_name[-1], jvm.scala.Option.apply(db))
+    ident = jvm_class(jvm, "org.apache.spark.sql.catalyst.TableIdentifier").apply(
+        parts_name[-1], jvm_class(jvm, "scala.Option").apply(db))
     try:
         # no tableExists first: against a Hive metastore each is a getTable round trip
         return catalog.getTableMetadata(ident)
@@ -487,13 +488,13 @@ def with_catalog_partitions(spark: Any, table: Table) -> Table:
     catalog = spark._jsparkSession.sessionState().catalog()
     parts_name = name.split(".")
     db = parts_name[-2] if len(parts_name) >= 2 else None
-    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
-        parts_name[-1], jvm.scala.Option.apply(db))
+    ident = jvm_class(jvm, "org.apache.spark.sql.catalyst.TableIdentifier").apply(
+        parts_name[-1], jvm_class(jvm, "scala.Option").apply(db))
     part_names = [c.name for c in table.partition_columns]
     partitions: list[CatalogPartition] = []
     if part_names:
         try:
-            jparts = catalog.listPartitions(ident, jvm.scala.Option.empty())
+            jparts = catalog.listPartitions(ident, jvm_class(jvm, "scala.Option").empty())
         except Exception as exc:
             raise LayoutError(f"partitions of table {name!r} cannot be listed: {exc}") from None
         for spec, loc in _partition_specs(jvm, jparts):
@@ -509,17 +510,22 @@ def with_catalog_partitions(spark: Any, table: Table) -> Table:
 
 
 def _scala_list(jvm: Any, seq: Any) -> list[Any]:
-    return list(jvm.scala.jdk.javaapi.CollectionConverters.asJava(seq))
+    return list(jvm_class(jvm, "scala.jdk.javaapi.CollectionConverters").asJava(seq))
+
+
+def _scala_mapper(jvm: Any) -> Any:
+    """A Jackson mapper that knows Scala collections (Spark's own Jackson and Scala module)."""
+    mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
+    mapper.registerModule(
+        scala_object(jvm, "com.fasterxml.jackson.module.scala.DefaultScalaModule"))
+    return mapper
 
 
 def _partition_specs(jvm: Any, jparts: Any) -> list[tuple[dict[str, Optional[str]], str]]:
     """(spec, location) per partition: one Jackson call, or one py4j call per partition."""
     try:
-        module = getattr(getattr(jvm.com.fasterxml.jackson.module.scala, "DefaultScalaModule$"),
-                         "MODULE$")
-        mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
-        mapper.registerModule(module)
-        data = json.loads(mapper.writeValueAsString(jparts))
+        data = json.loads(jvm_cached(jvm, "jackson-scala", lambda: _scala_mapper(jvm))
+                          .writeValueAsString(jparts))
         out = []
         for p in data:
             uri = p["storage"]["locationUri"]
@@ -533,6 +539,6 @@ def _partition_specs(jvm: Any, jparts: Any) -> list[tuple[dict[str, Optional[str
         log.debug("bulk partition listing via Jackson failed (%s); listing one by one", exc)
     out = []
     for p in _scala_list(jvm, jparts):
-        spec = dict(jvm.scala.jdk.javaapi.CollectionConverters.asJava(p.spec()))
+        spec = dict(jvm_class(jvm, "scala.jdk.javaapi.CollectionConverters").asJava(p.spec()))
         out.append((spec, local_path(p.location().toString())))
     return out

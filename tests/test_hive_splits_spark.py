@@ -173,3 +173,19 @@ def test_many_paths_reach_spark_in_one_string(spark, tmp_path: Path) -> None:
     assert rows(got) == rows(expected)
     assert sorted(got.inputFiles()) == sorted(expected.inputFiles())
     assert len(got.inputFiles()) == 70
+
+
+def test_jvm_handles_are_looked_up_once_and_work(spark) -> None:
+    """Per-query paths name JVM classes through hive_splits.jvm_refs: one lookup per JVM."""
+    from hive_splits.jvm_refs import jvm_cached, jvm_class, scala_object
+
+    jvm = spark._jvm
+    option = jvm_class(jvm, "scala.Option")
+    assert option is jvm_class(jvm, "scala.Option")
+    assert option.empty().isEmpty() and option.apply("x").get() == "x"
+    folding = scala_object(jvm, "org.apache.spark.sql.catalyst.optimizer.ConstantFolding")
+    assert folding is scala_object(jvm, "org.apache.spark.sql.catalyst.optimizer.ConstantFolding")
+    assert "ConstantFolding" in str(folding.getClass().getName())
+    made = []
+    first = jvm_cached(jvm, "test-list", lambda: made.append(1) or jvm.java.util.ArrayList())
+    assert jvm_cached(jvm, "test-list", lambda: made.append(1)) is first and made == [1]
