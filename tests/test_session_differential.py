@@ -365,6 +365,10 @@ def test_references_pruned_alike_share_one_listing(spark, dpp_env, monkeypatch):
     tables = [t for t in dpp_env.last_report.to_dict()["tables"] if t["table"] == "sales"]
     assert len(tables) == 2 and all(t["pruning"] == "applied" for t in tables)
     assert {t["partitions_kept"] for t in tables} == {5}
+    # the query's enumeration phase counts the shared load once, not once per reference
+    enum = dpp_env.last_report.to_dict()["phases"]["split_enumeration"]
+    assert enum == pytest.approx(tables[0]["enumeration_seconds"])
+    assert tables[0]["enumeration_seconds"] > 0
     loads.clear()
     other = [x[1] for x in QUERIES if x[0] == "fact_twice"][0]   # different filters
     assert Counter(tuple(r) for r in dpp_env.collect(other)) == Counter(_reference(spark, other))
