@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import posixpath
 import re
 import threading
 import time
@@ -44,8 +43,7 @@ from dpp.whole_tables import whole_catalog_refs
 from hive_splits import (DynamicFilter, LoadResult, SplitLoader, Table, table_from_catalog,
                          table_from_path, to_dataframe)
 from hive_splits.footers import FooterCache
-from hive_splits.listing import child_path, lister_for
-from hive_splits.naming import partition_path
+from hive_splits.listing import lister_for
 from hive_splits.profile import KeyProfile, profile_column
 from hive_splits.metastore import MetastorePartitions
 from hive_splits.storage_calls import storage_calls, worth_counting
@@ -534,15 +532,8 @@ class DppSession:
         if source is None:
             raise LayoutError(f"table {table.name}: no partition source to list it whole")
         parts, _info = source.fetch_every()
-        folders = []
-        for cp in parts:
-            path = local_path(cp.location)
-            std = posixpath.normpath(child_path(table.location, partition_path(list(cp.values))))
-            if std != posixpath.normpath(path):
-                folders = None
-                break
-            folders.append(path)
-        if folders is None:   # a partition at a location of its own: the loader's way
+        if not all(cp.at_default_path(table.location) for cp in parts):
+            # a partition at a location of its own: the loader's way
             shaped = dataclasses.replace(table, partition_source=None,
                                          catalog_partitions=tuple(parts))
             result = SplitLoader(shaped, rules=rules,
@@ -551,6 +542,7 @@ class DppSession:
             return df, (f"{result.files_kept} files in {result.partitions_kept} partitions, "
                         f"listed in {result.elapsed_seconds:.2f} s, handed to Spark in "
                         f"{result.handoff_seconds:.2f} s")
+        folders = [local_path(cp.location) for cp in parts]
         t1 = time.perf_counter()
         estimate = self._catalog_estimate(table.catalog_name or table.name)
         df, files, _bytes = whole_folders_dataframe(self.spark, table, folders, estimate)

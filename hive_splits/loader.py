@@ -27,7 +27,6 @@ Counters (all exact; see :class:`LoadResult`):
 from __future__ import annotations
 
 import logging
-import posixpath
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,7 +38,7 @@ from dpp.core.errors import DomainError, LayoutError, ValueOutOfRange
 from dpp.core.outcomes import FilterOutcome, WaitResult
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 from hive_splits.footers import FooterCache, cannot_match, read_footer
-from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister, child_path
+from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister
 from hive_splits.naming import parse_folder_name, partition_path
 from hive_splits.table import CatalogPartition, Table, local_path
 
@@ -543,9 +542,8 @@ class SplitLoader:
         out = []
         for cp, values in current:
             path = local_path(cp.location)
-            rel = partition_path(list(cp.values))
-            std = posixpath.normpath(child_path(t.location, rel)) == posixpath.normpath(path)
-            out.append(KeptPartition(path, values, rel if std else None, dict(cp.values)))
+            rel = partition_path(list(cp.values)) if cp.at_default_path(t.location, path) else None
+            out.append(KeptPartition(path, values, rel, dict(cp.values)))
         return out
 
     def _column_values(self, candidates: list[CatalogPartition]

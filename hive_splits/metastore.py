@@ -156,9 +156,7 @@ class MetastorePartitions:
         if parts is None:
             parts = self.fetch_all()
             info["pushed"] = False
-        after = partitions_fetched_metric(self.spark)
-        info["fetched"] = (after - before) if before is not None and after is not None \
-            else len(parts)
+        info["fetched"] = self._fetched_since(before, parts)
         info["returned"] = len(parts)
         info["predicate"] = predicate
         return parts, info
@@ -168,10 +166,14 @@ class MetastorePartitions:
         no names were listed)."""
         before = partitions_fetched_metric(self.spark)
         parts = self.fetch_all()
+        return parts, {"names_listed": None, "fetched": self._fetched_since(before, parts),
+                       "returned": len(parts), "pushed": False, "note": None, "predicate": None}
+
+    def _fetched_since(self, before: Optional[int], parts: Sequence[Any]) -> int:
+        """Partition objects the metastore shipped since ``before`` (Spark's counter), or
+        what came back where the counter is not available."""
         after = partitions_fetched_metric(self.spark)
-        fetched = (after - before) if before is not None and after is not None else len(parts)
-        return parts, {"names_listed": None, "fetched": fetched, "returned": len(parts),
-                       "pushed": False, "note": None, "predicate": None}
+        return after - before if before is not None and after is not None else len(parts)
 
     def fetch_all(self) -> list[Any]:
         from hive_splits.table import with_catalog_partitions, Table

@@ -98,8 +98,7 @@ _FACTOR_KEY = "spark.sql.sources.fileCompressionFactor"
 
 
 def whole_folders_dataframe(spark: Any, table: Table, folders: list[str],
-                            estimate_bytes: Optional[int] = None,
-                            driver_listing: bool = True) -> tuple[Any, int, int]:
+                            estimate_bytes: Optional[int] = None) -> tuple[Any, int, int]:
     """A DataFrame over whole partition folders that all sit where Spark would put them
     (``root/k=v``), listed by Spark alone: ``(df, files, bytes)`` as Spark's index counted them.
 
@@ -114,7 +113,7 @@ def whole_folders_dataframe(spark: Any, table: Table, folders: list[str],
     if not folders:
         return spark.createDataFrame([], spark_struct_type(table)), 0, 0
     reader = spark.read.schema(spark_ddl(table)).option("basePath", _uri(table.location))
-    df = _read(spark, folders, driver_listing, reader)
+    df = _read(spark, folders, True, reader)
     rel = _fs_relation(df)
     if rel is None:   # another Spark build: no counts, file bytes as the estimate
         return df, -1, -1

@@ -13,6 +13,7 @@ import dataclasses
 import decimal
 import json
 import logging
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
@@ -23,8 +24,8 @@ from dpp.core.domain import (BIGINT, DATE, DOUBLE, INT, STRING, TIMESTAMP, TIMES
 from dpp.core.errors import DomainError, LayoutError
 from hive_splits.buckets import BucketSpec
 from hive_splits.jvm_refs import jvm_cached, jvm_class, scala_object
-from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister, base_name
-from hive_splits.naming import DEFAULT_PARTITION_NAME, parse_folder_name
+from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister, base_name, child_path
+from hive_splits.naming import DEFAULT_PARTITION_NAME, parse_folder_name, partition_path
 
 __all__ = [
     "PartitionColumn", "CatalogPartition", "Table", "table_from_path", "table_from_catalog",
@@ -52,6 +53,14 @@ class CatalogPartition:
 
     values: tuple[tuple[str, Optional[str]], ...]
     location: str
+
+    def at_default_path(self, root: str, path: Optional[str] = None) -> bool:
+        """Whether the partition sits where Spark's own reader would find it, ``root/k=v/...``
+        (``path``: its location as a local path when already converted): only then may its
+        folder be handed to Spark as a partition folder, values read from the path."""
+        here = local_path(self.location) if path is None else path
+        return (posixpath.normpath(child_path(root, partition_path(list(self.values))))
+                == posixpath.normpath(here))
 
 
 @dataclass(frozen=True)

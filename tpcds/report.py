@@ -399,8 +399,8 @@ def render_breakdown(bd: dict[str, Any]) -> list[str]:
              ("Median per query over the repetitions; build and loader wait overlap (the "
               "loader waits while the build sides run); split enumeration = the loader's own "
               "work besides waiting (partition names and objects from the metastore, listing "
-              "the kept folders, footers), summed over the tables it loads at once (once per group of references sharing one load); handoff "
-              "includes listing the catalog "
+              "the kept folders, footers), summed over the tables it loads at once (once per "
+              "group of references sharing one load); handoff includes listing the catalog "
               "tables a query reads whole (`spark.dpp.listWholeCatalogTables`); main query = "
               "the rest of the elapsed after opening the tables and dpp's planning. `-`: no "
               "dpp report."), "",
