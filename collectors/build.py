@@ -24,6 +24,7 @@ from collectors.sink import ExecutorPublisher, PartialSink
 from dpp.core.codec import DEFAULT_MAX_BYTES, encode
 from dpp.core.domain import DataType, Domain, TupleDomain
 from dpp.core.errors import CodecError, DomainError, DppError
+from dpp.core.remote import is_remote
 
 __all__ = ["BuildResult", "BuildError", "build_filter", "build_key_types", "build_job_group",
            "encode_bounded", "job_group_id", "map_in_arrow",
@@ -206,7 +207,19 @@ def short_error(exc: BaseException) -> str:
 @contextlib.contextmanager
 def build_job_group(sc: Any, group: str, description: str) -> Iterator[None]:
     """Runs the enclosed Spark jobs in job ``group`` with ``description`` (Spark's UI and
-    event log; ``cancelJobGroup`` stops them), then restores the thread's own properties."""
+    event log; ``cancelJobGroup`` stops them), then restores the thread's own properties.
+
+    ``sc``: a SparkContext, or a SparkSession. A Spark Connect session has no SparkContext:
+    its operations started by this thread carry ``group`` as a tag instead (Connect tags are
+    per thread), so ``spark.interruptTag(group)`` stops them; Connect has no job description."""
+    if is_remote(sc):
+        sc.addTag(group)
+        try:
+            yield
+        finally:
+            sc.removeTag(group)
+        return
+    sc = getattr(sc, "sparkContext", sc)
     saved = {k: sc.getLocalProperty(k) for k in _JOB_PROPS}
     try:
         sc.setJobGroup(group, description, interruptOnCancel=True)

@@ -6,6 +6,8 @@ import os
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from dpp.core.remote import is_remote
+
 __all__ = ["dataframe_files"]
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,10 @@ def dataframe_files(df: Any) -> list[tuple[str, int, float]]:
             path = unquote(parsed.path) if parsed.scheme else uri
             st = os.stat(path)
             out.append((uri, int(st.st_size), st.st_mtime_ns / 1e9))
+        elif is_remote(df):
+            # Spark Connect: no Hadoop FileSystem here to stat it; a build side whose files
+            # cannot all be fingerprinted is not cached (an empty list says so)
+            return []
         else:
             out.append(_hadoop_stat(df, uri))
     return out

@@ -70,10 +70,10 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
     name = field.name
     key_types = {name: spark_to_datatype(field.dataType, name)}
     col = F.col("`" + name.replace("`", "``") + "`")
-    sc = df.sparkSession.sparkContext
     group = job_group_id(filter_id)
     jobs = 1
-    with build_job_group(sc, group, description or f"dpp build: {name} (filter {filter_id})"):
+    with build_job_group(df.sparkSession, group,
+                         description or f"dpp build: {name} (filter {filter_id})"):
         try:
             # room for limit + 1 non-null groups and the one NULL group: fewer rows than
             # that means every group was seen (with limit + 1 rows the NULL group could push

@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 from dpp.core.errors import ConfigError
+from dpp.core.remote import is_remote
 from hive_splits.listing import LISTER_MODES
 
 log = logging.getLogger(__name__)
@@ -204,8 +205,14 @@ def spark_settings(spark: Any) -> dict[str, str]:
     cheap: the context's conf cannot change once the context runs and is read once per
     context; the session's is read in one py4j call (its map as JSON, through the Jackson
     Spark ships) instead of two calls per entry. Measured here: 0.5 ms a call instead of
-    about 25 ms.
+    about 25 ms. On Spark Connect (no JVM here) it is the server session's whole conf in one
+    ``getAll`` round trip.
     """
+    if is_remote(spark):
+        # Spark Connect: no SparkContext here. The server's session conf already holds its
+        # SparkConf entries (Spark copies them into every session's SQL conf): one RPC
+        return {str(k): str(v) for k, v in spark.conf.getAll.items()
+                if str(k).startswith(PREFIX)}
     ctx = _context(spark.sparkContext)
     conf = dict(ctx.settings)
     try:

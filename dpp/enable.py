@@ -207,4 +207,17 @@ def _is_spark_error(exc: BaseException) -> bool:
         from pyspark.errors import PySparkException
     except ImportError:  # pragma: no cover - pyspark is a dependency
         return False
+    if _jvm_missing(exc):
+        return False
     return isinstance(exc, (PySparkException, Py4JError))
+
+
+def _jvm_missing(exc: BaseException) -> bool:
+    """This package asking a Spark Connect session for a JVM handle (``sparkContext``,
+    ``_jvm``...): PySpark raises that as its own error, but it is this package's fault, so
+    the query runs with Spark's own ``sql`` instead of failing."""
+    get = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
+    try:
+        return get is not None and get() == "JVM_ATTRIBUTE_NOT_SUPPORTED"
+    except Exception:  # pragma: no cover
+        return False

@@ -25,6 +25,7 @@ from dpp.core.domain import DataType, Domain, TupleDomain
 from dpp.core.errors import DppError
 from dpp.core.outcomes import FilterOutcome, WaitResult
 from dpp.core.reconcile import reconcile
+from dpp.core.remote import is_remote
 from dpp.core.spark_rules import SparkRules
 
 __all__ = ["FilterSpec", "BuildOutcome", "FilterRuns", "EnvironmentNotes", "FilterMemory",
@@ -262,6 +263,8 @@ class FilterRuns:
         """The collector build sides use: ``auto`` is ``native`` (see ``coordinator.bench``:
         Spark's own DISTINCT costs no more than the Arrow tasks warm, far less on a
         process's first query, and needs nothing on executors)."""
+        if self.cfg.collector == "arrow" and is_remote(self.spark):
+            return "native"   # no RDD API on Spark Connect; noted by the session
         return "arrow" if self.cfg.collector == "arrow" else "native"
 
     def _run_collector(self, spec: FilterSpec, df: DataFrame, key: str) -> BuildResult:
@@ -346,7 +349,10 @@ class FilterRuns:
             run.record_wait(res)
         if run.future is not None and not run.future.done():
             try:
-                self.spark.sparkContext.cancelJobGroup(job_group_id(spec.filter_id))
+                if is_remote(self.spark):  # Connect: the build's operations carry the tag
+                    self.spark.interruptTag(job_group_id(spec.filter_id))
+                else:
+                    self.spark.sparkContext.cancelJobGroup(job_group_id(spec.filter_id))
             except Exception:  # pragma: no cover
                 log.debug("cancel %s", spec.filter_id, exc_info=True)
         built = run.outcome() or BuildOutcome()

@@ -24,6 +24,8 @@ import logging
 import threading
 from typing import Any, Callable, Optional, TypeVar
 
+from dpp.core.remote import is_remote
+
 __all__ = ["SchemaCache"]
 
 log = logging.getLogger(__name__)
@@ -83,7 +85,10 @@ class SchemaCache:
         return self._refs
 
     def token(self, name: str) -> Optional[int]:
-        """Identity of Spark's current object for ``name`` (None: Spark holds none)."""
+        """Identity of Spark's current object for ``name`` (None: Spark holds none; always
+        on Spark Connect, whose objects live in the server: nothing is kept there)."""
+        if is_remote(self.spark):
+            return None
         try:
             catalog, system, qualified_name = self._jvm_refs()
             parts = name.split(".")

@@ -29,6 +29,7 @@ from coordinator import FilterService, make_service
 from dpp.config import DppConfig, redact_url
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import ConfigError, DppError, LayoutError
+from dpp.core.remote import JVM_NOTE_PREFIX, is_remote
 from dpp.core.spark_rules import SparkRules
 from dpp.decision import (LoadGroup, PruningDecision, Stats, decide, real_column,
                           table_columns)
@@ -47,7 +48,7 @@ from hive_splits.listing import lister_for
 from hive_splits.profile import KeyProfile, profile_column
 from hive_splits.metastore import MetastorePartitions
 from hive_splits.storage_calls import storage_calls, worth_counting
-from hive_splits.spark_io import whole_folders_dataframe
+from hive_splits.spark_io import driver_listing, whole_folders_dataframe
 from hive_splits.table import catalog_metadata, catalog_partition_names, local_path
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,9 @@ class DppSession:
         self._listers: dict[str, Any] = {}          # the Hadoop lister's JVM handles, made once
         self._footers = FooterCache()               # Parquet footers by (path, size, mtime)
         self._profiles: dict[tuple[str, str], KeyProfile] = {}   # statsPruning=auto verdicts
+        # Spark Connect: no JVM in this process. The same analysis, build sides and loader
+        # run here; what needs the JVM is left out, each said once (CONNECT_NOTES)
+        self._remote = is_remote(spark)
         self.config  # validate settings now: a bad value is an error at construction
 
     # ------------------------------------------------------------------ configuration
@@ -106,7 +110,17 @@ class DppSession:
 
     @property
     def app_id(self) -> str:
+        if self._remote:   # the server's application (filters of its sessions share it)
+            return str(self.spark.conf.get("spark.app.id", None) or self.spark.session_id)
         return str(self.spark.sparkContext.applicationId)
+
+    def _note_once(self, report: JobReport, key: str) -> None:
+        """Puts the Spark Connect note ``key`` (:data:`CONNECT_NOTES`) in ``report``'s
+        ``environment`` the first time this session meets it (and logs it then)."""
+        note = CONNECT_NOTES[key]
+        if self._env_notes.add(note):
+            report.environment.append(note)
+            log.warning("dpp: %s", note)
 
     def _filter_service(self, cfg: DppConfig) -> FilterService:
         """One service per distinct set of service settings (re-made when they change)."""
@@ -152,8 +166,21 @@ class DppSession:
         return table
 
     def _lister(self, location: str, cfg: DppConfig) -> Any:
-        """The lister ``spark.dpp.lister`` asks for at ``location`` (a fresh count each)."""
-        return lister_for(location, cfg.lister, self.spark, self._listers)
+        """The lister ``spark.dpp.lister`` asks for at ``location`` (a fresh count each).
+        On Spark Connect ``hadoop`` (Hadoop's FileSystem in the driver's JVM) is out of
+        reach: ``auto``'s client-side listers are used (noted by :meth:`_remote_notes`)."""
+        mode = "auto" if self._remote and cfg.lister == "hadoop" else cfg.lister
+        return lister_for(location, mode, self.spark, self._listers)
+
+    def _remote_notes(self, cfg: DppConfig, report: JobReport) -> None:
+        """On Spark Connect, the settings this query asks for that need the JVM, each said
+        once per session."""
+        if not self._remote or not cfg.enabled:
+            return
+        if cfg.lister == "hadoop":
+            self._note_once(report, "lister")
+        if cfg.collector == "arrow":
+            self._note_once(report, "collector")
 
     def _registered(self, key: str) -> Optional[Table]:
         with self._lock:
@@ -180,6 +207,9 @@ class DppSession:
             return t
         if self._is_temp_view(key):
             return None  # the user's own view: never second-guessed
+        if self._remote:
+            self._remote_catalog_table(key, unusable)
+            return None
         try:
             shape = self._schemas.get_or_compute("catalog", key,
                                                  lambda: self._catalog_shape(key, metas))
@@ -194,6 +224,19 @@ class DppSession:
         # names of all, full objects only for those the domains admit
         return dataclasses.replace(shape, partition_source=MetastorePartitions(
             self.spark, shape.catalog_name or key, shape.partition_columns))
+
+    def _remote_catalog_table(self, key: str, unusable: Optional[dict[str, str]]) -> None:
+        """On Spark Connect a catalog table is left to Spark (its own partition pruning and
+        DPP): the metastore client that fetches partition locations is in the server's JVM,
+        and asking for each surviving partition's location by SQL (``DESCRIBE ... PARTITION``)
+        costs a round trip per partition; assuming ``root/k=v`` locations would be unsound
+        for partitions added at a location of their own. A partitioned one is noted."""
+        try:
+            partitioned = any(c.isPartition for c in self.spark.catalog.listColumns(key))
+        except Exception:
+            return  # not a catalog table (or not one Spark can describe): not ours to say
+        if partitioned and unusable is not None:
+            unusable[key] = CONNECT_NOTES["catalog"]
 
     def _catalog_shape(self, key: str, metas: Optional[dict[str, Any]] = None
                        ) -> Optional[Table]:
@@ -213,6 +256,12 @@ class DppSession:
     def _is_temp_view(self, name: str) -> bool:
         if "." in name:
             return False
+        if self._remote:  # one round trip, the listing narrowed to the name
+            try:
+                return any(t.isTemporary and t.name.lower() == name
+                           for t in self.spark.catalog.listTables(pattern=name))
+            except Exception:
+                return False
         try:  # one JVM call: listTables() builds every table's row (0.15 s each at TPC-DS size)
             return bool(self.spark._jsparkSession.sessionState().catalog()
                         .getTempView(name).isDefined())
@@ -250,7 +299,9 @@ class DppSession:
         """Columns of a table or view Spark knows (not pruned; the analyzer needs to know
         which relation an unqualified column belongs to)."""
         try:
-            if metas is not None and metas.get(key) is not None:
+            if self._remote:   # no catalog metadata through the JVM: Spark's analysis
+                meta = None
+            elif metas is not None and metas.get(key) is not None:
                 meta = metas[key]   # read moments ago by _catalog_shape: not a view
             else:
                 meta = None if self._is_temp_view(key) else catalog_metadata(self.spark, key)
@@ -312,6 +363,7 @@ class DppSession:
         cfg = self.config
         report = JobReport.start(query_text=query, kind="sql", settings=cfg.as_settings(),
                                  enabled=cfg.enabled)
+        self._remote_notes(cfg, report)
         t0 = time.perf_counter()
         temp_views: list[str] = []
         with self._views.query():
@@ -322,7 +374,11 @@ class DppSession:
                     df = self._spark_sql(query)
                 else:
                     df = self._plan_and_rewrite(query, cfg, report, temp_views)
-                return self._finish(df, report, cfg, t0, execute)
+                out = self._finish(df, report, cfg, t0, execute)
+                if self._remote and not execute and temp_views:
+                    _drop_views_with(df, self.spark, temp_views)
+                    temp_views = []
+                return out
             finally:
                 for v in temp_views:
                     try:
@@ -342,13 +398,11 @@ class DppSession:
         if tree is not None and self._nothing_to_prune(planner.table_names(tree), tables,
                                                        unusable, report, metas):
             report.phases["analysis"] = time.perf_counter() - ta
-            for name, why in unusable.items():
-                report.add_table_unpruned(name, None, why)
+            self._report_unusable(report, unusable)
             self._views.ensure(self._mentions(query))
             return self._spark_sql(query)
         plan = self._analyze(query, tree, ta, tables, unusable, rules, report, metas)
-        for name, why in unusable.items():
-            report.add_table_unpruned(name, None, why)
+        self._report_unusable(report, unusable)
         if plan is None:
             self._views.ensure(self._mentions(query))
             return self._spark_sql(query)
@@ -388,6 +442,14 @@ class DppSession:
         report.phases["handoff"] = max((t.get("handoff_seconds") or 0.0
                                         for t in report.tables), default=0.0)
         return self._run_rewritten(query, plan, decision, replacements, report)
+
+    def _report_unusable(self, report: JobReport, unusable: dict[str, str]) -> None:
+        """Tables that could not be pruned, with why; a catalog table left to Spark on
+        Spark Connect also puts that note in the session's first report that meets one."""
+        for name, why in unusable.items():
+            report.add_table_unpruned(name, None, why)
+            if why == CONNECT_NOTES["catalog"]:
+                self._note_once(report, "catalog")
 
     def _stats_policy(self, cfg: DppConfig, report: JobReport) -> Stats:
         """``spark.dpp.statsPruning.enabled`` as the decision takes it: a constant, or for
@@ -476,7 +538,9 @@ class DppSession:
                     report.add_table_unpruned(ref.table, ref.alias, f"split loader failed: {exc}")
                 self._views.ensure([g.refs[0].table])
                 continue
-            view = _temp_view(df, g.refs[0].table, temp_views)
+            # on Spark Connect the server lists the handed paths when the view is made
+            view = _temp_view(df, g.refs[0].table, temp_views,
+                              self.spark if self._remote else None, len(result.splits))
             # once per group: its references share one load (a CTE inlined three times in
             # TPC-DS q27 is one enumeration, not three)
             enumeration += max(0.0, result.elapsed_seconds - result.wait_seconds)
@@ -484,6 +548,9 @@ class DppSession:
                 replacements[ref.ref_id] = view
                 report.add_table_result(ref.table, ref.alias, g.table, result)
         report.phases["split_enumeration"] = enumeration
+        if self._remote and replacements:
+            self._note_once(report, "size")
+            self._note_once(report, "handoff_calls")
         return replacements
 
     def _read_whole(self, whole: dict[str, tuple[Table, list[TableRefPlan]]], cfg: DppConfig,
@@ -591,6 +658,14 @@ class DppSession:
         stands for (see :mod:`hive_splits.spark_io`): a pruned file list must never make
         Spark pick a worse plan (q72)."""
         th = time.perf_counter()
+        if self._remote:
+            # Spark Connect: the relation is Spark's reader over the kept paths, sized by their
+            # bytes (the sibling session that keeps the table's size needs the JVM), and the
+            # handoff's requests are not counted (the counting filesystem is the server's);
+            # the report says both once (CONNECT_NOTES "size", "handoff_calls")
+            df = to_dataframe(self.spark, table, result)
+            result.handoff_seconds = time.perf_counter() - th
+            return df
         estimate = self._unpruned_estimate(table, result, partition_filtered)
         if not worth_counting(self.spark, table.location):
             df = to_dataframe(self.spark, table, result, estimate_bytes=estimate)
@@ -654,7 +729,12 @@ class DppSession:
                 if ref.ref_id not in replacements:
                     self._views.ensure([ref.table])
         try:
-            return self._spark_sql(rewritten)
+            df = self._spark_sql(rewritten)
+            if self._remote:
+                # Spark Connect resolves a query only when it runs: resolve it now, so a
+                # rewrite Spark rejects still falls back here, not in the user's collect()
+                df.schema
+            return df
         except Exception as exc:
             # the rewrite must never cost the user their query: run the original, unpruned
             log.warning("dpp: the rewritten query failed in Spark, running unpruned: %s",
@@ -694,6 +774,7 @@ class DppSession:
         text = f"JOIN {fact} ON {on} HOW {norm_how}"
         report = JobReport.start(query_text=text, kind="join", settings=cfg.as_settings(),
                                  enabled=cfg.enabled)
+        self._remote_notes(cfg, report)
         t0 = time.perf_counter()
         unusable: dict[str, str] = {}
         table = self._table(fact, unusable)
@@ -764,6 +845,9 @@ class DppSession:
                                                              [d.column for d in dyn]))
             report.add_table_result(fact, None, table, result)
             report.phases["handoff"] = result.handoff_seconds
+            if self._remote:
+                self._note_once(report, "size")
+                self._note_once(report, "handoff_calls")
             runs.learn(report.tables)
             for entry in runs.settle():
                 report.add_filter(entry)
@@ -779,9 +863,12 @@ class DppSession:
             te = time.perf_counter()
             rows = df.collect()
             report.phases["execution"] = time.perf_counter() - te
-            m = scan_metrics(df)
-            report.spark_scan = {"files_read": m.files_read, "bytes_read": m.bytes_read,
-                                 "partitions_read": m.partitions_read}
+            if self._remote:   # the executed plan's metrics are in the server's JVM
+                self._note_once(report, "scan_metrics")
+            else:
+                m = scan_metrics(df)
+                report.spark_scan = {"files_read": m.files_read, "bytes_read": m.bytes_read,
+                                     "partitions_read": m.partitions_read}
         report.phases["total"] = time.perf_counter() - t0
         if "split_enumeration" not in report.phases:
             report.phases["split_enumeration"] = sum(
@@ -800,6 +887,28 @@ class DppSession:
 
 _HANDOFF_COUNT_LOCK = threading.Lock()
 
+# What a Spark Connect session (no JVM in this process) does without, each said once per
+# session in the first report that meets it (``environment``); the rows are Spark's either way
+CONNECT_NOTES = {k: JVM_NOTE_PREFIX + v for k, v in {
+    "size": "a pruned relation is sized by its kept files' bytes, not the table's (the "
+            "size adjustment needs the JVM): Spark's join selection may differ from its "
+            "plan over the whole table",
+    "handoff_calls": "the handoff's storage requests are not counted (the counting "
+                     "filesystem is in the server's JVM); handoff_list_calls/head_calls "
+                     "stay null",
+    "scan_metrics": "spark_scan (files and bytes Spark read) is not reported: the "
+                    "executed plan's metrics and Spark's status store are in the server's JVM",
+    "lister": "spark.dpp.lister=hadoop needs Hadoop's FileSystem in the driver's JVM: the "
+              "client lists instead (local paths directly, object stores and HDFS through "
+              "pyarrow.fs from spark.hadoop.*), and Spark lists the kept folders again",
+    "catalog": "catalog (metastore) tables are left to Spark (its own partition pruning "
+               "and DPP): partition locations come from the metastore client in the "
+               "server's JVM",
+    "collector": "spark.dpp.collector=arrow runs Python tasks through the RDD API, which "
+                 "Spark Connect does not offer: build sides use Spark's own aggregation "
+                 "(native)",
+}.items()}
+
 
 def unwrapped_sql(spark: SparkSession) -> Callable[..., DataFrame]:
     """``spark.sql`` as it was before :func:`dpp.enable` wrapped it (itself when not wrapped)."""
@@ -816,13 +925,40 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)[:40]
 
 
-def _temp_view(df: DataFrame, table: str, temp_views: list[str]) -> str:
+def _temp_view(df: DataFrame, table: str, temp_views: list[str],
+               remote: Optional[SparkSession] = None, paths: int = 0) -> str:
     """``df`` under a fresh temporary view named after ``table``, recorded in
-    ``temp_views`` (dropped when the query is done)."""
+    ``temp_views`` (dropped when the query is done). ``remote``: the Spark Connect session
+    ``df`` belongs to; its server resolves (and lists) ``df``'s ``paths`` paths when the view
+    is made, so the driver-side listing threshold is raised around that, not around building
+    the client-side plan."""
     view = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(table)}"
-    df.createOrReplaceTempView(view)
+    if remote is not None:
+        with driver_listing(remote, paths):
+            df.createOrReplaceTempView(view)
+    else:
+        df.createOrReplaceTempView(view)
     temp_views.append(view)
     return view
+
+
+def _drop_views_with(df: DataFrame, spark: SparkSession, views: list[str]) -> None:
+    """Drops ``views`` once nothing refers to ``df``'s plan any more (Spark Connect).
+
+    A Connect DataFrame is a plan the server resolves at every execution, so the views a
+    rewritten query reads must live as long as the DataFrame — and as every DataFrame made
+    from it (``df.groupBy(...)``), which hold its plan node, not ``df``: the views go when that
+    node is garbage. (A classic DataFrame holds its resolved plan; its views go at once.)"""
+    import weakref
+
+    def drop(names: tuple[str, ...] = tuple(views)) -> None:
+        for v in names:
+            try:
+                spark.catalog.dropTempView(v)
+            except Exception:  # the session may be closed by now
+                log.debug("dropping %s failed", v, exc_info=True)
+
+    weakref.finalize(getattr(df, "_plan", df), drop)
 
 
 def full_dataframe(spark: SparkSession, table: Table) -> DataFrame:

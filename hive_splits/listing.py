@@ -34,6 +34,7 @@ from typing import Any, Optional
 from urllib.parse import quote, unquote, urlparse
 
 from dpp.core.errors import LayoutError
+from dpp.core.remote import is_remote
 from hive_splits.naming import is_hidden
 
 __all__ = ["DirEntry", "FileEntry", "ListingCalls", "Lister", "LocalLister", "HadoopLister",
@@ -466,6 +467,10 @@ def lister_for(location: str, mode: str = "auto", spark: Any = None,
     if spark is None:
         raise LayoutError(f"location {location!r} needs Hadoop's FileSystem to be listed, "
                           f"which needs a Spark session")
+    if is_remote(spark):
+        # Spark Connect: Hadoop's FileSystem is in the server's JVM, out of reach; pyarrow's
+        # filesystem on the client, configured from the session's spark.hadoop.* settings
+        return _arrow_lister(location, spark, cache)
     if cache is not None:
         with _CACHE_LOCK:
             shared = cache.get("hadoop")
@@ -476,3 +481,20 @@ def lister_for(location: str, mode: str = "auto", spark: Any = None,
 
 
 _CACHE_LOCK = threading.Lock()
+
+
+def _arrow_lister(location: str, spark: Any, cache: Optional[dict]) -> Lister:
+    """The pyarrow lister for a non-local ``location`` of a Spark Connect session, one per
+    scheme and authority in ``cache`` (a fresh count each)."""
+    from hive_splits.arrow_fs import ArrowLister
+
+    u = urlparse(location)
+    slot = ("arrow", u.scheme.lower(), u.netloc)
+    with _CACHE_LOCK:
+        shared = cache.get(slot) if cache is not None else None
+    if shared is None:
+        shared = ArrowLister.for_location(location, dict(spark.conf.getAll))
+        if cache is not None:
+            with _CACHE_LOCK:
+                cache[slot] = shared
+    return shared.fresh()

@@ -37,16 +37,18 @@ as before, with its file bytes as its estimate, and the caller is told (``False`
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import re
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
+from dpp.core.remote import is_remote
 from hive_splits.jvm_refs import jvm_class, scala_object
 from hive_splits.loader import LoadResult
 from hive_splits.table import Table, spark_ddl, spark_struct_type
 
-__all__ = ["to_dataframe", "whole_folders_dataframe"]
+__all__ = ["to_dataframe", "whole_folders_dataframe", "driver_listing"]
 
 log = logging.getLogger(__name__)
 
@@ -323,8 +325,31 @@ def _data_struct(table: Table) -> Any:
 _THRESHOLD_LOCK = threading.Lock()
 
 
+@contextlib.contextmanager
+def driver_listing(spark: Any, paths: int) -> Iterator[None]:
+    """Spark lists ``paths`` handed paths on its driver while the block runs (the parallel
+    discovery threshold raised above them, then restored). For Spark Connect, where the
+    server resolves a read — and lists — only when the plan reaches it (making a view of it),
+    not when the client builds the reader."""
+    if paths <= 32:
+        yield
+        return
+    with _THRESHOLD_LOCK:
+        old = spark.conf.get(_THRESHOLD_KEY, None)
+        spark.conf.set(_THRESHOLD_KEY, str(max(paths + 1, 32)))
+        try:
+            yield
+        finally:
+            if old is None:
+                spark.conf.unset(_THRESHOLD_KEY)
+            else:
+                spark.conf.set(_THRESHOLD_KEY, old)
+
+
 def _read(spark: Any, files: list[str], driver_listing: bool, reader: Any) -> Any:
     paths = [_uri(p) for p in files]
+    if is_remote(spark):  # listed by the server later (see driver_listing); paths in one message
+        return reader.parquet(*paths)
     raise_threshold = driver_listing and len(paths) > 32
     if not raise_threshold:
         return _parquet(spark, reader, paths)
