@@ -1,0 +1,254 @@
+package dpp.spark;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.BasePredicate;
+import org.apache.spark.sql.catalyst.expressions.Cast;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
+import org.apache.spark.sql.catalyst.expressions.Predicate$;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+import scala.Option;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * A file index whose partitions come from dpp's split loader: Spark calls {@link #listFiles}
+ * on the driver right before the scan; the loader (in Python) has been waiting on the filter
+ * service since the rule fired and answers with the surviving partitions and their files, as
+ * it listed them (Spark lists nothing again). Spark's own partition filters (static, and any
+ * it passes here) are applied on top, exactly as its own indexes apply them. The size is the
+ * base index's, so join selection stays Spark's. Whatever goes wrong — no answer in time, a
+ * failed load — the base index lists, as it would have without dpp.
+ */
+public final class DppFileIndex implements FileIndex {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final SparkSession session;
+    private final FileIndex base;
+    private final String token;
+    private final Function<String, String> bridge;
+    private final double timeoutSeconds;
+    private volatile List<PartitionDirectory> loaded;   // every kept partition, unfiltered
+    private volatile boolean fellBack;
+
+    DppFileIndex(SparkSession session, FileIndex base, String token,
+                 Function<String, String> bridge, double timeoutSeconds) {
+        this.session = session;
+        this.base = base;
+        this.token = token;
+        this.bridge = bridge;
+        this.timeoutSeconds = timeoutSeconds;
+    }
+
+    public FileIndex base() {
+        return base;
+    }
+
+    public String token() {
+        return token;
+    }
+
+    String describe() {
+        return "DppFileIndex(" + token + ", base=" + base.getClass().getSimpleName() + ")";
+    }
+
+    @Override
+    public Seq<Path> rootPaths() {
+        return base.rootPaths();
+    }
+
+    @Override
+    public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters,
+                                             Seq<Expression> dataFilters) {
+        List<PartitionDirectory> all = load();
+        if (all == null) {
+            return base.listFiles(partitionFilters, dataFilters);
+        }
+        List<PartitionDirectory> kept = prune(all, partitionFilters);
+        return CollectionConverters.asScala(kept).toList();
+    }
+
+    private List<PartitionDirectory> load() {
+        if (loaded != null) {
+            return loaded;
+        }
+        if (fellBack) {
+            return null;
+        }
+        synchronized (this) {
+            if (loaded != null || fellBack) {
+                return loaded;
+            }
+            ObjectNode msg = JSON.createObjectNode();
+            msg.put("op", "list");
+            msg.put("token", token);
+            String answer = DppHook.call(bridge, msg.toString(), timeoutSeconds + 30.0);
+            try {
+                if (answer == null) {
+                    fellBack = true;
+                    return null;
+                }
+                JsonNode a = JSON.readTree(answer);
+                if (!"ok".equals(a.path("status").asText())) {
+                    fellBack = true;
+                    return null;
+                }
+                loaded = decode(a);
+                return loaded;
+            } catch (Exception e) {
+                fellBack = true;
+                return null;
+            }
+        }
+    }
+
+    /** The answer's partitions: each with its partition values as text (null: NULL), cast to
+     * the column's type in the session's time zone, as Spark casts a catalog partition's
+     * value; and its files with the sizes and times the loader listed. */
+    private List<PartitionDirectory> decode(JsonNode a) {
+        StructType schema = partitionSchema();
+        StructField[] fields = schema.fields();
+        String tz = session.sessionState().conf().sessionLocalTimeZone();
+        long blockSize = 32L * 1024 * 1024;
+        List<PartitionDirectory> out = new ArrayList<>();
+        for (JsonNode p : a.path("partitions")) {
+            JsonNode values = p.path("values");
+            Object[] row = new Object[fields.length];
+            for (int i = 0; i < fields.length; i++) {
+                JsonNode v = values.get(fields[i].name().toLowerCase());
+                if (v == null || v.isNull()) {
+                    row[i] = null;
+                } else {
+                    Literal lit = Literal.create(UTF8String.fromString(v.asText()), DataTypes.StringType);
+                    row[i] = new Cast(lit, fields[i].dataType(), Option.apply(tz)).eval(null);
+                }
+            }
+            JsonNode files = p.path("files");
+            FileStatus[] statuses = new FileStatus[files.size()];
+            int k = 0;
+            for (JsonNode f : files) {
+                statuses[k++] = new FileStatus(f.get(1).asLong(), false, 1, blockSize,
+                    f.get(2).asLong(), new Path(f.get(0).asText()));
+            }
+            out.add(PartitionDirectory.apply(new GenericInternalRow(row), statuses));
+        }
+        return out;
+    }
+
+    /** Spark's own partition filters over the kept partitions (what its indexes do in
+     * {@code prunePartitions}): bound by column name to the partition schema. */
+    private List<PartitionDirectory> prune(List<PartitionDirectory> all, Seq<Expression> filters) {
+        List<Expression> fs = CollectionConverters.asJava(filters);
+        if (fs.isEmpty()) {
+            return all;
+        }
+        StructField[] fields = partitionSchema().fields();
+        Map<String, AttributeReference> byName = new HashMap<>();
+        for (Expression f : fs) {
+            for (Attribute a : CollectionConverters.asJava(f.references().toSeq())) {
+                if (a instanceof AttributeReference) {
+                    byName.put(a.name().toLowerCase(), (AttributeReference) a);
+                }
+            }
+        }
+        List<Attribute> input = new ArrayList<>();
+        for (StructField f : fields) {
+            AttributeReference a = byName.get(f.name().toLowerCase());
+            if (a == null) {
+                a = new AttributeReference(f.name(), f.dataType(), true, Metadata.empty(),
+                    NamedExpression$.MODULE$.newExprId(),
+                    CollectionConverters.asScala(new ArrayList<String>()).toList());
+            }
+            input.add(a);
+        }
+        Expression cond = fs.get(0);
+        for (int i = 1; i < fs.size(); i++) {
+            cond = new And(cond, fs.get(i));
+        }
+        BasePredicate pred = Predicate$.MODULE$.create(cond,
+            CollectionConverters.asScala(input).toList());
+        pred.initialize(0);
+        List<PartitionDirectory> kept = new ArrayList<>();
+        for (PartitionDirectory p : all) {
+            if (pred.eval(p.values())) {
+                kept.add(p);
+            }
+        }
+        return kept;
+    }
+
+    @Override
+    public String[] inputFiles() {
+        List<PartitionDirectory> all = loaded;
+        if (all == null) {
+            return base.inputFiles();
+        }
+        List<String> names = new ArrayList<>();
+        for (PartitionDirectory p : all) {
+            for (Object f : CollectionConverters.asJava(p.files())) {
+                names.add(((org.apache.spark.sql.execution.datasources.FileStatusWithMetadata) f)
+                    .getPath().toString());
+            }
+        }
+        return names.toArray(new String[0]);
+    }
+
+    @Override
+    public void refresh() {
+        base.refresh();
+    }
+
+    @Override
+    public long sizeInBytes() {
+        return base.sizeInBytes();
+    }
+
+    @Override
+    public StructType partitionSchema() {
+        return base.partitionSchema();
+    }
+
+    @Override
+    public Option<Object> metadataOpsTimeNs() {
+        return base.metadataOpsTimeNs();
+    }
+
+    @Override
+    public String toString() {
+        return "Dpp" + base.toString();
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof DppFileIndex && ((DppFileIndex) o).token.equals(token);
+    }
+
+    @Override
+    public int hashCode() {
+        return token.hashCode();
+    }
+}

@@ -1,0 +1,190 @@
+package dpp.spark;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.WeakHashMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.execution.datasources.FileStatusCache;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation$;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractFunction1;
+
+/**
+ * The JVM side of dpp's optimizer hook: where Spark calls in, and the way back to Python.
+ *
+ * Python installs one rule per SparkSessionExtensions object (the optimizer reads the
+ * extensions' rule builders every time it lists its batches, so a rule injected into a live
+ * session takes effect from its next query) and registers a bridge per SparkSession: a
+ * {@code java.util.function.Function<String, String>} that PySpark's callback server implements
+ * (a JDK interface, so py4j needs no class of ours to make the proxy). Every message is JSON
+ * text; the decisions are Python's, this side only describes plans, wraps file indexes and
+ * turns file lists into Spark's shapes.
+ */
+public final class DppHook {
+    /** Local property set by Python on threads that run dpp's own build sides. */
+    public static final String INTERNAL = "spark.dpp.internal";
+    /** Local property set by Python while a DataFrame is explained: no build side starts. */
+    public static final String EXPLAIN = "spark.dpp.explaining";
+
+    private static final Map<SparkSession, Function<String, String>> BRIDGES =
+        Collections.synchronizedMap(new WeakHashMap<>());
+    private static final Map<SparkSessionExtensions, Boolean> INSTALLED =
+        Collections.synchronizedMap(new WeakHashMap<>());
+    private static final Map<String, PlanDescriber> REQUESTS = new ConcurrentHashMap<>();
+    private static final AtomicLong NEXT = new AtomicLong();
+    private static final ExecutorService CALLS = Executors.newCachedThreadPool(new ThreadFactory() {
+        private final AtomicLong n = new AtomicLong();
+        @Override public Thread newThread(Runnable r) {
+            Thread t = new Thread(r, "dpp-bridge-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        }
+    });
+
+    private DppHook() {}
+
+    /** Routes this session's optimizer through dpp: idempotent, returns true when the rule was
+     * newly injected into the session's extensions. */
+    public static boolean install(SparkSession session, Function<String, String> bridge) {
+        BRIDGES.put(session, bridge);
+        SparkSessionExtensions ext = ((org.apache.spark.sql.classic.SparkSession) session).extensions();
+        synchronized (INSTALLED) {
+            if (INSTALLED.containsKey(ext)) {
+                return false;
+            }
+            ext.injectPreCBORule(new Builder());
+            INSTALLED.put(ext, Boolean.TRUE);
+            return true;
+        }
+    }
+
+    public static void uninstall(SparkSession session) {
+        BRIDGES.remove(session);
+    }
+
+    public static boolean installed(SparkSession session) {
+        return BRIDGES.containsKey(session);
+    }
+
+    static Function<String, String> bridge(SparkSession session) {
+        return BRIDGES.get(session);
+    }
+
+    /** Calls Python with a bound on the wait: a bridge that does not answer in time is "no
+     * pruning" (null), never a stuck query. */
+    static String call(Function<String, String> bridge, String message, double timeoutSeconds) {
+        Future<String> f = CALLS.submit(() -> bridge.apply(message));
+        try {
+            return f.get((long) Math.max(1.0, timeoutSeconds * 1000.0), TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            f.cancel(true);
+            return null;
+        }
+    }
+
+    static String register(PlanDescriber d) {
+        String id = "r" + NEXT.incrementAndGet();
+        REQUESTS.put(id, d);
+        return id;
+    }
+
+    static void forget(String request) {
+        REQUESTS.remove(request);
+    }
+
+    /**
+     * The build side of a dynamic filter: the plan node {@code node} of request
+     * {@code request}, projected to the join-key expression {@code expr} (named
+     * {@code dpp_key}). Called by Python while the rule waits for its answer.
+     */
+    public static Dataset<Row> buildDataset(String request, int node, int expr) {
+        PlanDescriber d = REQUESTS.get(request);
+        if (d == null) {
+            throw new IllegalStateException("dpp: plan request " + request + " is over");
+        }
+        LogicalPlan plan = d.node(node);
+        Expression key = d.expression(expr);
+        Alias alias = new Alias(key, "dpp_key", NamedExpression$.MODULE$.newExprId(),
+            CollectionConverters.asScala(new ArrayList<String>()).toList(), Option.empty(),
+            CollectionConverters.asScala(new ArrayList<String>()).toList());
+        List<NamedExpression> list = new ArrayList<>();
+        list.add(alias);
+        Project project = new Project(CollectionConverters.asScala(list).toList(), plan);
+        return Dataset.ofRows(d.session(), project);
+    }
+
+    /**
+     * A Hive-partitioned Parquet folder as a relation that lists nothing until a scan asks:
+     * Spark's own reader lists the whole folder when the DataFrame is made, which is what a
+     * pruned scan must not pay. {@code estimate} is what Spark's planner sees as its size.
+     */
+    public static Dataset<Row> lazyTable(SparkSession session, String root, String schemaJson,
+                                         String partitionSchemaJson, long estimate) {
+        StructType full = (StructType) DataType.fromJson(schemaJson);
+        StructType parts = (StructType) DataType.fromJson(partitionSchemaJson);
+        List<org.apache.spark.sql.types.StructField> data = new ArrayList<>();
+        java.util.Set<String> partNames = new java.util.HashSet<>();
+        for (org.apache.spark.sql.types.StructField f : parts.fields()) {
+            partNames.add(f.name().toLowerCase());
+        }
+        for (org.apache.spark.sql.types.StructField f : full.fields()) {
+            if (!partNames.contains(f.name().toLowerCase())) {
+                data.add(f);
+            }
+        }
+        StructType dataSchema = new StructType(data.toArray(new org.apache.spark.sql.types.StructField[0]));
+        Map<String, String> opts = new java.util.HashMap<>();
+        opts.put("basePath", root);
+        scala.collection.immutable.Map<String, String> options =
+            scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(opts));
+        LazyPathIndex index = new LazyPathIndex(session, new Path(root), options, full, parts, estimate);
+        HadoopFsRelation rel = new HadoopFsRelation(index, parts, dataSchema, Option.empty(),
+            new ParquetFileFormat(), options, session);
+        LogicalRelation plan = LogicalRelation$.MODULE$.apply(rel, false);
+        return Dataset.ofRows((org.apache.spark.sql.classic.SparkSession) session, plan);
+    }
+
+    /** Whether a file index is one of dpp's (already wrapped, or lazy). */
+    public static String describeIndex(Object index) {
+        if (index instanceof DppFileIndex) {
+            return ((DppFileIndex) index).describe();
+        }
+        return index == null ? "null" : index.getClass().getName();
+    }
+
+    static final class Builder extends AbstractFunction1<SparkSession, Rule<LogicalPlan>>
+            implements java.io.Serializable {
+        @Override
+        public Rule<LogicalPlan> apply(SparkSession session) {
+            return new DppRule(session);
+        }
+    }
+}

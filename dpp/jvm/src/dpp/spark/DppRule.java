@@ -1,0 +1,122 @@
+package dpp.spark;
+
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.function.Function;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import scala.runtime.AbstractPartialFunction;
+
+/**
+ * The optimizer rule (a pre-CBO rule: after Spark has pushed filters down and inferred
+ * IS NOT NULL from joins, before {@code PruneFileSourcePartitions} lists a catalog table's
+ * statically kept partitions). It asks Python which partitioned relations to prune and wraps
+ * each one's file index in a {@link DppFileIndex}. Anything unexpected leaves Spark's plan.
+ */
+final class DppRule extends Rule<LogicalPlan> {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private final SparkSession session;
+
+    DppRule(SparkSession session) {
+        this.session = session;
+    }
+
+    @Override
+    public String ruleName() {
+        return "dpp.spark.DppRule";
+    }
+
+    @Override
+    public LogicalPlan apply(LogicalPlan plan) {
+        Function<String, String> bridge = DppHook.bridge(session);
+        if (bridge == null) {
+            return plan;
+        }
+        String request = null;
+        try {
+            String enabled = session.conf().get("spark.dpp.enabled", "true");
+            if (!"true".equalsIgnoreCase(enabled.trim())) {
+                return plan;
+            }
+            if ("true".equals(session.sparkContext().getLocalProperty(DppHook.INTERNAL))) {
+                return plan;  // dpp's own build side
+            }
+            if (!PlanDescriber.worthDescribing(plan)) {
+                return plan;
+            }
+            PlanDescriber d = new PlanDescriber((org.apache.spark.sql.classic.SparkSession) session)
+                .walk(plan);
+            if (d.candidates() == 0) {
+                return plan;
+            }
+            request = DppHook.register(d);
+            boolean explaining =
+                "true".equals(session.sparkContext().getLocalProperty(DppHook.EXPLAIN));
+            String answer = DppHook.call(bridge, d.describe(request, explaining), 120.0);
+            if (answer == null) {
+                return plan;
+            }
+            JsonNode a = JSON.readTree(answer);
+            JsonNode wrap = a.get("wrap");
+            if (wrap == null || wrap.size() == 0) {
+                return plan;
+            }
+            double timeout = a.has("timeout") ? a.get("timeout").asDouble() : 60.0;
+            Map<LogicalPlan, String> tokens = new java.util.IdentityHashMap<>();
+            Iterator<Map.Entry<String, JsonNode>> it = wrap.fields();
+            while (it.hasNext()) {
+                Map.Entry<String, JsonNode> e = it.next();
+                tokens.put(d.node(Integer.parseInt(e.getKey())), e.getValue().asText());
+            }
+            return plan.transformUp(new Wrap(tokens, bridge, timeout));
+        } catch (Throwable t) {
+            logWarning(() -> "dpp: the optimizer hook failed, Spark's plan is kept: " + t, t);
+            return plan;
+        } finally {
+            if (request != null) {
+                DppHook.forget(request);
+            }
+        }
+    }
+
+    private static final class Wrap extends AbstractPartialFunction<LogicalPlan, LogicalPlan> {
+        private final Map<LogicalPlan, String> tokens;
+        private final Function<String, String> bridge;
+        private final double timeout;
+
+        Wrap(Map<LogicalPlan, String> tokens, Function<String, String> bridge, double timeout) {
+            this.tokens = tokens;
+            this.bridge = bridge;
+            this.timeout = timeout;
+        }
+
+        @Override
+        public boolean isDefinedAt(LogicalPlan p) {
+            return tokens.containsKey(p);
+        }
+
+        @Override
+        public LogicalPlan apply(LogicalPlan p) {
+            String token = tokens.get(p);
+            if (token == null) {
+                return p;
+            }
+            LogicalRelation lr = (LogicalRelation) p;
+            HadoopFsRelation rel = (HadoopFsRelation) lr.relation();
+            DppFileIndex index = new DppFileIndex(rel.sparkSession(), rel.location(), token,
+                bridge, timeout);
+            HadoopFsRelation wrapped = rel.copy(index, rel.partitionSchema(), rel.dataSchema(),
+                rel.bucketSpec(), rel.fileFormat(), rel.options(), rel.sparkSession());
+            return lr.copy(wrapped, lr.output(), lr.catalogTable(), lr.isStreaming(),
+                lr.stream());
+        }
+    }
+}

@@ -1,0 +1,313 @@
+package dpp.spark;
+
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.Cast;
+import org.apache.spark.sql.catalyst.expressions.EqualTo;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.InSubquery;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
+import org.apache.spark.sql.catalyst.plans.logical.Window;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.execution.datasources.CatalogFileIndex;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * A plan as Python reads it: every node numbered, with what tracing a join key needs (join
+ * types and equi-join keys, projections and groupings that pass a column through, union
+ * branches, IN-subqueries, partitioned file relations). Python decides; this class only
+ * describes, and keeps the nodes and key expressions so Python can ask for a build side by
+ * number while the rule waits.
+ */
+final class PlanDescriber {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final SparkSession session;
+    private final List<LogicalPlan> nodes = new ArrayList<>();
+    private final List<Expression> exprs = new ArrayList<>();
+    private final Map<LogicalPlan, Integer> ids = new IdentityHashMap<>();
+    private final ArrayNode out = JSON.createArrayNode();
+    private final List<Integer> roots = new ArrayList<>();
+    private int candidates;
+    private int joins;
+
+    PlanDescriber(SparkSession session) {
+        this.session = session;
+    }
+
+    SparkSession session() {
+        return session;
+    }
+
+    LogicalPlan node(int id) {
+        return nodes.get(id);
+    }
+
+    Expression expression(int id) {
+        return exprs.get(id);
+    }
+
+    /** Whether the plan has both a partitioned file relation not yet wrapped and a join (or an
+     * IN-subquery): only then is Python asked anything. Cheap when the answer is no. */
+    static boolean worthDescribing(LogicalPlan plan) {
+        boolean[] found = new boolean[2];
+        scan(plan, found);
+        return found[0] && found[1];
+    }
+
+    private static void scan(LogicalPlan p, boolean[] found) {
+        if (found[0] && found[1]) {
+            return;
+        }
+        if (candidate(p) != null) {
+            found[0] = true;
+        }
+        if (p instanceof Join) {
+            found[1] = true;
+        } else if (p instanceof Filter) {
+            for (Expression c : conjuncts(((Filter) p).condition())) {
+                if (c instanceof InSubquery) {
+                    found[1] = true;
+                }
+            }
+        }
+        for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
+            scan(c, found);
+        }
+    }
+
+    /** The HadoopFsRelation of a partitioned Parquet relation dpp may wrap, or null. */
+    static HadoopFsRelation candidate(LogicalPlan p) {
+        if (!(p instanceof LogicalRelation)) {
+            return null;
+        }
+        LogicalRelation lr = (LogicalRelation) p;
+        if (lr.isStreaming() || !(lr.relation() instanceof HadoopFsRelation)) {
+            return null;
+        }
+        HadoopFsRelation rel = (HadoopFsRelation) lr.relation();
+        if (rel.partitionSchema().isEmpty() || rel.location() instanceof DppFileIndex
+                || !(rel.fileFormat() instanceof ParquetFileFormat)) {
+            return null;
+        }
+        return rel;
+    }
+
+    String describe(String request, boolean explaining) {
+        ObjectNode msg = JSON.createObjectNode();
+        msg.put("op", "plan");
+        msg.put("request", request);
+        msg.put("explain", explaining);
+        msg.put("timeZone", session.sessionState().conf().sessionLocalTimeZone());
+        ArrayNode r = msg.putArray("roots");
+        for (int id : roots) {
+            r.add(id);
+        }
+        msg.set("nodes", out);
+        return msg.toString();
+    }
+
+    PlanDescriber walk(LogicalPlan plan) {
+        roots.add(visit(plan, null));
+        return this;
+    }
+
+    int candidates() {
+        return candidates;
+    }
+
+    private int visit(LogicalPlan p, Object unused) {
+        if (p == null) {
+            return -1;
+        }
+        Integer known = ids.get(p);
+        if (known != null) {
+            return known;
+        }
+        int id = nodes.size();
+        nodes.add(p);
+        ids.put(p, id);
+        ObjectNode n = JSON.createObjectNode();
+        out.add(n);  // placeholder filled below (children first need ids)
+        n.put("id", id);
+        n.put("op", p.getClass().getSimpleName());
+        ArrayNode children = n.putArray("children");
+        for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
+            children.add(visit(c, null));
+        }
+        ArrayNode output = n.putArray("output");
+        for (Attribute a : CollectionConverters.asJava(p.output())) {
+            ArrayNode col = output.addArray();
+            col.add(a.exprId().id());
+            col.add(a.name());
+            col.add(a.dataType().simpleString());
+        }
+        if (p instanceof LogicalRelation) {
+            describeRelation((LogicalRelation) p, n);
+        } else if (p instanceof Join) {
+            Join j = (Join) p;
+            n.put("joinType", j.joinType().sql());
+            ArrayNode keys = n.putArray("keys");
+            if (j.condition().isDefined()) {
+                for (Expression c : conjuncts(j.condition().get())) {
+                    if (c instanceof EqualTo) {
+                        ArrayNode pair = keys.addArray();
+                        pair.add(key(((EqualTo) c).left()));
+                        pair.add(key(((EqualTo) c).right()));
+                    }
+                }
+            }
+        } else if (p instanceof Project) {
+            ArrayNode map = n.putArray("map");
+            for (NamedExpression e : CollectionConverters.asJava(((Project) p).projectList())) {
+                passThrough(e, map);
+            }
+        } else if (p instanceof Aggregate) {
+            Aggregate a = (Aggregate) p;
+            java.util.Set<Long> grouping = new java.util.HashSet<>();
+            for (Expression g : CollectionConverters.asJava(a.groupingExpressions())) {
+                if (g instanceof AttributeReference) {
+                    grouping.add(((AttributeReference) g).exprId().id());
+                }
+            }
+            ArrayNode map = n.putArray("map");
+            for (NamedExpression e : CollectionConverters.asJava(a.aggregateExpressions())) {
+                Expression src = e instanceof Alias ? ((Alias) e).child() : (Expression) e;
+                if (src instanceof AttributeReference
+                        && grouping.contains(((AttributeReference) src).exprId().id())) {
+                    ArrayNode m = map.addArray();
+                    m.add(e.exprId().id());
+                    m.add(((AttributeReference) src).exprId().id());
+                }
+            }
+        } else if (p instanceof Window) {
+            ArrayNode spec = n.putArray("partitionSpec");
+            for (Expression e : CollectionConverters.asJava(((Window) p).partitionSpec())) {
+                if (e instanceof AttributeReference) {
+                    spec.add(((AttributeReference) e).exprId().id());
+                }
+            }
+        } else if (p instanceof Union) {
+            n.put("byName", false);
+        } else if (p instanceof Filter) {
+            ArrayNode subs = n.putArray("inSubqueries");
+            boolean selective = false;
+            for (Expression c : conjuncts(((Filter) p).condition())) {
+                if (!(c instanceof org.apache.spark.sql.catalyst.expressions.IsNotNull)) {
+                    selective = true;
+                }
+                if (c instanceof InSubquery) {
+                    InSubquery in = (InSubquery) c;
+                    List<Expression> values = CollectionConverters.asJava(in.values());
+                    LogicalPlan sub = in.query().plan();
+                    if (values.size() != 1 || !in.query().outerAttrs().isEmpty()
+                            || sub.output().size() != 1) {
+                        continue;  // multi-column or correlated: not traced
+                    }
+                    ObjectNode s = subs.addObject();
+                    s.set("value", key(values.get(0)));
+                    int subId = visit(sub, null);
+                    s.put("query", subId);
+                    Attribute subOut = sub.output().head();
+                    s.set("queryKey", key(subOut));
+                }
+            }
+            n.put("selective", selective);
+        }
+        return id;
+    }
+
+    private void describeRelation(LogicalRelation lr, ObjectNode n) {
+        HadoopFsRelation rel = candidate(lr);
+        if (rel == null) {
+            return;
+        }
+        candidates++;
+        FileIndex loc = rel.location();
+        ObjectNode r = n.putObject("relation");
+        String kind = loc instanceof CatalogFileIndex ? "catalog"
+            : loc instanceof LazyPathIndex ? "lazy" : "path";
+        r.put("kind", kind);
+        r.put("index", loc.getClass().getSimpleName());
+        if (lr.catalogTable().isDefined()) {
+            r.put("table", lr.catalogTable().get().identifier().unquotedString());
+        }
+        ArrayNode roots = r.putArray("rootPaths");
+        for (org.apache.hadoop.fs.Path path : CollectionConverters.asJava(loc.rootPaths())) {
+            roots.add(path.toString());
+        }
+        if (loc instanceof LazyPathIndex) {
+            r.put("root", ((LazyPathIndex) loc).root().toString());
+        }
+        ArrayNode parts = r.putArray("partitionColumns");
+        for (org.apache.spark.sql.types.StructField f : rel.partitionSchema().fields()) {
+            parts.add(f.name());
+        }
+        r.put("bucketed", rel.bucketSpec().isDefined());
+    }
+
+    private void passThrough(NamedExpression e, ArrayNode map) {
+        Expression src = e instanceof Alias ? ((Alias) e).child() : (Expression) e;
+        if (src instanceof AttributeReference) {
+            ArrayNode m = map.addArray();
+            m.add(e.exprId().id());
+            m.add(((AttributeReference) src).exprId().id());
+        }
+    }
+
+    /** A join key: its expression's number (for a build side), the attribute it reads when it
+     * is one (or a cast of one), the cast's target type, and its own type. */
+    private ObjectNode key(Expression e) {
+        ObjectNode k = JSON.createObjectNode();
+        k.put("expr", exprs.size());
+        exprs.add(e);
+        k.put("type", e.dataType().simpleString());
+        k.put("sql", e.sql());
+        Expression inner = e;
+        if (e instanceof Cast) {
+            k.put("cast", e.dataType().simpleString());
+            inner = ((Cast) e).child();
+            k.put("from", inner.dataType().simpleString());
+        }
+        if (inner instanceof AttributeReference) {
+            k.put("attr", ((AttributeReference) inner).exprId().id());
+        }
+        return k;
+    }
+
+    static List<Expression> conjuncts(Expression e) {
+        List<Expression> outList = new ArrayList<>();
+        collect(e, outList);
+        return outList;
+    }
+
+    private static void collect(Expression e, List<Expression> outList) {
+        if (e instanceof And) {
+            collect(((And) e).left(), outList);
+            collect(((And) e).right(), outList);
+        } else {
+            outList.add(e);
+        }
+    }
+}

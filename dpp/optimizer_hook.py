@@ -1,0 +1,467 @@
+"""Dynamic pruning for every query Spark optimizes: DataFrames, views, writes, commands.
+
+``dpp.enable(spark)`` on a classic session installs a rule in Spark's optimizer (the JVM part
+in ``dpp/jvm/src``, compiled by :mod:`dpp.jvm_build`) and registers this module's
+:class:`OptimizerHook` as its bridge, through PySpark's py4j callback server (as
+``foreachBatch`` does). The rule describes each plan that joins a partitioned Parquet relation
+(:mod:`dpp.plan_pairs` decides what to prune); the hook registers the dynamic filters, starts
+their build sides (Spark's own aggregation over the dimension's plan, on the session's own
+threads, marked so the rule leaves them alone) and starts a split loader per pruned relation,
+then answers at once: planning and building overlap, as in Trino. When Spark scans, the
+relation's file index asks for its files; the loader, which has been waiting on the filter
+service (bounded by ``spark.dpp.waitTimeout``), answers with the surviving partitions and the
+files it listed. One job report per executed query, written when its last pruned relation has
+been listed.
+
+Threads: the rule calls in on the optimizing thread; ``listFiles`` on whatever thread plans
+the scan (AQE stage threads, broadcast threads, subqueries). Every call reaches Python on the
+callback server's threads, and every wait here is bounded; the JVM side bounds its own wait
+too and, with no answer in time, lets the base index list (no pruning, never a stuck query).
+``DataFrame.explain()`` starts nothing: :func:`explaining` marks the thread, and a plan
+explained and then executed starts its build sides on its first listing.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+
+from dpp.core.domain import TupleDomain
+from dpp.core.spark_rules import SparkRules
+from dpp.decision import real_column, table_columns
+from dpp.filter_runs import FilterRuns, FilterSpec
+from dpp.jvm_build import HookUnavailable, load_into
+from dpp.plan_pairs import Prune, find_prunes, relation_nodes
+from dpp.report import JobReport, append_jsonl
+from hive_splits import DynamicFilter, LoadResult, SplitLoader, Table, table_from_path
+from hive_splits.naming import parse_folder_name
+
+if TYPE_CHECKING:
+    from dpp.session import DppSession
+
+__all__ = ["OptimizerHook", "HookUnavailable", "explaining", "INTERNAL"]
+
+log = logging.getLogger(__name__)
+
+INTERNAL = "spark.dpp.internal"
+EXPLAIN = "spark.dpp.explaining"
+_STALE_SECONDS = 900.0   # a plan optimized and never scanned (cache lookups, abandoned plans)
+
+
+@contextlib.contextmanager
+def explaining(spark: Any) -> Iterator[None]:
+    """Marks this thread's optimizer runs as an explain: the hook plans but starts nothing."""
+    sc = spark.sparkContext
+    old = sc.getLocalProperty(EXPLAIN)
+    sc.setLocalProperty(EXPLAIN, "true")
+    try:
+        yield
+    finally:
+        sc.setLocalProperty(EXPLAIN, old)
+
+
+@dataclass
+class _Request:
+    """One rule firing that wrapped relations: its filters, loads and report."""
+
+    report: JobReport
+    runs: FilterRuns
+    start: Callable[[], None]
+    tokens: dict[str, tuple[Table, str]] = field(default_factory=dict)  # token -> (table, name)
+    loads: dict[str, Future] = field(default_factory=dict)
+    listed: set[str] = field(default_factory=set)
+    started: bool = False
+    done: bool = False
+    created: float = field(default_factory=time.monotonic)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def ensure_started(self) -> None:
+        with self.lock:
+            if not self.started:
+                self.started = True
+                self.start()
+
+
+class _Bridge:
+    """What the JVM calls: ``apply(json) -> json`` (``java.util.function.Function``)."""
+
+    def __init__(self, hook: "OptimizerHook") -> None:
+        self.hook = hook
+
+    def apply(self, message: str) -> str:
+        try:
+            msg = json.loads(message)
+            op = msg.get("op")
+            if op == "plan":
+                return json.dumps(self.hook.on_plan(msg))
+            if op == "list":
+                return json.dumps(self.hook.on_list(msg["token"]))
+            return json.dumps({"status": "none", "reason": f"unknown op {op!r}"})
+        except Exception as exc:  # the JVM side then keeps Spark's own plan / listing
+            log.warning("dpp: optimizer hook failed on a %s call: %s", message[:40], exc,
+                        exc_info=True)
+            return json.dumps({"status": "none", "wrap": {}, "reason": str(exc)[:300]})
+
+    class Java:
+        implements = ["java.util.function.Function"]
+
+
+class OptimizerHook:
+    """The Python side of the optimizer rule for one DppSession (see the module docstring)."""
+
+    def __init__(self, session: "DppSession") -> None:
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        self.session = session
+        spark = session.spark
+        self._jvm_hook = load_into(spark)
+        ensure_callback_server_started(spark.sparkContext._gateway)
+        self._bridge = _Bridge(self)
+        self._lock = threading.Lock()
+        self._requests: dict[str, _Request] = {}
+        self._by_token: dict[str, _Request] = {}
+        self._path_tables: dict[str, Optional[Table]] = {}
+        self._jvm_hook.install(spark._jsparkSession, self._bridge)
+
+    def close(self) -> None:
+        try:
+            self._jvm_hook.uninstall(self.session.spark._jsparkSession)
+        except Exception:  # pragma: no cover - the JVM is gone
+            log.debug("uninstalling the optimizer hook failed", exc_info=True)
+        with self._lock:
+            requests = list(self._requests.values())
+            self._requests.clear()
+            self._by_token.clear()
+        for r in requests:
+            r.runs.__exit__(None, None, None)
+
+    # ------------------------------------------------------------------ declared tables
+    def lazy_dataframe(self, table: Table) -> Any:
+        """A declared path table as a DataFrame that lists nothing until a scan needs it."""
+        from pyspark.sql import DataFrame
+
+        from hive_splits.table import spark_struct_type
+
+        spark = self.session.spark
+        full = spark_struct_type(table)
+        parts = [f for f in full.fields
+                 if f.name.lower() in {c.name.lower() for c in table.partition_columns}]
+        from pyspark.sql.types import StructType
+
+        jdf = self._jvm_hook.lazyTable(spark._jsparkSession, _uri(table.location), full.json(),
+                                       StructType(parts).json(), _size_estimate(table))
+        return DataFrame(jdf, spark)
+
+    # ------------------------------------------------------------------ the rule's call
+    def on_plan(self, msg: dict[str, Any]) -> dict[str, Any]:
+        session = self.session
+        cfg = session.config
+        self._drop_stale()
+        if not cfg.enabled:
+            return {"wrap": {}}
+        prunes, notes = find_prunes(msg)
+        if not prunes:
+            return {"wrap": {}}
+        rels = relation_nodes(msg)
+        nodes = {n["id"]: n for n in msg["nodes"]}
+        report = JobReport.start(query_text=_plan_text(msg, prunes), kind="plan",
+                                 settings=cfg.as_settings(), enabled=True)
+        report.analysis_notes.extend(notes)
+        rules = SparkRules.from_spark(session.spark)
+        by_rel: dict[int, list[Prune]] = {}
+        for p in prunes:
+            by_rel.setdefault(p.relation, []).append(p)
+        targets: dict[int, tuple[Table, str, list[Prune]]] = {}
+        for rel_id, ps in by_rel.items():
+            table, name, why = self._table_for(rels[rel_id], nodes[rel_id], ps)
+            if table is None:
+                report.add_table_unpruned(name, None, why or "not a table dpp can list")
+                continue
+            targets[rel_id] = (table, name, ps)
+        if not targets:
+            self._finish(report, cfg)
+            return {"wrap": {}}
+        qid = report.query_id[:8]
+        builds: dict[tuple[int, int], FilterSpec] = {}
+        frames: dict[str, Any] = {}
+        for table, name, ps in targets.values():
+            for p in ps:
+                key = (p.build_node, p.build_expr)
+                if key in builds:
+                    continue
+                spec = FilterSpec(filter_id=f"{qid}-o{len(builds) + 1}",
+                                  build_label=f"plan.{p.build_sql}",
+                                  probe_type=dict(table_columns(table)).get(p.column.lower()),
+                                  probe_label=name)
+                builds[key] = spec
+                frames[spec.filter_id] = self._build_frame(msg["request"], p)
+        workers = len(builds) + len(targets) + 1
+        runs = FilterRuns(session.spark, session._filter_service(cfg), cfg, rules, workers,
+                          session._env_notes, session._filter_memory,
+                          thread_setup=self._mark_internal)
+        wrap: dict[str, str] = {}
+        request = _Request(report=report, runs=runs, start=lambda: None)
+        for rel_id, (table, name, ps) in targets.items():
+            token = f"{qid}-{uuid.uuid4().hex[:6]}"
+            request.tokens[token] = (table, name)
+            wrap[str(rel_id)] = token
+
+        def start() -> None:
+            deadline = time.monotonic() + cfg.wait_timeout
+            for spec in builds.values():
+                runs.start(spec, lambda f=frames[spec.filter_id]: f, key="dpp_key")
+            for token, rel_id in zip(request.tokens, targets):
+                table, name, ps = targets[rel_id]
+                dyn = []
+                for p in ps:
+                    spec = builds[(p.build_node, p.build_expr)]
+                    col = real_column(table, p.column) or p.column
+                    dyn.append(DynamicFilter(filter_id=spec.filter_id, column=col,
+                                             wait=runs.waiter(spec.filter_id, col, deadline)))
+                request.loads[token] = runs.submit(self._load, table, dyn, cfg, rules)
+
+        request.start = start
+        with self._lock:
+            self._requests[report.query_id] = request
+            for token in request.tokens:
+                self._by_token[token] = request
+        if not msg.get("explain"):
+            request.ensure_started()
+        else:
+            report.analysis_notes.append("planned during an explain: build sides start on the "
+                                         "first scan")
+        return {"wrap": wrap, "timeout": cfg.wait_timeout}
+
+    def _build_frame(self, request: str, p: Prune) -> Any:
+        from pyspark.sql import DataFrame
+
+        spark = self.session.spark
+        return DataFrame(self._jvm_hook.buildDataset(request, p.build_node, p.build_expr), spark)
+
+    def _mark_internal(self) -> None:
+        """Build-side threads: the rule must leave dpp's own queries alone."""
+        try:
+            self.session.spark.sparkContext.setLocalProperty(INTERNAL, "true")
+        except Exception:  # pragma: no cover
+            log.debug("marking a build thread failed", exc_info=True)
+
+    def _load(self, table: Table, dyn: list[DynamicFilter], cfg: Any, rules: SparkRules
+              ) -> LoadResult:
+        s = self.session
+        return SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
+                           rules=rules, lister=s._lister(table.location, cfg),
+                           **s._loader_stats(cfg)).load()
+
+    # ------------------------------------------------------------------ the index's call
+    def on_list(self, token: str) -> dict[str, Any]:
+        with self._lock:
+            request = self._by_token.get(token)
+        if request is None:
+            return {"status": "none", "reason": "unknown token"}
+        request.ensure_started()
+        cfg = self.session.config
+        table, name = request.tokens[token]
+        try:
+            result: LoadResult = request.loads[token].result(timeout=cfg.wait_timeout + 60.0)
+        except Exception as exc:
+            request.report.add_table_unpruned(name, None, f"split loader failed: {exc}")
+            self._listed(request, token)
+            return {"status": "none", "reason": str(exc)[:300]}
+        t0 = time.perf_counter()
+        answer = {"status": "ok", "partitions": _encode(table, result)}
+        result.handoff_seconds = time.perf_counter() - t0
+        request.report.add_table_result(name, None, table, result)
+        self._listed(request, token)
+        return answer
+
+    def _listed(self, request: _Request, token: str) -> None:
+        with request.lock:
+            request.listed.add(token)
+            if request.done or set(request.tokens) - request.listed:
+                return
+            request.done = True
+        runs = request.runs
+        report = request.report
+        try:
+            runs.learn(report.tables)
+            for entry in runs.settle():
+                report.add_filter(entry)
+            report.phases["build"] = runs.build_seconds()
+            report.environment.extend(runs.new_env_notes)
+        finally:
+            runs.__exit__(None, None, None)
+        report.phases["wait"] = max((getattr(t, "wait_seconds", 0.0) or 0.0
+                                     for t in report.tables), default=0.0)
+        report.phases["split_enumeration"] = sum((getattr(t, "enumeration_seconds", 0.0) or 0.0)
+                                                 for t in report.tables)
+        with self._lock:
+            self._requests.pop(report.query_id, None)
+            for t in request.tokens:
+                self._by_token.pop(t, None)
+        self._finish(report, self.session.config)
+
+    def _finish(self, report: JobReport, cfg: Any) -> None:
+        self.session.last_report = report
+        report.log(log)
+        if cfg.report_path:
+            try:
+                append_jsonl(report, cfg.report_path)
+            except OSError as exc:
+                log.warning("dpp: could not append the report to %s: %s", cfg.report_path, exc)
+
+    def _drop_stale(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            stale = [r for r in self._requests.values() if now - r.created > _STALE_SECONDS]
+            for r in stale:
+                self._requests.pop(r.report.query_id, None)
+                for t in r.tokens:
+                    self._by_token.pop(t, None)
+        for r in stale:
+            r.runs.__exit__(None, None, None)
+
+    # ------------------------------------------------------------------ tables
+    def _table_for(self, rel: dict[str, Any], node: dict[str, Any], prunes: list[Prune]
+                   ) -> tuple[Optional[Table], str, Optional[str]]:
+        """The table dpp lists for a relation, its name for reports, or why there is none."""
+        s = self.session
+        kind = rel.get("kind")
+        table: Optional[Table] = None
+        if kind == "catalog":
+            name = rel.get("table") or "?"
+            unusable: dict[str, str] = {}
+            table = s._table(name, unusable)
+            if table is None:
+                return None, name, next(iter(unusable.values()), "not a partitioned table")
+        else:
+            roots = rel.get("rootPaths") or []
+            root = rel.get("root") or (roots[0] if len(roots) == 1 else None)
+            if root is None:
+                return None, ",".join(roots)[:200], "several root paths (dpp's own handoff, or " \
+                                                     "a read of chosen folders)"
+            path = _local(root)
+            table = self._registered_at(path)
+            name = table.name if table is not None else path
+            if table is None:
+                if parse_folder_name(os.path.basename(path.rstrip("/"))) is not None:
+                    return None, path, "a read of one partition folder, not of the table root"
+                table = self._path_table(path)
+                if table is None:
+                    return None, path, "not a Hive-partitioned Parquet folder dpp can list"
+        spark_parts = [c.lower() for c in rel.get("partitionColumns", [])]
+        table_parts = [c.name.lower() for c in table.partition_columns]
+        if spark_parts != table_parts:
+            return None, table.name, (f"Spark reads partition columns {spark_parts}, the "
+                                      f"folder has {table_parts}")
+        types = {n.lower(): t for _i, n, t in node["output"]}
+        for c in table.partition_columns:
+            spark_type = types.get(c.name.lower())
+            if spark_type is not None and spark_type != c.type.simple_string():
+                return None, table.name, (f"partition column {c.name} is {spark_type} in "
+                                          f"Spark's plan, {c.type.simple_string()} to dpp")
+        return table, table.name, None
+
+    def _registered_at(self, path: str) -> Optional[Table]:
+        s = self.session
+        with s._lock:
+            tables = list(s._tables.values())
+        want = path.rstrip("/")
+        for t in tables:
+            if _local(t.location).rstrip("/") == want:
+                return t
+        return None
+
+    def _path_table(self, path: str) -> Optional[Table]:
+        with self._lock:
+            if path in self._path_tables:
+                return self._path_tables[path]
+        s = self.session
+        try:
+            table: Optional[Table] = table_from_path(
+                path, name=os.path.basename(path.rstrip("/")) or path,
+                timestamp_type=SparkRules.from_spark(s.spark).timestamp_type,
+                lister=s._lister(path, s.config))
+            if table is not None and not table.partition_columns:
+                table = None
+        except Exception as exc:
+            log.info("dpp: %s is not a table dpp can list: %s", path, exc)
+            table = None
+        with self._lock:
+            self._path_tables[path] = table
+        return table
+
+
+# ---------------------------------------------------------------------- helpers
+
+def _local(path: str) -> str:
+    """A ``file:`` URI as a plain path (other schemes as they are)."""
+    if path.startswith("file://"):
+        return path[len("file://"):] if path[len("file://"):].startswith("/") else path
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    return path
+
+
+def _uri(path: str) -> str:
+    return "file:" + path if path.startswith("/") else path
+
+
+def _size_estimate(table: Table) -> int:
+    """What Spark plans a lazily listed table with: its partition folders times the bytes of
+    the first one (one listing of the root and of one folder), never the whole listing."""
+    root = _local(table.location)
+    try:
+        folders = [e.path for e in os.scandir(root) if e.is_dir()
+                   and parse_folder_name(e.name) is not None]
+        if not folders:
+            return 8 * 1024 * 1024 * 1024
+        first = sorted(folders)[0]
+        size = 0
+        stack = [first]
+        while stack:
+            for e in os.scandir(stack.pop()):
+                if e.is_dir():
+                    stack.append(e.path)
+                elif not e.name.startswith((".", "_")):
+                    size += e.stat().st_size
+        return max(1, size) * len(folders)
+    except OSError:
+        return 8 * 1024 * 1024 * 1024   # Spark's default for an unknown size is larger still
+
+
+def _encode(table: Table, result: LoadResult) -> list[dict[str, Any]]:
+    """The kept partitions as the JVM index takes them: values as text (None: NULL), by
+    lower-case column name; files as [uri, bytes, mtime ms]."""
+    by_folder: dict[str, list[Any]] = {}
+    for s in result.splits:
+        by_folder.setdefault(os.path.dirname(s.path), []).append(s)
+    out = []
+    for kp in result.partitions:
+        splits = by_folder.get(kp.path)
+        if not splits:
+            continue
+        if kp.texts is not None:
+            values = {k.lower(): v for k, v in kp.texts.items()}
+        else:
+            values = {}
+            for seg in (kp.relative or "").split("/"):
+                parsed = parse_folder_name(seg) if seg else None
+                if parsed is not None:
+                    values[parsed[0].lower()] = parsed[1]
+        mtimes = {f.path: f.mtime_ns // 1_000_000 for f in result.listings.get(kp.path, [])}
+        out.append({"values": values,
+                    "files": [[_uri(s.path), s.size, mtimes.get(s.path, 0)] for s in splits]})
+    return out
+
+
+def _plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:
+    """What the report shows as the query: the optimizer's view, since there may be no text."""
+    parts = sorted({f"{p.column} by {p.build_sql} ({p.join})" for p in prunes})
+    return "optimizer plan: prune " + "; ".join(parts)

@@ -1,0 +1,194 @@
+"""Fact/dimension pairs on a Spark logical plan, as the optimizer hook describes it.
+
+The JVM rule (``dpp/jvm/src/dpp/spark/PlanDescriber.java``) sends the plan Spark is
+optimizing as numbered nodes: join types and equi-join keys, projections and groupings that
+pass a column through, union branches, top-level ``IN (subquery)`` conjuncts, partitioned
+Parquet relations. This module decides, with no Spark in sight (so it is tested on its own):
+which relation's partition column each join key reads, whether that side of the join may be
+pruned, and which plan node is the build side. It follows Spark's own ``PartitionPruning``:
+a key is traced down through Project / Filter / Aggregate (grouping keys) / Union / joins to
+a partitioned relation; the pruned side must be one whose rows are needed only when they
+match (inner, left-semi, the non-preserved side of an outer join); the other side is the
+build side, and must filter something (a selective predicate, or local rows), or the filter
+costs a job and prunes nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+__all__ = ["Prune", "find_prunes", "relation_nodes"]
+
+# unary operators a row filter on a column may be pushed below unchanged
+_ROW_PRESERVING = {"Filter", "Sort", "Repartition", "RepartitionByExpression",
+                   "RebalancePartitions", "SubqueryAlias", "ResolvedHint", "Distinct",
+                   "Deduplicate", "Project", "Aggregate", "Window", "Union"}
+_PRUNE_LEFT = {"INNER", "LEFT SEMI", "RIGHT OUTER"}
+_PRUNE_RIGHT = {"INNER", "LEFT SEMI", "LEFT OUTER"}
+# a fact-side cast Spark adds to compare with a wider dimension key: every value the wider
+# type holds that equals a fact value is that fact value, so the domain maps back exactly
+_INTEGRAL = ["tinyint", "smallint", "int", "bigint"]
+# leaves that hold local rows: a dimension made with createDataFrame, or cached
+_LOCAL_LEAVES = {"LocalRelation", "LogicalRDD", "InMemoryRelation", "Range"}
+
+
+@dataclass(frozen=True)
+class Prune:
+    """Prune ``column`` of the relation at node ``relation`` by the values of expression
+    ``build_expr`` over plan node ``build_node``."""
+
+    relation: int
+    column: str
+    build_node: int
+    build_expr: int
+    build_type: str
+    build_sql: str
+    join: str           # the join type (or "IN subquery") that makes it sound
+
+
+def relation_nodes(desc: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """Node id -> the relation description of every partitioned relation in the plan."""
+    return {n["id"]: n["relation"] for n in desc["nodes"] if n.get("relation")}
+
+
+class _Plan:
+    def __init__(self, desc: dict[str, Any]) -> None:
+        self.nodes = {n["id"]: n for n in desc["nodes"]}
+        self.outputs = {i: [c[0] for c in n["output"]] for i, n in self.nodes.items()}
+
+    def trace(self, node: int, attr: int, depth: int = 0) -> Optional[list[tuple[int, str]]]:
+        """(relation node, partition column) pairs the attribute ``attr`` of ``node`` reads,
+        or None where it cannot be followed (a computed column, a data column, an operator
+        through which filtering rows would change the answer)."""
+        if depth > 200:
+            return None
+        n = self.nodes[node]
+        op = n["op"]
+        rel = n.get("relation")
+        if op == "LogicalRelation":
+            if rel is None:
+                return None
+            for exprid, name, _t in n["output"]:
+                if exprid == attr:
+                    if name.lower() in {c.lower() for c in rel["partitionColumns"]}:
+                        return [(node, name)]
+                    return None
+            return None
+        children = n["children"]
+        if op == "Join":
+            for c in children:
+                if attr in self.outputs[c]:
+                    return self.trace(c, attr, depth + 1)
+            return None
+        if op == "Union":
+            if attr not in self.outputs[node]:
+                return None
+            pos = self.outputs[node].index(attr)
+            found: list[tuple[int, str]] = []
+            for c in children:
+                sub = self.trace(c, self.outputs[c][pos], depth + 1)
+                if sub is None:
+                    return None
+                found.extend(sub)
+            return found
+        if op not in _ROW_PRESERVING or len(children) != 1:
+            return None
+        child = children[0]
+        if op in ("Project", "Aggregate"):
+            src = {o: s for o, s in n.get("map", [])}.get(attr)
+            return None if src is None else self.trace(child, src, depth + 1)
+        if op == "Window" and attr not in n.get("partitionSpec", []):
+            return None
+        if attr not in self.outputs[child]:
+            return None
+        return self.trace(child, attr, depth + 1)
+
+    def selective(self, node: int, depth: int = 0) -> bool:
+        """Whether a build side filters anything (else its filter admits every key)."""
+        if depth > 200:
+            return False
+        n = self.nodes[node]
+        if n["op"] == "Filter" and (n.get("selective") or n.get("inSubqueries")):
+            return True
+        if not n["children"] and n["op"] in _LOCAL_LEAVES:
+            return True
+        if n["op"] == "Join" and n.get("joinType") in ("INNER", "LEFT SEMI"):
+            return any(self.selective(c, depth + 1) for c in n["children"])
+        return any(self.selective(c, depth + 1) for c in n["children"])
+
+
+def _fact_key(key: dict[str, Any]) -> Optional[int]:
+    """The attribute a fact-side key reads, where the domain of the compared values maps back
+    to the column's values exactly: the column itself, or an integral widening of it."""
+    attr = key.get("attr")
+    if attr is None:
+        return None
+    cast = key.get("cast")
+    if cast is None:
+        return attr
+    src = key.get("from")
+    if src in _INTEGRAL and cast in _INTEGRAL and _INTEGRAL.index(src) <= _INTEGRAL.index(cast):
+        return attr
+    return None
+
+
+def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
+    """Every sound (relation, column, build side) the plan offers, and notes on join keys
+    that reach a partition column but cannot be used (why not)."""
+    plan = _Plan(desc)
+    out: list[Prune] = []
+    notes: list[str] = []
+    seen: set[tuple[int, str, int, int]] = set()
+
+    def add(targets: Optional[list[tuple[int, str]]], build_node: int, build_key: dict,
+            how: str) -> None:
+        for rel, col in targets or []:
+            if rel == build_node:
+                continue
+            k = (rel, col.lower(), build_node, build_key["expr"])
+            if k in seen:
+                continue
+            seen.add(k)
+            out.append(Prune(rel, col, build_node, build_key["expr"], build_key["type"],
+                             build_key.get("sql", "?"), how))
+
+    for node in plan.nodes.values():
+        if node["op"] == "Join" and len(node["children"]) == 2:
+            left, right = node["children"]
+            how = node.get("joinType", "")
+            for a, b in node.get("keys", []):
+                for fact, dim, fact_side, dim_side, ok in (
+                        (a, b, left, right, how in _PRUNE_LEFT),
+                        (b, a, left, right, how in _PRUNE_LEFT),
+                        (a, b, right, left, how in _PRUNE_RIGHT),
+                        (b, a, right, left, how in _PRUNE_RIGHT)):
+                    attr = fact.get("attr")
+                    if attr is None or attr not in plan.outputs[fact_side]:
+                        continue
+                    if dim.get("attr") is not None and dim["attr"] not in plan.outputs[dim_side]:
+                        continue
+                    targets = plan.trace(fact_side, attr)
+                    if not targets:
+                        continue
+                    if not ok:
+                        notes.append(f"{fact.get('sql')}: {how} join keeps that side's rows "
+                                     f"unmatched, not pruned")
+                        continue
+                    if _fact_key(fact) is None:
+                        notes.append(f"{fact.get('sql')}: compared as {fact.get('cast')}, "
+                                     f"which does not map back to the column's values")
+                        continue
+                    if not plan.selective(dim_side):
+                        notes.append(f"{fact.get('sql')}: the build side ({dim.get('sql')}) "
+                                     f"filters nothing, not pruned")
+                        continue
+                    add(targets, dim_side, dim, how)
+        elif node["op"] == "Filter":
+            for sub in node.get("inSubqueries", []):
+                value = sub["value"]
+                attr = _fact_key(value)
+                child = node["children"][0]
+                if attr is None or attr not in plan.outputs[child]:
+                    continue
+                add(plan.trace(child, attr), sub["query"], sub["queryKey"], "IN subquery")
+    return out, notes
