@@ -35,6 +35,9 @@ Defaults, and why:
   (``dpp.whole_tables``; TPC-DS q96 on catalog tables: 18 s to ~10 s). ``false`` leaves such
   tables to Spark, e.g. where the driver's listing of remote storage is slower than Spark's
   distributed one.
+- ``optimizerHook=true`` (an addition): on a classic session, ``dpp.enable`` installs a rule
+  in Spark's optimizer (``dpp.optimizer_hook``), so DataFrame jobs, views, writes and SQL
+  commands are pruned too; read at ``enable``. ``false``: only ``spark.sql`` queries are.
 """
 from __future__ import annotations
 
@@ -167,6 +170,7 @@ class DppConfig:
     collector: str = "auto"
     lister: str = "auto"
     list_whole_catalog_tables: bool = True
+    optimizer_hook: bool = True
 
     @classmethod
     def from_mapping(cls, conf: Mapping[str, str]) -> "DppConfig":
@@ -325,6 +329,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.collector": ("collector", _parse_choice(COLLECTORS)),
     "spark.dpp.lister": ("lister", _parse_choice(LISTERS)),
     "spark.dpp.listWholeCatalogTables": ("list_whole_catalog_tables", _parse_bool),
+    "spark.dpp.optimizerHook": ("optimizer_hook", _parse_bool),
 }
 
 KNOWN_KEYS = tuple(_KEYS)

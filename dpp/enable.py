@@ -113,6 +113,9 @@ class _Enabled:
                     raise ConfigError(f"{setting.key}={setting.path!r}: cannot register table "
                                       f"{name!r} at that path: {exc}") from None
                 self.tables[name] = setting.path
+                if self.session.optimizer_hook is not None:
+                    # spark.table(name) in DataFrame code: a lazy relation the hook prunes
+                    self.session.ensure_views([name])
 
     def forget_tables(self) -> None:
         with self.lock:
@@ -148,6 +151,7 @@ def enable(spark: Any) -> "DppSession":
         previous = vars(spark).get("sql", _MISSING)
         original = spark.sql
         session = DppSession(spark)  # validates spark.dpp.* now
+        _install_hook(session)
         state = _Enabled(spark, session, previous)
         try:
             state.sync_tables(spark_settings(spark))
@@ -158,6 +162,32 @@ def enable(spark: Any) -> "DppSession":
         spark.sql = _wrapper(state, original)
         log.info("dpp: enabled on this SparkSession (spark.dpp.enabled is read per query)")
         return session
+
+
+def _install_hook(session: "DppSession") -> None:
+    """The optimizer hook on a classic session (``spark.dpp.optimizerHook``, default true):
+    DataFrame jobs, views, writes and commands are pruned too. Where it cannot be installed
+    (Spark Connect: no JVM in Python; no JDK to compile it) only ``spark.sql`` queries are,
+    and the reason is logged and kept as the session's ``hook_note``."""
+    from dpp.core.remote import is_remote
+
+    session.hook_note = None  # type: ignore[attr-defined]
+    if is_remote(session.spark):
+        session.hook_note = ("Spark Connect: no optimizer hook (no JVM in Python); spark.sql "  # type: ignore[attr-defined]
+                             "queries are pruned by the SQL-text analysis")
+        return
+    if not session.config.optimizer_hook:
+        session.hook_note = "spark.dpp.optimizerHook=false: only spark.sql queries are pruned"  # type: ignore[attr-defined]
+        return
+    try:
+        from dpp.optimizer_hook import OptimizerHook, patch_explain
+
+        session.optimizer_hook = OptimizerHook(session)
+        patch_explain()
+    except Exception as exc:
+        session.hook_note = (f"optimizer hook unavailable, only spark.sql queries are pruned: "  # type: ignore[attr-defined]
+                             f"{type(exc).__name__}: {exc}")
+        log.warning("dpp: %s", session.hook_note)  # type: ignore[attr-defined]
 
 
 def disable(spark: Any) -> None:

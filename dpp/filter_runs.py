@@ -166,7 +166,10 @@ class FilterRuns:
     def __init__(self, spark: SparkSession, service: FilterService, cfg: DppConfig,
                  rules: SparkRules, max_workers: int,
                  env_notes: Optional[EnvironmentNotes] = None,
-                 memory: Optional[FilterMemory] = None) -> None:
+                 memory: Optional[FilterMemory] = None,
+                 thread_setup: Optional[Callable[[], None]] = None) -> None:
+        """``thread_setup`` runs once in each pool thread (the optimizer hook marks them, so
+        its rule leaves dpp's own build queries alone)."""
         self.spark = spark
         self.service = service
         self.cfg = cfg
@@ -175,7 +178,7 @@ class FilterRuns:
         self.new_env_notes: list[str] = []   # said for the first time by this query
         self.memory = memory if memory is not None else FilterMemory()
         self._pool = cf.ThreadPoolExecutor(max_workers=max(1, max_workers),
-                                           thread_name_prefix="dpp")
+                                           thread_name_prefix="dpp", initializer=thread_setup)
         self._runs: dict[str, _Run] = {}
 
     def __enter__(self) -> "FilterRuns":

@@ -46,7 +46,7 @@ from hive_splits.naming import parse_folder_name
 if TYPE_CHECKING:
     from dpp.session import DppSession
 
-__all__ = ["OptimizerHook", "HookUnavailable", "explaining", "INTERNAL"]
+__all__ = ["OptimizerHook", "HookUnavailable", "explaining", "patch_explain", "INTERNAL"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,35 @@ def explaining(spark: Any) -> Iterator[None]:
         yield
     finally:
         sc.setLocalProperty(EXPLAIN, old)
+
+
+_PATCH_LOCK = threading.Lock()
+
+
+def patch_explain() -> None:
+    """``DataFrame.explain`` of a session with the hook runs under :func:`explaining`, so
+    explaining a plan never starts its build sides (once per process; a no-op for sessions
+    without the hook)."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    with _PATCH_LOCK:
+        original = DataFrame.explain
+        if getattr(original, "dpp_patched", False):
+            return
+
+        def explain(self: Any, *args: Any, **kwargs: Any) -> Any:
+            spark = self.sparkSession
+            from dpp.enable import session_of
+
+            dpp_session = session_of(spark)
+            if dpp_session is None or getattr(dpp_session, "optimizer_hook", None) is None:
+                return original(self, *args, **kwargs)
+            with explaining(spark):
+                return original(self, *args, **kwargs)
+
+        explain.dpp_patched = True  # type: ignore[attr-defined]
+        explain.__doc__ = original.__doc__
+        DataFrame.explain = explain  # type: ignore[method-assign]
 
 
 @dataclass
@@ -166,10 +195,13 @@ class OptimizerHook:
         self._drop_stale()
         if not cfg.enabled:
             return {"wrap": {}}
+        rels = relation_nodes(msg)
+        if any(_handoff(r) for r in rels.values()):
+            # the SQL-text path's rewritten query (it pruned already, and reports it)
+            return {"wrap": {}}
         prunes, notes = find_prunes(msg)
         if not prunes:
             return {"wrap": {}}
-        rels = relation_nodes(msg)
         nodes = {n["id"]: n for n in msg["nodes"]}
         report = JobReport.start(query_text=_plan_text(msg, prunes), kind="plan",
                                  settings=cfg.as_settings(), enabled=True)
@@ -399,6 +431,17 @@ class OptimizerHook:
 
 
 # ---------------------------------------------------------------------- helpers
+
+def _handoff(rel: dict[str, Any]) -> bool:
+    """A relation the SQL-text path handed to Spark: its kept folders or files as roots."""
+    if rel.get("kind") != "path":
+        return False
+    roots = rel.get("rootPaths") or []
+    if len(roots) != 1:
+        return True
+    base = os.path.basename(_local(roots[0]).rstrip("/"))
+    return parse_folder_name(base) is not None or base.endswith(".parquet")
+
 
 def _local(path: str) -> str:
     """A ``file:`` URI as a plain path (other schemes as they are)."""

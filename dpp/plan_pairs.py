@@ -86,6 +86,8 @@ class _Plan:
             pos = self.outputs[node].index(attr)
             found: list[tuple[int, str]] = []
             for c in children:
+                if pos >= len(self.outputs[c]):
+                    return None
                 sub = self.trace(c, self.outputs[c][pos], depth + 1)
                 if sub is None:
                     return None

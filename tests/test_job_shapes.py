@@ -1,0 +1,229 @@
+"""Jobs as users write them, pruned through the optimizer hook (``dpp.optimizer_hook``).
+
+Each shape runs with ``dpp.enable(spark)`` on a declared path table and on a catalog table
+over the same folder, in UTC and in America/Los_Angeles (a DATE partition column), and is
+checked against Spark with every pruning off on the same data: same rows, the report shows
+the fact pruned, and only the kept partitions were listed (folders listed <= kept + 1).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpp
+from tests.conftest import spark_conf
+
+DAYS = [dt.date(2024, 1, 20) + dt.timedelta(days=i) for i in range(40)]   # to 2024-02-28
+FEB = [d for d in DAYS if d.month == 2]
+OFF = {"spark.dpp.enabled": "false",
+       "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
+       "spark.sql.optimizer.runtime.bloomFilter.enabled": "false"}
+
+
+@pytest.fixture(scope="module")
+def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("shapes")
+    fact = root / "events"
+    for i, day in enumerate(DAYS):
+        folder = fact / f"day={day.isoformat()}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"amount": pa.array([i, i + 100, -i], pa.int32()),
+                                 "item": pa.array([i % 7, (i + 1) % 7, 3], pa.int32())}),
+                       folder / "part-0.parquet")
+    null_folder = fact / "day=__HIVE_DEFAULT_PARTITION__"
+    null_folder.mkdir()
+    pq.write_table(pa.table({"amount": pa.array([999], pa.int32()),
+                             "item": pa.array([1], pa.int32())}), null_folder / "part-0.parquet")
+    cal = root / "calendar"
+    cal.mkdir()
+    pq.write_table(pa.table({"day": pa.array(DAYS + [dt.date(2024, 3, 1)], pa.date32()),
+                             "month": pa.array([d.month for d in DAYS] + [3], pa.int32())}),
+                   cal / "part-0.parquet")
+    spark.sql("DROP TABLE IF EXISTS js_events")
+    spark.sql(f"CREATE TABLE js_events (amount INT, item INT, day DATE) USING parquet "
+              f"PARTITIONED BY (day) LOCATION '{fact}'")
+    spark.sql("ALTER TABLE js_events RECOVER PARTITIONS")
+    with spark_conf(spark, {"spark.dpp.tables.js_fact": str(fact),
+                            "spark.dpp.report.path": str(root / "reports.jsonl")}):
+        session = dpp.enable(spark)
+        assert session.optimizer_hook is not None, session.hook_note
+        try:
+            yield {"fact": fact, "cal": str(cal), "root": root, "session": session,
+                   "reports": root / "reports.jsonl"}
+        finally:
+            dpp.disable(spark)
+            for t in ("js_events", "js_out", "js_ctas", "js_saved"):
+                spark.sql(f"DROP TABLE IF EXISTS {t}")
+
+
+def _cal(spark: Any, data: dict[str, Any]) -> Any:
+    return spark.read.parquet(data["cal"]).where("month = 2")
+
+
+def _sql_join(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
+    return spark.sql(f"SELECT f.amount, f.item, f.day FROM {fact} f JOIN "
+                     f"parquet.`{data['cal']}` c ON f.day = c.day WHERE c.month = 2").collect()
+
+
+def _df_join(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
+    return spark.table(fact).join(_cal(spark, data), "day").select("amount", "item",
+                                                                   "day").collect()
+
+
+def _write_back(spark: Any, data: dict[str, Any], fact: str, how: str) -> list[Any]:
+    spark.read.parquet(data["cal"]).createOrReplaceTempView("js_cal")
+    select = (f"SELECT f.amount, f.item, f.day FROM {fact} f JOIN js_cal c "
+              f"ON f.day = c.day WHERE c.month = 2")
+    spark.sql("DROP TABLE IF EXISTS js_out")
+    if how == "insert":
+        spark.sql("CREATE TABLE js_out (amount INT, item INT, day DATE) USING parquet")
+        spark.sql(f"INSERT OVERWRITE js_out {select}")
+    elif how == "ctas":
+        spark.sql(f"CREATE TABLE js_out USING parquet AS {select}")
+    else:
+        (spark.table(fact).join(_cal(spark, data), "day").select("amount", "item", "day")
+         .write.mode("overwrite").saveAsTable("js_out"))
+    return spark.table("js_out").collect()
+
+
+def _reader_view(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
+    source = (spark.read.parquet(str(data["fact"])) if fact == "js_fact"
+              else spark.table(fact))
+    source.createOrReplaceTempView("js_view")
+    return spark.sql(f"SELECT v.amount, v.item, v.day FROM js_view v JOIN "
+                     f"parquet.`{data['cal']}` c ON v.day = c.day WHERE c.month = 2").collect()
+
+
+def _sql_view(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
+    spark.sql(f"CREATE OR REPLACE TEMP VIEW js_sqlview AS SELECT * FROM {fact} "
+              f"WHERE amount > -1000")
+    return spark.sql(f"SELECT v.amount, v.item, v.day FROM js_sqlview v JOIN "
+                     f"parquet.`{data['cal']}` c ON v.day = c.day WHERE c.month = 2").collect()
+
+
+def _union(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
+    a = spark.table(fact).join(_cal(spark, data), "day").select("amount", "day")
+    b = (spark.table(fact).join(spark.read.parquet(data["cal"]).where("day < '2024-02-05'"),
+                                "day").select("amount", "day"))
+    return a.unionAll(b).collect()
+
+
+def _cached_dim(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
+    cal = _cal(spark, data).cache()
+    try:
+        cal.count()
+        return spark.table(fact).join(cal, "day").select("amount", "item", "day").collect()
+    finally:
+        cal.unpersist()
+
+
+def _broadcast(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
+    from pyspark.sql import functions as F
+
+    return (spark.table(fact).join(F.broadcast(_cal(spark, data)), "day")
+            .select("amount", "item", "day").collect())
+
+
+def _aqe_off(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
+    with spark_conf(spark, {"spark.sql.adaptive.enabled": "false"}):
+        return _df_join(spark, data, fact)
+
+
+def _in_subquery(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
+    return spark.sql(f"SELECT amount, item, day FROM {fact} WHERE day IN "
+                     f"(SELECT day FROM parquet.`{data['cal']}` WHERE month = 2)").collect()
+
+
+SHAPES: dict[str, Callable[[Any, dict[str, Any], str], list[Any]]] = {
+    "sql_join": _sql_join,
+    "dataframe_join": _df_join,
+    "insert_overwrite": lambda s, d, f: _write_back(s, d, f, "insert"),
+    "ctas": lambda s, d, f: _write_back(s, d, f, "ctas"),
+    "save_as_table": lambda s, d, f: _write_back(s, d, f, "save"),
+    "reader_temp_view": _reader_view,
+    "sql_temp_view": _sql_view,
+    "dataframe_union": _union,
+    "cached_dimension": _cached_dim,
+    "broadcast_hint": _broadcast,
+    "aqe_off": _aqe_off,
+    "in_subquery": _in_subquery,
+}
+
+
+def _fact_entries(session: Any) -> list[Any]:
+    report = session.last_report
+    assert report is not None
+    return [t for t in report.tables if t.pruning == "applied"]
+
+
+@pytest.mark.parametrize("tz", ["UTC", "America/Los_Angeles"])
+@pytest.mark.parametrize("fact", ["js_fact", "js_events"])
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_job_shape_prunes_with_sparks_rows(spark: Any, data: dict[str, Any], shape: str,
+                                           fact: str, tz: str) -> None:
+    run = SHAPES[shape]
+    session = data["session"]
+    with spark_conf(spark, {"spark.sql.session.timeZone": tz}):
+        with spark_conf(spark, OFF):
+            expected = sorted(map(tuple, run(spark, data, fact)), key=repr)
+        session.last_report = None
+        got = sorted(map(tuple, run(spark, data, fact)), key=repr)
+    assert got == expected
+    assert len(expected) > 0
+    applied = _fact_entries(session)
+    assert applied, f"{shape} on {fact}: nothing pruned: {session.last_report.tables}"
+    for t in applied:
+        assert t.partitions_kept <= len(FEB), t
+        assert t.partitions_kept < t.partitions_total, t
+        # the listing skipped: only the kept partitions' folders (+ the root for path tables)
+        assert t.folders_listed <= t.partitions_kept + 1, t
+
+
+@pytest.mark.parametrize("fact", ["js_fact", "js_events"])
+def test_explain_starts_no_build_side(spark: Any, data: dict[str, Any], fact: str,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    session = data["session"]
+    reports: Path = data["reports"]
+    before = reports.read_text().count("\n") if reports.exists() else 0
+    session.last_report = None
+    df = spark.table(fact).join(_cal(spark, data), "day").select("amount", "item", "day")
+    jobs_before = spark.sparkContext.statusTracker().getJobIdsForGroup(None)
+    df.explain()
+    capsys.readouterr()
+    after = reports.read_text().count("\n") if reports.exists() else 0
+    assert after == before and session.last_report is None
+    jobs = set(spark.sparkContext.statusTracker().getJobIdsForGroup(None)) - set(jobs_before)
+    assert not jobs, f"explain ran Spark jobs {jobs}"
+    # the same DataFrame, executed after its explain, is pruned (its build sides start then)
+    with spark_conf(spark, OFF):
+        expected = sorted(map(tuple, df.sparkSession.table(fact).join(_cal(spark, data), "day")
+                              .select("amount", "item", "day").collect()), key=repr)
+    assert sorted(map(tuple, df.collect()), key=repr) == expected
+    assert _fact_entries(session)
+
+
+def test_off_leaves_sparks_plan(spark: Any, data: dict[str, Any]) -> None:
+    session = data["session"]
+    with spark_conf(spark, {"spark.dpp.enabled": "false"}):
+        session.last_report = None
+        df = spark.table("js_events").join(_cal(spark, data), "day")
+        df.collect()
+        assert session.last_report is None
+        assert "DppCatalogFileIndex" not in df._jdf.queryExecution().optimizedPlan().toString()
+
+
+def test_report_line_per_pruned_query(spark: Any, data: dict[str, Any]) -> None:
+    reports: Path = data["reports"]
+    before = reports.read_text().splitlines() if reports.exists() else []
+    _df_join(spark, data, "js_events")
+    lines = reports.read_text().splitlines()[len(before):]
+    assert len(lines) == 1
+    entry = json.loads(lines[0])
+    assert entry["kind"] == "plan"
+    assert any(t["pruning"] == "applied" for t in entry["tables"])

@@ -1,0 +1,164 @@
+"""dpp.plan_pairs on plan descriptions as the JVM rule sends them (no Spark needed)."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from dpp.plan_pairs import find_prunes
+
+
+class _Plan:
+    """Builds a plan description: nodes numbered in the order they are added."""
+
+    def __init__(self) -> None:
+        self.nodes: list[dict[str, Any]] = []
+        self.exprs = 0
+
+    def node(self, op: str, children: list[int], output: list[tuple[int, str]],
+             **extra: Any) -> int:
+        nid = len(self.nodes)
+        self.nodes.append({"id": nid, "op": op, "children": children,
+                           "output": [[e, n, "int"] for e, n in output], **extra})
+        return nid
+
+    def key(self, attr: Optional[int], cast: Optional[str] = None,
+            src: Optional[str] = None) -> dict[str, Any]:
+        self.exprs += 1
+        k: dict[str, Any] = {"expr": self.exprs - 1, "type": cast or "int", "sql": f"a{attr}"}
+        if attr is not None:
+            k["attr"] = attr
+        if cast:
+            k["cast"], k["from"] = cast, src
+        return k
+
+    def fact(self) -> int:
+        return self.node("LogicalRelation", [], [(1, "v"), (2, "day")],
+                         relation={"kind": "path", "rootPaths": ["file:/f"],
+                                   "partitionColumns": ["day"]})
+
+    def dim(self, selective: bool = True) -> int:
+        leaf = self.node("LogicalRelation", [], [(10, "d"), (11, "month")])
+        return self.node("Filter", [leaf], [(10, "d"), (11, "month")], selective=selective,
+                         inSubqueries=[])
+
+    def desc(self) -> dict[str, Any]:
+        return {"op": "plan", "request": "r1", "roots": [len(self.nodes) - 1],
+                "nodes": self.nodes}
+
+
+def _join(p: _Plan, left: int, right: int, how: str, keys: list[tuple[dict, dict]]) -> int:
+    out = [(o[0], o[1]) for c in (left, right) for o in p.nodes[c]["output"]]
+    if how in ("LEFT SEMI", "LEFT ANTI"):
+        out = [(o[0], o[1]) for o in p.nodes[left]["output"]]
+    return p.node("Join", [left, right], out, joinType=how, keys=[[a, b] for a, b in keys])
+
+
+def test_inner_join_prunes_the_fact_by_the_filtered_dimension() -> None:
+    p = _Plan()
+    f, d = p.fact(), p.dim()
+    _join(p, f, d, "INNER", [(p.key(2), p.key(10))])
+    prunes, _ = find_prunes(p.desc())
+    assert [(x.relation, x.column, x.build_node) for x in prunes] == [(f, "day", d)]
+
+
+def test_keys_written_the_other_way_round_still_pair() -> None:
+    p = _Plan()
+    d, f = p.dim(), p.fact()
+    _join(p, d, f, "INNER", [(p.key(2), p.key(10))])
+    assert [(x.relation, x.build_node) for x in find_prunes(p.desc())[0]] == [(f, d)]
+
+
+def test_preserved_and_anti_sides_are_never_pruned() -> None:
+    for how, fact_left in (("LEFT OUTER", True), ("FULL OUTER", True), ("LEFT ANTI", True),
+                           ("RIGHT OUTER", False)):
+        p = _Plan()
+        f, d = p.fact(), p.dim()
+        left, right = (f, d) if fact_left else (d, f)
+        _join(p, left, right, how, [(p.key(2), p.key(10))])
+        prunes, notes = find_prunes(p.desc())
+        assert prunes == [], how
+        if how != "LEFT ANTI":
+            assert notes, how
+
+
+def test_non_preserved_side_of_an_outer_join_is_pruned() -> None:
+    p = _Plan()
+    d, f = p.dim(), p.fact()
+    _join(p, d, f, "LEFT OUTER", [(p.key(10), p.key(2))])
+    assert [x.relation for x in find_prunes(p.desc())[0]] == [f]
+
+
+def test_a_data_column_or_a_computed_key_is_not_traced() -> None:
+    p = _Plan()
+    f, d = p.fact(), p.dim()
+    _join(p, f, d, "INNER", [(p.key(1), p.key(10)), (p.key(None), p.key(10))])
+    assert find_prunes(p.desc())[0] == []
+
+
+def test_an_unfiltered_build_side_prunes_nothing_and_says_so() -> None:
+    p = _Plan()
+    f, d = p.fact(), p.dim(selective=False)
+    _join(p, f, d, "INNER", [(p.key(2), p.key(10))])
+    prunes, notes = find_prunes(p.desc())
+    assert prunes == [] and "filters nothing" in notes[0]
+
+
+def test_traced_through_project_alias_aggregate_and_union() -> None:
+    p = _Plan()
+    f1, f2 = p.fact(), p.node("LogicalRelation", [], [(3, "v"), (4, "day")],
+                              relation={"kind": "catalog", "table": "t",
+                                        "partitionColumns": ["day"], "rootPaths": []})
+    proj = p.node("Project", [f1], [(5, "dd")], map=[[5, 2]])
+    agg = p.node("Aggregate", [f2], [(6, "day")], map=[[6, 4]])
+    union = p.node("Union", [proj, agg], [(5, "dd")])
+    d = p.dim()
+    _join(p, union, d, "INNER", [(p.key(5), p.key(10))])
+    assert sorted(x.relation for x in find_prunes(p.desc())[0]) == [f1, f2]
+
+
+def test_union_with_an_untraceable_branch_prunes_no_branch() -> None:
+    p = _Plan()
+    f1 = p.fact()
+    other = p.node("LogicalRDD", [], [(7, "x"), (8, "y")])
+    union = p.node("Union", [f1, other], [(1, "v"), (2, "day")])
+    d = p.dim()
+    _join(p, union, d, "INNER", [(p.key(2), p.key(10))])
+    assert find_prunes(p.desc())[0] == []
+
+
+def test_limit_and_window_over_all_rows_stop_the_trace() -> None:
+    for op, extra in (("GlobalLimit", {}), ("Window", {"partitionSpec": []}),
+                      ("Sample", {})):
+        p = _Plan()
+        f = p.fact()
+        mid = p.node(op, [f], [(1, "v"), (2, "day")], **extra)
+        d = p.dim()
+        _join(p, mid, d, "INNER", [(p.key(2), p.key(10))])
+        assert find_prunes(p.desc())[0] == [], op
+
+
+def test_window_partitioned_by_the_key_passes_it() -> None:
+    p = _Plan()
+    f = p.fact()
+    w = p.node("Window", [f], [(1, "v"), (2, "day")], partitionSpec=[2])
+    d = p.dim()
+    _join(p, w, d, "INNER", [(p.key(2), p.key(10))])
+    assert [x.relation for x in find_prunes(p.desc())[0]] == [f]
+
+
+def test_fact_side_casts_only_integral_widening() -> None:
+    for cast, src, ok in (("bigint", "int", True), ("int", "bigint", False),
+                          ("string", "int", False), ("double", "int", False)):
+        p = _Plan()
+        f, d = p.fact(), p.dim()
+        _join(p, f, d, "INNER", [(p.key(2, cast, src), p.key(10))])
+        assert bool(find_prunes(p.desc())[0]) is ok, (cast, src)
+
+
+def test_in_subquery_conjunct_prunes_the_outer_fact() -> None:
+    p = _Plan()
+    f = p.fact()
+    d = p.dim()
+    p.node("Filter", [f], [(1, "v"), (2, "day")], selective=True,
+           inSubqueries=[{"value": p.key(2), "query": d, "queryKey": p.key(10)}])
+    assert [(x.relation, x.build_node, x.join) for x in find_prunes(p.desc())[0]] == [
+        (f, d, "IN subquery")]
