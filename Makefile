@@ -25,7 +25,7 @@ test: venv system
 # The quick tier for the edit-test loop: algebra, codec, planner, loader, reports, Redis; no
 # Spark session and no TPC-DS data (tests/conftest.py marks those). Under 3 minutes.
 check: venv system
-	$(PYTHON) -m pytest -m "not spark and not tpcds and not slow" $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -m "not spark and not tpcds and not connect and not slow" $(PYTEST_ARGS)
 
 demo: venv system
 	$(PYTHON) -m tpcds.demo

@@ -38,6 +38,7 @@ from collectors.sink import PartialSink
 from dpp.core.codec import DEFAULT_MAX_BYTES
 from dpp.core.domain import Domain, TupleDomain
 from dpp.core.errors import DomainError, DppError
+from dpp.core.remote import functions_for
 from dpp.core.policy import CollapsePolicy
 
 __all__ = ["build_filter_native"]
@@ -56,7 +57,7 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
     group is :func:`job_group_id`, so ``cancelJobGroup`` stops them). Raises
     :class:`BuildError` when Spark fails; the caller fails the filter ("no pruning").
     """
-    from pyspark.sql import functions as F
+    F = functions_for(df)  # the Connect client's own functions on Spark Connect
 
     t0 = time.monotonic()
     if max_distinct < 0:

@@ -21,7 +21,6 @@ import uuid
 from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 from pyspark.sql import DataFrame, Row, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import DataType as SparkDataType
 from pyspark.sql.types import StructType
 
@@ -29,7 +28,7 @@ from coordinator import FilterService, make_service
 from dpp.config import DppConfig, redact_url
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import ConfigError, DppError, LayoutError
-from dpp.core.remote import JVM_NOTE_PREFIX, is_remote
+from dpp.core.remote import JVM_NOTE_PREFIX, functions_for, is_remote
 from dpp.core.spark_rules import SparkRules
 from dpp.decision import (LoadGroup, PruningDecision, Stats, decide, real_column,
                           table_columns)
@@ -86,8 +85,10 @@ class DppSession:
         self._lock = threading.RLock()
         self._service: Optional[FilterService] = None
         self._service_spec: Optional[tuple] = None
-        self._views = PlainViews(spark, self._registered,
-                                 lambda t: full_dataframe(self.spark, t))
+        self._views = PlainViews(spark, self._registered, self._whole_table)
+        # the optimizer hook (dpp.enable on a classic session): declared tables become lazy
+        # relations it prunes, listed by Spark only when read whole
+        self.optimizer_hook: Optional[Any] = None
         self.last_report: Optional[JobReport] = None
         self._env_notes = EnvironmentNotes()        # environment problems, said once
         self._filter_memory = FilterMemory()        # build sides that pruned nothing
@@ -141,7 +142,23 @@ class DppSession:
                 self._service_spec = spec
             return self._service
 
+    def _whole_table(self, table: Table) -> DataFrame:
+        """A registered table's plain view: with the optimizer hook, a relation that lists
+        nothing until a scan needs it (and is pruned by the hook); else every file, listed."""
+        hook = self.optimizer_hook
+        if hook is not None:
+            return hook.lazy_dataframe(table)
+        return full_dataframe(self.spark, table)
+
+    def ensure_views(self, names: Iterable[str]) -> None:
+        """Makes the plain views of these registered tables now (``spark.table(name)`` in a
+        DataFrame job needs them before any query names them)."""
+        self._views.ensure(names)
+
     def close(self) -> None:
+        hook, self.optimizer_hook = self.optimizer_hook, None
+        if hook is not None:
+            hook.close()
         with self._lock:
             if self._service is not None:
                 self._service.close()
@@ -833,7 +850,8 @@ class DppSession:
                     continue
                 spec = FilterSpec(filter_id=f"{qid}-j{i + 1}", build_label=f"dataframe.{dcol}",
                                   probe_type=columns.get(fcol.lower()), probe_label=fact)
-                runs.start(spec, lambda c=dcol: dim_df.select(F.col(c)), key=dcol)
+                runs.start(spec, lambda c=dcol: dim_df.select(functions_for(dim_df).col(c)),
+                           key=dcol)
                 col = real_column(table, fcol) or fcol  # as the table spells it
                 dyn.append(DynamicFilter(filter_id=spec.filter_id, column=col,
                                          wait=runs.waiter(spec.filter_id, col, deadline)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from typing import Any, Mapping, Optional
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from dpp.core.errors import ConfigError, LayoutError
 from hive_splits.listing import DirEntry, FileEntry, Lister
@@ -164,7 +164,7 @@ class ArrowLister(Lister):
         ``container/path`` on Azure, ``/path`` on HDFS, the path itself without a scheme."""
         u = urlparse(uri)
         scheme = u.scheme.lower()
-        path = unquote(u.path)
+        path = u.path   # as stored: a Hive-escaped folder name (k=a%3Ab) is its literal key
         if scheme in ("s3", "s3a", "s3n", "gs"):
             return (u.netloc + path).rstrip("/")
         if scheme in ("abfs", "abfss"):

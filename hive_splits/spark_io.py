@@ -43,7 +43,7 @@ import threading
 import re
 from typing import Any, Iterator, Optional
 
-from dpp.core.remote import is_remote
+from dpp.core.remote import functions_for, is_remote
 from hive_splits.jvm_refs import jvm_class, scala_object
 from hive_splits.loader import LoadResult
 from hive_splits.table import Table, spark_ddl, spark_struct_type
@@ -203,8 +203,7 @@ def _adopt(spark: Any, df: Any) -> Any:
 
 
 def _to_dataframe(spark: Any, table: Table, result: LoadResult, driver_listing: bool) -> Any:
-    from pyspark.sql import functions as F
-
+    F = functions_for(spark)   # the Connect client's own functions on Spark Connect
     columns = [n for n, _ in table.all_columns()]
     if not result.splits:
         return spark.createDataFrame([], spark_struct_type(table))

@@ -27,14 +27,17 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Marks every test that needs the Spark session (directly or through a fixture) as
-    ``spark`` and every TPC-DS test (DuckDB data generation) as ``tpcds``, so ``make check``
-    (``-m "not spark and not tpcds and not slow"``) is the quick tier, without a JVM."""
+    ``spark``, every test using a Spark Connect server as ``connect``, and every TPC-DS test
+    (DuckDB data generation) as ``tpcds``, so ``make check`` (``-m "not spark and not tpcds
+    and not connect and not slow"``) is the quick tier, without a JVM."""
     for item in items:
         names = getattr(item, "fixturenames", ())
         callspec = getattr(item, "callspec", None)
         hadoop = callspec is not None and callspec.params.get("lister_kind") == "hadoop"
         if "spark" in names or "tpcds_sf001" in names or hadoop:
             item.add_marker(pytest.mark.spark)
+        if "connect" in names or "connect_server" in names:
+            item.add_marker(pytest.mark.connect)   # a Spark Connect server process
         if item.path.name.startswith("test_tpcds"):
             item.add_marker(pytest.mark.tpcds)
 

@@ -27,12 +27,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
+from dpp.core.remote import is_remote
 from hive_splits.metastore import partitions_fetched_metric
 from hive_splits.storage_calls import storage_calls
 from tpcds.generate import FACT_PARTITIONS, TABLES, read_manifest
-from tpcds.metrics import JobWindow, collect_metrics
+from tpcds.metrics import JobWindow, QueryMetrics, collect_metrics
 from tpcds.queries import Query, load_queries, select_queries
-from tpcds.reference import DuckDBReference, compare_rows
+from tpcds.reference import DuckDBReference, baseline_mode, compare_rows, modes_agree
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,10 @@ class Run:
     error: Optional[str] = None
     timed_out: bool = False
     mismatch: Optional[str] = None
+    # without DuckDB's answers (--no-check): whether the rows equal the baseline mode's
+    # (spark's) in the same query; None when not judged (see reference.modes_agree)
+    agrees: Optional[bool] = None
+    disagreement: Optional[str] = None
     rows: Optional[int] = None
     listing_s: Optional[float] = None
     execution_s: Optional[float] = None
@@ -202,6 +207,8 @@ class Runner:
         self.reference = reference
         self.catalog_db = catalog_db
         self._dpp: Any = None
+        #: the rows of the last run (None when it failed): modes compared without DuckDB
+        self.last_rows: Optional[list[Any]] = None
 
     def dpp_session(self) -> Any:
         if self._dpp is None:
@@ -228,14 +235,18 @@ class Runner:
 
     def run(self, q: Query, mode: str, kind: str, rep: int, measure: bool = True) -> Run:
         r = Run(q.name, mode, kind, rep)
+        self.last_rows = None
         spark = self.spark
         drop_views(spark, TABLES)   # nothing opened by an earlier run may be reused
         if kind == "catalog":
             spark.catalog.setCurrentDatabase(self.catalog_db)
-        window = JobWindow(spark)
+        # Spark Connect: the status store, the executed plan and the counting filesystem are
+        # in the server's JVM; timings, rows and dpp's report are all a run measures there
+        remote = is_remote(spark)
+        window = _NoWindow() if remote else JobWindow(spark)
         df = None
         watchdog = _Watchdog(spark, self.timeout_s)
-        calls0 = storage_calls(spark)
+        calls0 = None if remote else storage_calls(spark)
         fetched0 = partitions_fetched_metric(spark)
         try:
             with mode_conf(spark, mode), watchdog:
@@ -254,13 +265,15 @@ class Runner:
             r.listing_s, r.execution_s, r.total_s = t1 - t0, t2 - t1, t2 - t0
             r.rows = len(rows)
             r.ok = True
+            self.last_rows = rows
             if measure:
-                r.metrics = collect_metrics(df, window.stop(), FACT_PARTITIONS,
-                                            self.data_dir).to_dict()
+                r.metrics = (QueryMetrics().to_dict() if remote else
+                             collect_metrics(df, window.stop(), FACT_PARTITIONS,
+                                             self.data_dir).to_dict())
                 if (mode in DPP_MODES and self._dpp is not None
                         and self._dpp.last_report is not None):
                     r.dpp_report = self._dpp.last_report.to_dict()
-                r.storage = _storage(calls0, storage_calls(spark), fetched0,
+                r.storage = _storage(calls0, None if remote else storage_calls(spark), fetched0,
                                      partitions_fetched_metric(spark), r.dpp_report)
             if self.reference is not None:
                 problem = compare_rows(rows, self.reference.rows(q), limit=q.limit,
@@ -329,7 +342,10 @@ class _Watchdog:
         self.fired = True
         while not self._done.is_set():
             try:
-                self.spark.sparkContext.cancelAllJobs()
+                if is_remote(self.spark):
+                    self.spark.interruptAll()
+                else:
+                    self.spark.sparkContext.cancelAllJobs()
             except Exception:
                 log.debug("cancelAllJobs failed", exc_info=True)
             self._done.wait(0.25)
@@ -441,8 +457,10 @@ def run_bench(spark: Any, cfg: BenchConfig, progress: Optional[Progress] = None,
             t = time.perf_counter()
             for q in queries:
                 reference.rows(q)
+            cached = sum(1 for s in reference.sources.values() if s == "cache")
             say(f"duckdb reference answers for {len(queries)} queries in "
-                f"{time.perf_counter() - t:.1f}s")
+                f"{time.perf_counter() - t:.1f}s ({cached} from {reference.cache_dir})")
+            reference.release()   # DuckDB's memory back before Spark runs
         for kind in cfg.table_kinds:
             todo = [q for q in queries if (kind, q.name) not in finished]
             if not todo:
@@ -464,13 +482,17 @@ def run_bench(spark: Any, cfg: BenchConfig, progress: Optional[Progress] = None,
                         modes_left = modes
                 else:
                     modes_left = modes
+                ran: list[tuple[Run, Optional[list[Any]]]] = []
                 for rep in range(cfg.repeat if modes_left else 0):
                     k = (qi + rep) % len(modes_left)
                     order = modes_left[k:] + modes_left[:k]   # rotate: no mode always first
                     for mode in order:
                         r = runner.run(q, mode, kind, rep)
                         runs.append(r)
+                        ran.append((r, runner.last_rows))
                         say(_run_line(r))
+                if reference is None and ran:
+                    _agreement(ran, baseline_mode(modes_left), q.limit, say)
                 done.append([kind, q.name])
                 if checkpoint is not None:
                     checkpoint(result(complete=False))
@@ -478,6 +500,17 @@ def run_bench(spark: Any, cfg: BenchConfig, progress: Optional[Progress] = None,
         if reference is not None:
             reference.close()
     return result(complete=True)
+
+
+def _agreement(ran: list[tuple[Run, Optional[list[Any]]]], baseline: str,
+               limit: Optional[int], say: Progress) -> None:
+    """--no-check: each measured run of one query against the baseline mode's rows."""
+    verdicts = modes_agree([(r.mode, r.rep, rows) for r, rows in ran], baseline, limit)
+    for (r, _), (agrees, why) in zip(ran, verdicts):
+        r.agrees, r.disagreement = agrees, why
+        if why:
+            say(f"{r.kind:<7} {r.query:<5} {r.mode:<5} rep {r.rep}: "
+                + ("MODES DISAGREE: " if agrees is False else "") + why)
 
 
 def _warmup_mode(modes: list[str]) -> str:
@@ -515,8 +548,17 @@ def _run_line(r: Run) -> str:
             f"files {m.get('fact_files_read', 0)}/{m.get('fact_files_listed', 0)} listed{flag}")
 
 
+class _NoWindow:
+    """Stands for :class:`JobWindow` on Spark Connect (no status store to read)."""
+
+    def start(self) -> "_NoWindow":
+        return self
+
+
 def _environment(spark: Any) -> dict[str, Any]:
-    conf = {k: v for k, v in spark.sparkContext.getConf().getAll()
+    every = (spark.conf.getAll.items() if is_remote(spark)
+             else spark.sparkContext.getConf().getAll())
+    conf = {k: v for k, v in every
             if k.startswith(("spark.sql.", "spark.master", "spark.driver.memory",
                              "spark.executor.memory", "spark.dpp."))}
     return {"spark": spark.version, "python": platform.python_version(),
@@ -527,7 +569,8 @@ def failures(result: dict[str, Any]) -> list[dict[str, Any]]:
     """Runs that erred or whose rows differ from DuckDB's: each one fails the command. A run
     cut by ``--query-timeout`` is not a failure: it is listed as not run, with the limit."""
     return [r for r in result["runs"]
-            if (not r["ok"] and not r.get("timed_out")) or r.get("correct") is False]
+            if (not r["ok"] and not r.get("timed_out")) or r.get("correct") is False
+            or r.get("agrees") is False]
 
 
 def timed_out(result: dict[str, Any]) -> list[dict[str, Any]]:

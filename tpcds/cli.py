@@ -26,11 +26,20 @@ def _progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def make_spark(hive: bool, state_dir: Path, conf: Sequence[str] = ()) -> Any:
+def make_spark(hive: bool, state_dir: Path, conf: Sequence[str] = (),
+               connect: Optional[str] = None) -> Any:
     """A local SparkSession for the CLI; Hive support (Derby metastore in ``state_dir``) when
     catalog tables are benchmarked. Dynamic pruning settings are left at Spark's defaults:
-    the modes set them per run."""
+    the modes set them per run. ``connect``: a Spark Connect URL (``sc://host:port``): a
+    client of that server instead, given the same SQL settings (the server's own — master,
+    driver memory — are set where it was started: ``connect_server_command``)."""
     from pyspark.sql import SparkSession
+
+    if connect:
+        spark = SparkSession.builder.remote(connect).getOrCreate()
+        for k, v in {**CONNECT_SESSION_CONF, **_pairs(conf)}.items():
+            spark.conf.set(k, v)
+        return spark
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -56,14 +65,43 @@ def make_spark(hive: bool, state_dir: Path, conf: Sequence[str] = ()) -> Any:
             b = b.config(k, v)
     except Exception as exc:
         print(f"(storage requests will not be counted: {exc})", file=sys.stderr)
-    for kv in conf:
-        k, _, v = kv.partition("=")
-        if not _:
-            raise SystemExit(f"--conf expects key=value, got {kv!r}")
-        b = b.config(k.strip(), v.strip())
+    for k, v in _pairs(conf).items():
+        b = b.config(k, v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+# a classic bench session's SQL settings, set on a Connect client's session
+CONNECT_SESSION_CONF = {"spark.sql.shuffle.partitions": "8", "spark.sql.session.timeZone": "UTC"}
+
+
+def connect_server_command(port: int, state_dir: Path) -> list[str]:
+    """The ``spark-submit`` that starts a local Spark Connect server with the settings a
+    classic bench session has (master, driver memory, no UI; ``--connect`` sets the SQL ones
+    on the client's session)."""
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    return [str(home / "bin" / "spark-submit"),
+            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+            "--master", os.environ.get("TPCDS_SPARK_MASTER", "local[2]"),
+            "--driver-memory", os.environ.get("TPCDS_DRIVER_MEMORY", "6g"),
+            "--conf", "spark.ui.enabled=false",
+            "--conf", f"spark.sql.warehouse.dir={state_dir / 'warehouse'}",
+            "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={state_dir}",
+            "--conf", f"spark.connect.grpc.binding.port={port}",
+            "--conf", "spark.connect.grpc.binding.address=127.0.0.1"]
+
+
+def _pairs(conf: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for kv in conf:
+        k, sep, v = kv.partition("=")
+        if not sep:
+            raise SystemExit(f"--conf expects key=value, got {kv!r}")
+        out[k.strip()] = v.strip()
+    return out
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -140,7 +178,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 2
     if args.resume and previous is None:
         print(f"tpcds bench: nothing to resume in {out}; starting afresh", file=sys.stderr)
-    spark = make_spark("catalog" in cfg.table_kinds, out / "spark-state", args.conf)
+    spark = make_spark("catalog" in cfg.table_kinds, out / "spark-state", args.conf,
+                       connect=args.connect)
     try:
         result = run_bench(spark, cfg, progress=_progress, resume=previous,
                            checkpoint=lambda partial: write_outputs(partial, out, chart=False))
@@ -165,6 +204,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print("!" * 78, file=sys.stderr)
         return 1
     return 0
+
+
+def cmd_connect_server(args: argparse.Namespace) -> int:
+    import subprocess
+
+    state = Path(args.state or tempfile.mkdtemp(prefix="tpcds-connect-"))
+    state.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+    cmd = connect_server_command(args.port, state)
+    print("starting: " + " ".join(cmd), file=sys.stderr)
+    return subprocess.call(cmd, env=env)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -221,7 +271,17 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value")
     b.add_argument("--rewrite", action="append", default=[],
                    help="extra rewrite rule to apply (see tpcds.queries.RULES)")
+    b.add_argument("--connect", default=None, metavar="sc://HOST:PORT",
+                   help="run through this Spark Connect server (start one with "
+                        "`tpcds connect-server`); timings, rows and dpp's "
+                        "report are measured, Spark's scan metrics and request counts are not")
     b.set_defaults(func=cmd_bench)
+
+    c = sub.add_parser("connect-server", help="run a local Spark Connect server with the "
+                                              "bench session's settings (until stopped)")
+    c.add_argument("--port", type=int, default=15002)
+    c.add_argument("--state", default=None, help="folder for its warehouse and metastore")
+    c.set_defaults(func=cmd_connect_server)
     return ap
 
 

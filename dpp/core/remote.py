@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["is_remote", "JVM_NOTE_PREFIX"]
+__all__ = ["is_remote", "functions_for", "JVM_NOTE_PREFIX"]
 
 JVM_NOTE_PREFIX = "Spark Connect: "
 
@@ -20,3 +20,18 @@ def is_remote(spark: Any) -> bool:
     exist."""
     module = type(spark).__module__ or ""
     return module.startswith("pyspark.sql.connect.")
+
+
+def functions_for(spark: Any) -> Any:
+    """``pyspark.sql.functions`` for ``spark`` (a session or a DataFrame): the Connect module
+    for a Connect client. PySpark's shared module picks its side from the process environment
+    (``SPARK_CONNECT_MODE_ENABLED``, set by ``SparkSession.builder.remote``): a Connect client
+    made without it (``pyspark.sql.connect.session.SparkSession.builder``) would get columns
+    that need a JVM. Spark is imported only when this is called."""
+    if is_remote(spark):
+        from pyspark.sql.connect import functions as remote_functions
+
+        return remote_functions
+    from pyspark.sql import functions
+
+    return functions

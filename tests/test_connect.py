@@ -1,0 +1,386 @@
+"""Spark Connect (issue 29): dpp on a client session without a JVM never crashes, prunes, and
+says once what it does without.
+
+One real Spark Connect server for the module (``tests/connect_server.py``), real Parquet
+folders written with pyarrow. Every query's rows are compared with those of a *second* client
+session on the same server that has neither dpp nor Spark's own dynamic pruning (plain temp
+views over the same folders), and with ``spark.dpp.enabled=false`` on the dpp session itself.
+The client sessions are made with the Connect builder itself, so this module neither needs nor
+disturbs the classic ``spark`` fixture's JVM (it never touches it).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import pyarrow as pa
+import pytest
+
+from tests.conftest import make_partitioned_table, write_parquet
+
+
+SPARK_DPP_OFF = "spark.sql.optimizer.dynamicPartitionPruning.enabled"
+UTC = dt.timezone.utc
+
+
+# ---------------------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from tests.connect_server import ConnectServer
+
+    server = ConnectServer(tmp_path_factory.mktemp("connect-server")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _client(url: str) -> Any:
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    return RemoteSparkSession.builder.remote(url).create()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A star: ``sales`` by ``day`` (30 partitions, 2 files each), ``days`` and ``items``
+    dimensions, and ``events`` by a TIMESTAMP ``hour`` around the 2024-03-10 DST change of
+    America/Los_Angeles, with ``slots`` holding instants (UTC in the files)."""
+    root = tmp_path_factory.mktemp("connect-data")
+    sales = {(("day", str(d)),): {"item": [d % 7, (d * 3) % 7, d % 5, 6],
+                                  "amount": [float(d), 1.5, 2.0 * d, 0.25]}
+             for d in range(1, 31)}
+    make_partitioned_table(root / "sales", sales, files_per_partition=2)
+    write_parquet(root / "days" / "part-0.parquet",
+                  {"d_day": list(range(1, 31)), "d_week": [(d - 1) // 7 for d in range(1, 31)],
+                   "d_weekend": [d % 7 in (0, 6) for d in range(1, 31)]})
+    write_parquet(root / "items" / "part-0.parquet",
+                  {"i_item": list(range(7)), "i_color": ["red", "blue", "red", "green",
+                                                         "blue", "red", "black"]})
+    hours = [f"2024-03-10 {h:02d}%3A00%3A00" for h in range(0, 13)]
+    make_partitioned_table(root / "events", {(("hour", h),): {"v": [i, i + 100]}
+                                            for i, h in enumerate(hours)})
+    slots = [dt.datetime(2024, 3, 10, 9, tzinfo=UTC), dt.datetime(2024, 3, 10, 10, tzinfo=UTC),
+             dt.datetime(2024, 3, 10, 3, tzinfo=UTC)]
+    write_parquet(root / "slots" / "part-0.parquet",
+                  {"s_hour": slots, "s_tag": ["a", "a", "b"]},
+                  schema=pa.schema([("s_hour", pa.timestamp("us", tz="UTC")),
+                                    ("s_tag", pa.string())]))
+    return {"root": root, "sales": root / "sales", "days": root / "days",
+            "items": root / "items", "events": root / "events", "slots": root / "slots"}
+
+
+def _dims(spark: Any, data: dict[str, Path]) -> None:
+    for name in ("days", "items", "slots"):
+        spark.read.parquet(str(data[name])).createOrReplaceTempView(name)
+
+
+@pytest.fixture(scope="module")
+def plain(connect_server: Any, data: dict[str, Path]) -> Iterator[Any]:
+    """The reference: a client session with no dpp and no Spark DPP, plain views over the
+    same folders (Spark infers the partition columns, as it would for any job)."""
+    spark = _client(connect_server.url)
+    spark.conf.set(SPARK_DPP_OFF, "false")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    _dims(spark, data)
+    for name in ("sales", "events"):
+        spark.read.parquet(str(data[name])).createOrReplaceTempView(name)
+    spark.sql(f"CREATE TABLE cat_sales (item BIGINT, amount DOUBLE, day INT) USING parquet "
+              f"PARTITIONED BY (day) LOCATION '{data['sales']}'")
+    spark.sql("ALTER TABLE cat_sales RECOVER PARTITIONS")
+    yield spark
+    spark.stop()
+
+
+@pytest.fixture(scope="module")
+def connect(connect_server: Any, data: dict[str, Path], plain: Any) -> Iterator[Any]:
+    """The job's client session, ``dpp.enable``d with ``spark.dpp.tables.sales`` declared."""
+    import dpp
+
+    spark = _client(connect_server.url)
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    spark.conf.set("spark.dpp.tables.sales", str(data["sales"]))
+    _dims(spark, data)
+    session = dpp.enable(spark)
+    assert dpp.session_of(spark) is session
+    yield spark
+    dpp.disable(spark)
+    spark.stop()
+
+
+def _rows(df_or_rows: Any) -> list[tuple]:
+    rows = df_or_rows.collect() if hasattr(df_or_rows, "collect") else df_or_rows
+    return sorted((tuple(r) for r in rows), key=repr)
+
+
+def _same_as_plain(connect: Any, plain: Any, query: str) -> dict[str, Any]:
+    """Runs ``query`` through dpp, checks its rows against the plain session's and against
+    spark.dpp.enabled=false, and returns dpp's report (as a dict)."""
+    import dpp
+
+    zone = connect.conf.get("spark.sql.session.timeZone")
+    plain.conf.set("spark.sql.session.timeZone", zone)
+    expected = _rows(plain.sql(query))
+    assert expected, f"the case must have rows to compare: {query}"
+    got = _rows(connect.sql(query))
+    report = dpp.session_of(connect).last_report.to_dict()
+    assert got == expected
+    connect.conf.set("spark.dpp.enabled", "false")
+    try:
+        assert _rows(connect.sql(query)) == expected
+    finally:
+        connect.conf.unset("spark.dpp.enabled")
+    return report
+
+
+def _pruned(report: dict[str, Any], table: str) -> list[dict[str, Any]]:
+    """The report's entries for ``table`` that kept fewer partitions than it has."""
+    return [t for t in report["tables"] if t["table"] == table and t["pruning"] == "applied"
+            and t["partitions_kept"] < t["partitions_total"]]
+
+
+# ---------------------------------------------------------------------------- SQL
+
+QUERIES = {
+    "star": """SELECT d_week, i_color, count(*) AS n, sum(amount) AS s
+               FROM sales JOIN days ON day = d_day JOIN items ON item = i_item
+               WHERE d_week = 2 AND i_color = 'red' GROUP BY d_week, i_color""",
+    "in_subquery": """SELECT day, sum(amount) AS s FROM sales
+                      WHERE day IN (SELECT d_day FROM days WHERE d_weekend) GROUP BY day""",
+    "union_branch": """SELECT 's' AS src, day, amount FROM sales JOIN days ON day = d_day
+                       WHERE d_week = 0
+                       UNION ALL SELECT 'x' AS src, d_day, 0.0 FROM days WHERE d_week = 4""",
+    "cte": """WITH w AS (SELECT day, item, amount FROM sales)
+              SELECT d_week, count(*) AS n FROM w JOIN days ON w.day = days.d_day
+              WHERE d_day BETWEEN 10 AND 12 GROUP BY d_week""",
+}
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles"])
+@pytest.mark.parametrize("name", sorted(QUERIES))
+def test_enable_prunes_path_table_declared_by_conf(connect, plain, name, zone):
+    connect.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        report = _same_as_plain(connect, plain, QUERIES[name])
+    finally:
+        connect.conf.set("spark.sql.session.timeZone", "UTC")
+    assert _pruned(report, "sales"), report["tables"]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles"])
+def test_timestamp_partitions_prune_in_the_session_time_zone(connect_server, data, plain,
+                                                             zone):
+    """``hour`` folders are wall-clock readings in the session zone: the same instants keep
+    different folders under UTC and Los Angeles (whose 02:00 does not exist that day)."""
+    from dpp import DppSession
+
+    spark = _client(connect_server.url)
+    try:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+        _dims(spark, data)
+        session = DppSession(spark)
+        session.register_table("events", str(data["events"]),
+                               partition_types={"hour": "timestamp"})
+        query = ("SELECT hour, v FROM events JOIN slots ON hour = s_hour "
+                 "WHERE s_tag = 'a'")
+        plain.conf.set("spark.sql.session.timeZone", zone)
+        # Spark reads the folders' wall-clock text in the zone of the session that lists them
+        plain.read.parquet(str(data["events"])).createOrReplaceTempView("events")
+        expected = _rows(plain.sql(query))
+        assert expected
+        assert _rows(session.sql(query)) == expected
+        report = session.last_report.to_dict()
+        assert _pruned(report, "events"), report["tables"]
+    finally:
+        spark.stop()
+
+
+def test_dpp_session_register_table_sql_collect_explain_join(connect_server, data, plain):
+    from dpp import DppSession
+
+    spark = _client(connect_server.url)
+    try:
+        _dims(spark, data)
+        session = DppSession(spark)
+        session.register_table("sales", str(data["sales"]))
+        query = QUERIES["star"]
+        expected = _rows(plain.sql(query))
+        assert _rows(session.sql(query)) == expected
+        assert _pruned(session.last_report.to_dict(), "sales")
+        assert _rows(session.collect(query)) == expected
+        assert _pruned(session.last_report.to_dict(), "sales")
+        assert "sales: pruned" in session.explain(query)
+
+        dim = spark.table("days").where("d_week = 1")
+        joined = session.join("sales", dim, on=[("day", "d_day")])
+        assert _pruned(session.last_report.to_dict(), "sales")
+        got = _rows(joined.select("day", "item", "amount", "d_day"))
+        assert got == _rows(plain.sql("SELECT day, item, amount, d_day FROM sales "
+                                      "JOIN days ON day = d_day WHERE d_week = 1"))
+    finally:
+        spark.stop()
+
+
+def test_returned_dataframe_outlives_the_query_and_derives(connect, plain):
+    """A Connect DataFrame is resolved by the server at every action: the views the rewritten
+    query reads stay while the DataFrame (or one derived from it) is alive."""
+    import gc
+
+    df = connect.sql("SELECT day, amount FROM sales JOIN days ON day = d_day "
+                     "WHERE d_week = 1").groupBy("day").count()
+    gc.collect()
+    expected = _rows(plain.sql("SELECT day, count(*) FROM sales JOIN days ON day = d_day "
+                               "WHERE d_week = 1 GROUP BY day"))
+    assert _rows(df) == expected
+    assert _rows(df) == expected   # a second action resolves it again
+
+
+def test_spark_errors_stay_spark_errors(connect):
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException):
+        connect.sql("SELECT * FROM sales JOIN no_such_table ON day = x").collect()
+
+
+# ---------------------------------------------------------------------------- catalog tables
+
+def test_catalog_table_left_to_spark_with_one_note(connect, plain):
+    import dpp
+    from dpp.session import CONNECT_NOTES
+
+    query = ("SELECT d_week, sum(amount) AS s FROM cat_sales JOIN days ON day = d_day "
+             "WHERE d_week = 3 GROUP BY d_week")
+    expected = _rows(plain.sql(query))
+    assert expected
+    assert _rows(connect.sql(query)) == expected
+    report = dpp.session_of(connect).last_report.to_dict()
+    entry = [t for t in report["tables"] if t["table"] == "cat_sales"]
+    assert entry and entry[0]["pruning"] == "none"
+    assert entry[0]["reason"] == CONNECT_NOTES["catalog"]
+    assert CONNECT_NOTES["catalog"] in report["environment"]   # the first query meeting one
+    assert _rows(connect.sql(query)) == expected
+    again = dpp.session_of(connect).last_report.to_dict()
+    assert CONNECT_NOTES["catalog"] not in again["environment"]   # said once per session
+
+
+# ---------------------------------------------------------------------------- degradations
+
+def _fresh(connect_server: Any, data: dict[str, Path], **conf: str) -> Any:
+    spark = _client(connect_server.url)
+    _dims(spark, data)
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    return spark
+
+
+@pytest.mark.parametrize("key, conf, action", [
+    ("size", {}, "sql"),
+    ("handoff_calls", {}, "sql"),
+    ("scan_metrics", {}, "collect"),
+    ("lister", {"spark.dpp.lister": "hadoop"}, "sql"),
+    ("collector", {"spark.dpp.collector": "arrow"}, "sql"),
+])
+def test_each_jvm_feature_degrades_with_one_note_and_still_prunes(connect_server, data, plain,
+                                                                  key, conf, action):
+    from dpp import DppSession
+    from dpp.session import CONNECT_NOTES
+
+    spark = _fresh(connect_server, data, **conf)
+    try:
+        session = DppSession(spark)
+        session.register_table("sales", str(data["sales"]))
+        query = QUERIES["star"]
+        expected = _rows(plain.sql(query))
+        run = session.collect if action == "collect" else session.sql
+        assert _rows(run(query)) == expected
+        first = session.last_report.to_dict()
+        assert CONNECT_NOTES[key] in first["environment"]
+        assert _pruned(first, "sales")
+        assert _rows(run(query)) == expected
+        second = session.last_report.to_dict()
+        assert CONNECT_NOTES[key] not in second["environment"]   # once per session
+        if key == "handoff_calls":
+            t = _pruned(first, "sales")[0]
+            assert t.get("handoff_list_calls") is None
+        if key == "scan_metrics":
+            assert all(v is None for v in (first.get("spark_scan") or {}).values())
+    finally:
+        spark.stop()
+
+
+def test_unlistable_scheme_is_a_config_error_naming_the_path(connect):
+    from dpp.core.errors import ConfigError
+    import dpp
+
+    with pytest.raises(ConfigError, match="wasb://c@a/t"):
+        dpp.session_of(connect).register_table("remote_t", "wasb://c@a/t")
+
+
+# ---------------------------------------------------------------------------- no server needed
+
+def test_is_remote_tells_the_two_kinds_apart_by_class():
+    from dpp.core.remote import is_remote
+
+    class Classic:
+        pass
+
+    assert not is_remote(Classic())
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    assert is_remote(RemoteSparkSession.__new__(RemoteSparkSession))
+
+
+@pytest.mark.parametrize("conf, key", [
+    ({"spark.hadoop.fs.s3a.access.key": "AK"}, "spark.hadoop.fs.s3a.secret.key"),
+    ({"spark.hadoop.fs.s3a.aws.credentials.provider":
+      "com.amazonaws.auth.InstanceProfileCredentialsProvider"},
+     "spark.hadoop.fs.s3a.aws.credentials.provider"),
+    ({"spark.hadoop.google.cloud.auth.service.account.json.keyfile": "/k.json"},
+     "spark.hadoop.google.cloud.auth.service.account.json.keyfile"),
+])
+def test_hadoop_settings_without_a_pyarrow_counterpart_are_config_errors(conf, key):
+    from dpp.core.errors import ConfigError
+    from hive_splits.arrow_fs import arrow_filesystem
+
+    location = "gs://b/t" if "google" in key else "s3a://bucket/t"
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        arrow_filesystem(location, conf)
+
+
+def test_s3_settings_map_to_pyarrow():
+    from hive_splits.arrow_fs import arrow_filesystem
+
+    fs = arrow_filesystem("s3a://bucket/t", {
+        "spark.hadoop.fs.s3a.access.key": "AK", "spark.hadoop.fs.s3a.secret.key": "SK",
+        "spark.hadoop.fs.s3a.endpoint": "127.0.0.1:9000",
+        "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+        "spark.hadoop.fs.s3a.endpoint.region": "eu-west-1",
+        "spark.hadoop.fs.s3a.path.style.access": "true"})
+    assert type(fs).__name__ == "S3FileSystem"
+    assert fs.region == "eu-west-1"
+
+
+def test_arrow_lister_lists_as_the_local_lister(tmp_path):
+    from pyarrow import fs
+
+    from hive_splits.arrow_fs import ArrowLister
+    from hive_splits.listing import LocalLister
+
+    make_partitioned_table(tmp_path / "t", {(("k", "1"),): {"x": [1]},
+                                            (("k", "a%3Ab"),): {"x": [2, 3]}},
+                           files_per_partition=2)
+    (tmp_path / "t" / "_SUCCESS").write_text("")
+    arrow, local = ArrowLister(fs.LocalFileSystem()), LocalLister()
+    root = str(tmp_path / "t")
+    a_dirs, a_files = arrow.list("file://" + root)
+    l_dirs, l_files = local.list(root)
+    assert [d.name for d in a_dirs] == [d.name for d in l_dirs] == ["k=1", "k=a%3Ab"]
+    assert a_files == l_files == []
+    a_dirs, a_files = arrow.list("file://" + root + "/k=a%3Ab")
+    l_dirs, l_files = local.list(root + "/k=a%3Ab")
+    assert [(os.path.basename(f.path), f.size) for f in a_files] == \
+        [(os.path.basename(f.path), f.size) for f in l_files]
+    assert arrow.calls.snapshot() == (2, 0)
