@@ -62,8 +62,10 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     modes = result.get("modes", [])
     breakdown = dpp_breakdown(result) if "dpp" in modes else {}
     summary: dict[str, Any] = {
-        "failures": sum(1 for r in result["runs"] if not r["ok"] or r.get("correct") is False),
+        "failures": sum(1 for r in result["runs"] if _failed(r)),
         "mismatches": sum(1 for r in result["runs"] if r.get("correct") is False),
+        # --no-check: runs whose rows differ from the baseline mode's (see coverage)
+        "disagreements": sum(1 for r in result["runs"] if r.get("agrees") is False),
         "errors": sum(1 for r in result["runs"] if not r["ok"]),
         "kinds": {},
     }
@@ -219,16 +221,30 @@ def targets(per_q: dict[str, dict[str, dict[str, float]]], dpp_pruned: set[str],
     }
 
 
+def _failed(r: dict[str, Any]) -> bool:
+    """An error, rows unlike DuckDB's, or (``--no-check``) rows unlike the baseline mode's."""
+    return not r["ok"] or r.get("correct") is False or r.get("agrees") is False
+
+
 def coverage(result: dict[str, Any]) -> dict[str, Any]:
     """Per table kind: which queries ran in every mode with DuckDB's answer, and which did not
-    (with the reason), so "how many ran" and "all that ran were right" come from the runs."""
+    (with the reason), so "how many ran" and "all that ran were right" come from the runs.
+
+    ``checked`` says whether DuckDB's answers were computed. Without them (``--no-check``)
+    ``correct`` stays empty — nothing was checked, which is not the same as wrong — and
+    ``agree`` lists the queries whose every measured run gave the baseline mode's rows
+    (``disagree``: differing, with why; ``unjudged``: answers cut at a LIMIT that differ only
+    where ties may)."""
     out: dict[str, Any] = {}
     modes = result.get("modes", [])
+    checked = result.get("config", {}).get("check", True) is not False
     by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in result["runs"]:
         by[(r["kind"], r["query"])].append(r)
     for (kind, q), runs in by.items():
-        k = out.setdefault(kind, {"ran": [], "correct": [], "not_run": {}, "wrong": {}})
+        k = out.setdefault(kind, {"ran": [], "correct": [], "not_run": {}, "wrong": {},
+                                  "checked": checked, "agree": [], "disagree": {},
+                                  "unjudged": {}})
         measured = [r for r in runs if r["rep"] >= 0]
         cut = [r for r in runs if r.get("timed_out")]
         err = [r for r in runs if not r["ok"] and not r.get("timed_out")]
@@ -243,8 +259,19 @@ def coverage(result: dict[str, Any]) -> dict[str, Any]:
                 k["wrong"][q] = "; ".join(f"{r['mode']}: {r['mismatch']}" for r in wrong)
             elif all(r.get("correct") is True for r in measured):
                 k["correct"].append(q)
+            if not checked:
+                apart = [r for r in measured if r.get("agrees") is False]
+                open_ = [r for r in measured if r.get("agrees") is None and r.get("disagreement")]
+                if apart:
+                    k["disagree"][q] = "; ".join(f"{r['mode']}: {r['disagreement']}"
+                                                 for r in apart)
+                elif open_:
+                    k["unjudged"][q] = "; ".join(f"{r['mode']}: {r['disagreement']}"
+                                                 for r in open_)
+                elif all(r.get("agrees") is True for r in measured):
+                    k["agree"].append(q)
     for k in out.values():
-        for key in ("ran", "correct"):
+        for key in ("ran", "correct", "agree"):
             k[key].sort(key=lambda n: int(n[1:]))
     for q in result.get("untranslated_queries", []):
         for k in out.values():
@@ -590,11 +617,11 @@ def render_markdown(result: dict[str, Any]) -> str:
         for m, why in result["unavailable_modes"].items():
             lines.append(f"- mode `{m}` unavailable: {why}")
         lines.append("")
-    bad = [r for r in result["runs"] if not r["ok"] or r.get("correct") is False]
+    bad = [r for r in result["runs"] if _failed(r)]
     if bad:
         lines += ["## FAILURES", ""]
         for r in bad:
-            why = r.get("error") or r.get("mismatch")
+            why = r.get("error") or r.get("mismatch") or r.get("disagreement")
             lines.append(f"- **{r['query']} / {r['mode']} / {r['kind']}**: {why}")
         lines.append("")
     for kind, per_q in agg.items():
@@ -658,15 +685,17 @@ def render_markdown(result: dict[str, Any]) -> str:
         if kind in breakdown:
             lines += breakdown_summary(breakdown[kind])
         cov = summary.get("coverage", {}).get(kind)
-        if cov:
+        if cov and cov.get("checked", True):
             lines.append(f"- **ran** in every mode: {len(cov['ran'])} queries; **correct** "
                          f"(every mode's rows = DuckDB's): {len(cov['correct'])}"
                          + (f"; **WRONG**: {', '.join(sorted(cov['wrong']))}"
                             if cov["wrong"] else ""))
-            if cov["not_run"]:
-                lines.append(f"- **not run** ({len(cov['not_run'])}):")
-                for q in sorted(cov["not_run"], key=lambda n: int(n[1:])):
-                    lines.append(f"  - {q}: {cov['not_run'][q]}")
+        elif cov:
+            lines += _agreement_lines(cov, modes)
+        if cov and cov["not_run"]:
+            lines.append(f"- **not run** ({len(cov['not_run'])}):")
+            for q in sorted(cov["not_run"], key=lambda n: int(n[1:])):
+                lines.append(f"  - {q}: {cov['not_run'][q]}")
         tg = ks.get("targets")
         if tg:
             lines += ["", f"### Targets against `spark` ({tg['queries_compared']} queries)", ""]
@@ -707,6 +736,29 @@ def render_markdown(result: dict[str, Any]) -> str:
         lines.append(f"**Partial result**: {len(result.get('done', []))} query run(s) finished so "
                      "far (`tpcds bench ... --resume` continues).")
     return "\n".join(lines) + "\n"
+
+
+def _agreement_lines(cov: dict[str, Any], modes: list[str]) -> list[str]:
+    """Coverage without DuckDB (``--no-check``): correctness not checked; the modes' rows
+    compared with each other instead."""
+    from tpcds.reference import baseline_mode
+
+    base = baseline_mode(modes) if modes else "spark"
+    others = [m for m in modes if m != base]
+    same = " = ".join(f"{m}'s rows" for m in [base, *others])
+    lines = [f"- **ran** in every mode: {len(cov['ran'])} queries; **correct** (every mode's "
+             f"rows = DuckDB's): not checked (`--no-check`)",
+             f"- **modes agree** ({same}, every repetition): {len(cov['agree'])} of "
+             f"{len(cov['ran'])}"
+             + (f"; **MODES DISAGREE**: {', '.join(sorted(cov['disagree']))}"
+                if cov["disagree"] else "")
+             + (f"; not judged (LIMIT ties): {', '.join(sorted(cov['unjudged']))}"
+                if cov["unjudged"] else "")]
+    for q in sorted(cov["disagree"], key=lambda n: int(n[1:])):
+        lines.append(f"  - {q}: {cov['disagree'][q]}")
+    for q in sorted(cov["unjudged"], key=lambda n: int(n[1:])):
+        lines.append(f"  - {q}: {cov['unjudged'][q]}")
+    return lines
 
 
 def render_chart(result: dict[str, Any], path: str | Path) -> None:
