@@ -99,6 +99,8 @@ class DppSession:
         # Spark Connect: no JVM in this process. The same analysis, build sides and loader
         # run here; what needs the JVM is left out, each said once (CONNECT_NOTES)
         self._remote = is_remote(spark)
+        self._siblings: dict[float, Any] = {}   # Connect: clones sizing pruned relations
+        self._globals: dict[int, tuple[Any, str]] = {}   # df → its global view, until held
         self.config  # validate settings now: a bad value is an error at construction
 
     # ------------------------------------------------------------------ configuration
@@ -540,7 +542,7 @@ class DppSession:
         """Loads every group at once; each survivor's DataFrame under a view of its own.
         Returns reference id → view name; a group whose load failed stays unpruned."""
         deadline = time.monotonic() + cfg.wait_timeout
-        loads = {g.key: runs.submit(self._load_group, g, runs, cfg, rules, deadline)
+        loads = {g.key: runs.submit(self._load_group, g, runs, cfg, rules, deadline, report)
                  for g in decision.groups}
         replacements: dict[str, str] = {}
         enumeration = 0.0
@@ -558,6 +560,7 @@ class DppSession:
             # on Spark Connect the server lists the handed paths when the view is made
             view = _temp_view(df, g.refs[0].table, temp_views,
                               self.spark if self._remote else None, len(result.splits))
+            self._release_global(df)
             # once per group: its references share one load (a CTE inlined three times in
             # TPC-DS q27 is one enumeration, not three)
             enumeration += max(0.0, result.elapsed_seconds - result.wait_seconds)
@@ -566,7 +569,6 @@ class DppSession:
                 report.add_table_result(ref.table, ref.alias, g.table, result)
         report.phases["split_enumeration"] = enumeration
         if self._remote and replacements:
-            self._note_once(report, "size")
             self._note_once(report, "handoff_calls")
         return replacements
 
@@ -636,7 +638,8 @@ class DppSession:
                     f"{time.perf_counter() - t1:.2f} s")
 
     def _load_group(self, g: LoadGroup, runs: FilterRuns, cfg: DppConfig, rules: SparkRules,
-                    deadline: float) -> tuple[LoadResult, DataFrame]:
+                    deadline: float, report: Optional[JobReport] = None
+                    ) -> tuple[LoadResult, DataFrame]:
         dyn = [DynamicFilter(filter_id=spec.filter_id, column=d.probe_column,
                              wait=runs.waiter(spec.filter_id, d.probe_column, deadline))
                for d, spec in g.filters]
@@ -646,7 +649,7 @@ class DppSession:
         filtered = self._partition_filtered(
             g.table, () if g.static.is_none() else g.static.columns,
             [d.probe_column for d, _ in g.filters])
-        return result, self._handoff(g.table, result, filtered)
+        return result, self._handoff(g.table, result, filtered, report)
 
     def _partition_filtered(self, table: Table, static: Iterable[str],
                             joined: Iterable[str]) -> bool:
@@ -670,17 +673,25 @@ class DppSession:
             return True
 
     def _handoff(self, table: Table, result: LoadResult,
-                 partition_filtered: bool = False) -> DataFrame:
+                 partition_filtered: bool = False,
+                 report: Optional[JobReport] = None) -> DataFrame:
         """The surviving splits as a DataFrame that Spark's planner sizes like the table it
         stands for (see :mod:`hive_splits.spark_io`): a pruned file list must never make
         Spark pick a worse plan (q72)."""
         th = time.perf_counter()
         if self._remote:
-            # Spark Connect: the relation is Spark's reader over the kept paths, sized by their
-            # bytes (the sibling session that keeps the table's size needs the JVM), and the
-            # handoff's requests are not counted (the counting filesystem is the server's);
-            # the report says both once (CONNECT_NOTES "size", "handoff_calls")
-            df = to_dataframe(self.spark, table, result)
+            # Spark Connect: the relation is Spark's reader over the kept paths, sized as the
+            # table where a sibling session can do it (SQL path: connect_sized), else by its
+            # bytes; the handoff's requests are not counted (the counting filesystem is the
+            # server's). The report says what was lost, once (CONNECT_NOTES)
+            df = None
+            if report is not None:
+                estimate = self._unpruned_estimate(table, result, partition_filtered)
+                df = self._connect_sized(table, result, estimate)
+            if df is None:
+                df = to_dataframe(self.spark, table, result)
+                if report is not None and result.splits:
+                    self._note_once(report, "size")
             result.handoff_seconds = time.perf_counter() - th
             return df
         estimate = self._unpruned_estimate(table, result, partition_filtered)
@@ -698,6 +709,78 @@ class DppSession:
                 result.handoff_head_calls = after[1] - before[1]
         result.handoff_seconds = time.perf_counter() - th
         return df
+
+    def _connect_sized(self, table: Table, result: LoadResult,
+                       estimate: Optional[int]) -> Optional[DataFrame]:
+        """Spark Connect: the kept files as a relation Spark's planner sizes like the table
+        it stands for, or None (not needed, or not possible here).
+
+        The classic way (:mod:`hive_splits.spark_io`) makes the relation in a sibling session
+        whose ``spark.sql.sources.fileCompressionFactor`` is raised, because a file relation
+        reads the factor from the session that made it. Connect offers the same through its
+        own API: a server-side clone of the user's session (``cloneSession``: the user's
+        settings, re-synced at every handoff) with the factor raised makes the relation and
+        shows it as a *global* temporary view, which the user's session reads; its own
+        temporary view then holds the resolved plan (relation, sibling and all), and the
+        global view is dropped as soon as that view exists (:meth:`_release_global`)."""
+        if estimate is None or not result.splits or result.bytes_kept <= 0 \
+                or estimate <= result.bytes_kept:
+            return None
+        try:
+            with _SIBLING_LOCK:
+                sib = self._connect_sibling(float(estimate) / float(result.bytes_kept))
+                name = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(table.name)}"
+                with driver_listing(sib, len(result.splits)):
+                    to_dataframe(sib, table, result).createOrReplaceGlobalTempView(name)
+            gdb = self.spark.conf.get("spark.sql.globalTempDatabase", "global_temp")
+            df = self.spark.table(f"`{gdb}`.`{name}`")
+            with self._lock:
+                self._globals[id(df)] = (sib, name)
+            return df
+        except Exception as exc:
+            log.warning("dpp: Spark Connect: size of %s not adjusted (%s)", table.name,
+                        _first_line(exc))
+            return None
+
+    def _connect_sibling(self, factor: float) -> SparkSession:
+        """A clone of the user's Connect session with the compression factor times
+        ``factor`` (bucketed to 1/8 powers of two, as the classic siblings), its settings
+        re-synced to the user's now. Called under ``_SIBLING_LOCK``."""
+        import math
+
+        bucket = round(math.log2(factor) * 8) / 8
+        sib = self._siblings.get(bucket)
+        mine = {k: v for k, v in self.spark.conf.getAll.items() if k != _FACTOR_KEY}
+        if sib is None:
+            sib = self._siblings[bucket] = self.spark.cloneSession()
+        else:
+            theirs = sib.conf.getAll
+            for k in set(theirs) - set(mine) - {_FACTOR_KEY}:
+                try:
+                    sib.conf.unset(k)
+                except Exception:  # a static setting: the same on both
+                    pass
+            for k, v in mine.items():
+                if theirs.get(k) != v:
+                    try:
+                        sib.conf.set(k, v)
+                    except Exception:
+                        pass
+        base = float(self.spark.conf.get(_FACTOR_KEY, "1.0"))
+        sib.conf.set(_FACTOR_KEY, repr(base * 2.0 ** bucket))
+        return sib
+
+    def _release_global(self, df: DataFrame) -> None:
+        """Drops the global view behind ``df`` (:meth:`_connect_sized`) once a temporary
+        view of this session holds its resolved plan."""
+        with self._lock:
+            held = self._globals.pop(id(df), None)
+        if held is not None:
+            sib, name = held
+            try:
+                sib.catalog.dropGlobalTempView(name)
+            except Exception:
+                log.debug("dropping global view %s failed", name, exc_info=True)
 
     def _unpruned_estimate(self, table: Table, result: LoadResult,
                            partition_filtered: bool = False) -> Optional[int]:
@@ -863,7 +946,7 @@ class DppSession:
                                                              [d.column for d in dyn]))
             report.add_table_result(fact, None, table, result)
             report.phases["handoff"] = result.handoff_seconds
-            if self._remote:
+            if self._remote:   # dpp.join hands a DataFrame, no view: sized by its bytes
                 self._note_once(report, "size")
                 self._note_once(report, "handoff_calls")
             runs.learn(report.tables)
@@ -904,13 +987,15 @@ class DppSession:
 # ---------------------------------------------------------------------- helpers
 
 _HANDOFF_COUNT_LOCK = threading.Lock()
+_SIBLING_LOCK = threading.Lock()
+_FACTOR_KEY = "spark.sql.sources.fileCompressionFactor"
 
 # What a Spark Connect session (no JVM in this process) does without, each said once per
 # session in the first report that meets it (``environment``); the rows are Spark's either way
 CONNECT_NOTES = {k: JVM_NOTE_PREFIX + v for k, v in {
-    "size": "a pruned relation is sized by its kept files' bytes, not the table's (the "
-            "size adjustment needs the JVM): Spark's join selection may differ from its "
-            "plan over the whole table",
+    "size": "a pruned relation handed as a DataFrame (dpp.join), or one whose sibling "
+            "session failed, is sized by its kept files' bytes, not the table's: Spark's "
+            "join selection may differ from its plan over the whole table",
     "handoff_calls": "the handoff's storage requests are not counted (the counting "
                      "filesystem is in the server's JVM); handoff_list_calls/head_calls "
                      "stay null",

@@ -224,6 +224,40 @@ def test_dpp_session_register_table_sql_collect_explain_join(connect_server, dat
         spark.stop()
 
 
+def _relation_sizes(explained: str) -> list[int]:
+    """sizeInBytes of each Parquet relation in an ``explain(mode="cost")`` text."""
+    import re
+
+    units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+    out = []
+    for line in explained.splitlines():
+        if "Relation" in line and "parquet" in line:
+            m = re.search(r"sizeInBytes=([0-9.]+)\s*(B|KiB|MiB|GiB)", line)
+            if m:
+                out.append(int(float(m.group(1)) * units[m.group(2)]))
+    return out
+
+
+def test_pruned_relation_is_sized_as_the_whole_table(connect, plain, data):
+    """Spark's join selection sees the table's size, not the kept files' (q72 otherwise
+    broadcasts a pruned fact): the relation comes from a clone of the session with the
+    compression factor raised, through a global view dropped once the query holds it."""
+    import dpp
+
+    df = connect.sql("SELECT day, amount FROM sales JOIN days ON day = d_day "
+                     "WHERE d_week = 0")
+    report = dpp.session_of(connect).last_report.to_dict()
+    t = _pruned(report, "sales")[0]
+    assert t["partitions_kept"] * 3 < t["partitions_total"]
+    table_bytes = sum(f.stat().st_size for f in data["sales"].rglob("*.parquet"))
+    explained = df._explain_string(mode="cost")
+    sizes = _relation_sizes(explained)
+    assert sizes and max(sizes) >= table_bytes * 0.8, explained
+    gdb = connect.conf.get("spark.sql.globalTempDatabase", "global_temp")
+    assert not [r for r in connect.sql(f"SHOW VIEWS IN {gdb}").collect()
+                if r.namespace == gdb and r.viewName.startswith("__dpp_")]
+
+
 def test_returned_dataframe_outlives_the_query_and_derives(connect, plain):
     """A Connect DataFrame is resolved by the server at every action: the views the rewritten
     query reads stay while the DataFrame (or one derived from it) is alive."""
@@ -277,7 +311,7 @@ def _fresh(connect_server: Any, data: dict[str, Path], **conf: str) -> Any:
 
 
 @pytest.mark.parametrize("key, conf, action", [
-    ("size", {}, "sql"),
+    ("size", {}, "join"),
     ("handoff_calls", {}, "sql"),
     ("scan_metrics", {}, "collect"),
     ("lister", {"spark.dpp.lister": "hadoop"}, "sql"),
@@ -293,8 +327,16 @@ def test_each_jvm_feature_degrades_with_one_note_and_still_prunes(connect_server
         session = DppSession(spark)
         session.register_table("sales", str(data["sales"]))
         query = QUERIES["star"]
-        expected = _rows(plain.sql(query))
         run = session.collect if action == "collect" else session.sql
+        if action == "join":   # dpp.join hands over a DataFrame: no view to size through
+            query = ("SELECT day, item, amount, d_day FROM sales JOIN days ON day = d_day "
+                     "WHERE d_week = 1")
+
+            def run(_q: str) -> Any:
+                return session.join("sales", spark.table("days").where("d_week = 1"),
+                                    on=[("day", "d_day")]).select("day", "item", "amount",
+                                                                  "d_day")
+        expected = _rows(plain.sql(query))
         assert _rows(run(query)) == expected
         first = session.last_report.to_dict()
         assert CONNECT_NOTES[key] in first["environment"]
