@@ -37,7 +37,8 @@ Defaults, and why:
   distributed one.
 - ``optimizerHook=true`` (an addition): on a classic session, ``dpp.enable`` installs a rule
   in Spark's optimizer (``dpp.optimizer_hook``), so DataFrame jobs, views, writes and SQL
-  commands are pruned too; read at ``enable``. ``false``: only ``spark.sql`` queries are.
+  commands are pruned too; read at ``enable`` (installs) and per query (``false`` then
+  leaves that query to Spark). ``false``: only ``spark.sql`` queries are pruned.
 """
 from __future__ import annotations
 

@@ -208,14 +208,34 @@ def test_explain_starts_no_build_side(spark: Any, data: dict[str, Any], fact: st
     assert _fact_entries(session)
 
 
-def test_off_leaves_sparks_plan(spark: Any, data: dict[str, Any]) -> None:
+def _file_indexes(df: Any) -> list[str]:
+    """The class of each file relation's index in the optimized plan."""
+    leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
+    out = []
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        if leaf.getClass().getSimpleName() == "LogicalRelation":
+            rel = leaf.relation()
+            if rel.getClass().getSimpleName() == "HadoopFsRelation":
+                out.append(str(rel.location().getClass().getSimpleName()))
+    return out
+
+
+@pytest.mark.parametrize("setting", ["spark.dpp.enabled", "spark.dpp.optimizerHook"])
+def test_off_leaves_sparks_plan(spark: Any, data: dict[str, Any], setting: str) -> None:
     session = data["session"]
-    with spark_conf(spark, {"spark.dpp.enabled": "false"}):
+    from dpp.optimizer_hook import explaining
+
+    on = spark.table("js_events").join(_cal(spark, data), "day")
+    with explaining(spark):   # planned only: no build side started for nothing
+        assert "DppFileIndex" in _file_indexes(on)
+    with spark_conf(spark, {setting: "false"}):
         session.last_report = None
         df = spark.table("js_events").join(_cal(spark, data), "day")
         df.collect()
         assert session.last_report is None
-        assert "DppCatalogFileIndex" not in df._jdf.queryExecution().optimizedPlan().toString()
+        assert "DppFileIndex" not in _file_indexes(df)
+        assert _file_indexes(df)   # the fact's own index is there
 
 
 def test_report_line_per_pruned_query(spark: Any, data: dict[str, Any]) -> None:

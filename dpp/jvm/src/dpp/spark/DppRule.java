@@ -43,7 +43,8 @@ final class DppRule extends Rule<LogicalPlan> {
         String request = null;
         try {
             String enabled = session.conf().get("spark.dpp.enabled", "true");
-            if (!"true".equalsIgnoreCase(enabled.trim())) {
+            String hook = session.conf().get("spark.dpp.optimizerHook", "true");
+            if (!"true".equalsIgnoreCase(enabled.trim()) || !"true".equalsIgnoreCase(hook.trim())) {
                 return plan;
             }
             if ("true".equals(session.sparkContext().getLocalProperty(DppHook.INTERNAL))) {
