@@ -37,10 +37,13 @@ from tpcds.reference import DuckDBReference, baseline_mode, compare_rows, modes_
 
 log = logging.getLogger(__name__)
 
-MODES = ("off", "spark", "dpp", "dpp-nostats")
+MODES = ("off", "spark", "dpp", "dpp-nostats", "hook")
 # ``dpp-nostats``: this runtime with statistics pruning off (spark.dpp.statsPruning.enabled=
-# false), to measure what ``auto`` (or ``--conf ...=true``) costs or saves beside it
-DPP_MODES = ("dpp", "dpp-nostats")
+# false), to measure what ``auto`` (or ``--conf ...=true``) costs or saves beside it.
+# ``hook``: the query as plain ``spark.sql`` with dpp's optimizer hook installed (the path
+# DataFrame jobs take), instead of dpp's SQL-text analysis
+DPP_MODES = ("dpp", "dpp-nostats", "hook")
+HOOK_KEY = "spark.dpp.optimizerHook"
 STATS_KEY = "spark.dpp.statsPruning.enabled"
 TABLE_KINDS = ("path", "catalog")
 
@@ -104,7 +107,7 @@ def dpp_available() -> tuple[bool, Optional[str]]:
 @contextlib.contextmanager
 def mode_conf(spark: Any, mode: str) -> Iterable[None]:
     """Spark conf of a mode for the duration of one run, restored after."""
-    saved = {k: spark.conf.get(k, None) for k in (*OFF_CONF, STATS_KEY)}
+    saved = {k: spark.conf.get(k, None) for k in (*OFF_CONF, STATS_KEY, HOOK_KEY)}
     try:
         for k, v in OFF_CONF.items():
             if mode == "off":
@@ -113,6 +116,9 @@ def mode_conf(spark: Any, mode: str) -> Iterable[None]:
                 spark.conf.unset(k)         # Spark's default
         if mode == "dpp-nostats":
             spark.conf.set(STATS_KEY, "false")
+        # the hook's rule is installed on the session once a hook run has been made: every
+        # other mode switches it off per query
+        spark.conf.set(HOOK_KEY, "true" if mode == "hook" else "false")
         yield
     finally:
         for k, v in saved.items():
@@ -207,6 +213,7 @@ class Runner:
         self.reference = reference
         self.catalog_db = catalog_db
         self._dpp: Any = None
+        self._hook: Any = None
         #: the rows of the last run (None when it failed): modes compared without DuckDB
         self.last_rows: Optional[list[Any]] = None
 
@@ -217,9 +224,28 @@ class Runner:
             self._dpp = DppSession(self.spark)
         return self._dpp
 
+    def hook_session(self) -> Any:
+        """A DppSession with the optimizer hook installed on the bench's SparkSession."""
+        if self._hook is None:
+            from dpp import DppSession
+            from dpp.optimizer_hook import OptimizerHook
+
+            session = DppSession(self.spark)
+            session.optimizer_hook = OptimizerHook(session)
+            self._hook = session
+        return self._hook
+
     def _open(self, q: Query, mode: str, kind: str) -> None:
         tables = q.tables()
-        if kind == "path":
+        if kind == "path" and mode == "hook":
+            hook = self.hook_session()
+            facts = [t for t in tables if t in FACT_PARTITIONS]
+            for t in facts:
+                hook.register_table(t, str(Path(self.data_dir) / t))
+            hook.ensure_views(facts)   # lazy relations: nothing listed until a scan asks
+            open_path_tables(self.spark, self.data_dir,
+                             [t for t in tables if t not in FACT_PARTITIONS])
+        elif kind == "path":
             if mode in DPP_MODES:
                 dpp = self.dpp_session()
                 facts = [t for t in tables if t in FACT_PARTITIONS]
@@ -254,7 +280,10 @@ class Runner:
                 t0 = time.perf_counter()
                 self._open(q, mode, kind)
                 t1 = time.perf_counter()
-                if mode in DPP_MODES:
+                if mode == "hook":
+                    self.hook_session().last_report = None
+                    df = spark.sql(q.spark_sql)
+                elif mode in DPP_MODES:
                     df = self.dpp_session().sql(q.spark_sql)
                 else:
                     df = spark.sql(q.spark_sql)
@@ -270,9 +299,10 @@ class Runner:
                 r.metrics = (QueryMetrics().to_dict() if remote else
                              collect_metrics(df, window.stop(), FACT_PARTITIONS,
                                              self.data_dir).to_dict())
-                if (mode in DPP_MODES and self._dpp is not None
-                        and self._dpp.last_report is not None):
-                    r.dpp_report = self._dpp.last_report.to_dict()
+                session = (self._hook if mode == "hook" else self._dpp)
+                if (mode in DPP_MODES and session is not None
+                        and session.last_report is not None):
+                    r.dpp_report = session.last_report.to_dict()
                 r.storage = _storage(calls0, None if remote else storage_calls(spark), fetched0,
                                      partitions_fetched_metric(spark), r.dpp_report)
             if self.reference is not None:
