@@ -274,3 +274,44 @@ def test_bench_with_check_reads_answers_a_first_bench_cached(spark, data: Path, 
         AssertionError("answer recomputed")))
     res = B.run_bench(spark, cfg)
     assert B.failures(res) == [] and res["runs"][0]["correct"] is True
+
+
+# ------------------------------------------------------------------ the scale table
+
+def _scaled(sf: float, factor: float) -> dict[str, Any]:
+    """Two queries in spark and dpp, two repetitions; every figure of dpp grows by
+    ``factor`` with the scale, spark's by ``2 * factor``."""
+    runs = []
+    for q in ("q3", "q7"):
+        for rep in (0, 1):
+            for mode in ("spark", "dpp"):
+                total = (4.0 if mode == "spark" else 2.0) * factor
+                runs.append({
+                    "query": q, "mode": mode, "kind": "path", "rep": rep, "ok": True,
+                    "correct": True, "error": None, "mismatch": None, "total_s": total,
+                    "listing_s": 0.5 * factor, "execution_s": total - 0.5 * factor,
+                    "metrics": {"fact_bytes_read": 10},
+                    "storage": {"list": 10 * factor if mode == "spark" else 1, "head": 0,
+                                "metastore_fetched": None, "metastore_names": None},
+                    "dpp_report": ({"tables": [], "filters": [],
+                                    "phases": {"analysis": 0.1, "build": 0.2 * factor,
+                                               "wait": 0.1 * factor,
+                                               "split_enumeration": 0.05 * factor,
+                                               "handoff": 0.01, "total": 0.5 * factor}}
+                                   if mode == "dpp" else None)})
+    return {"modes": ["spark", "dpp"], "runs": runs, "data": {"sf": sf},
+            "config": {"repeat": 2, "check": True}}
+
+
+def test_scale_table_shows_each_ratio_and_how_each_phase_grows() -> None:
+    from tpcds.report import render_scale_table, scale_rows
+
+    rows = scale_rows([_scaled(10, 10.0), _scaled(1, 1.0)])
+    assert [(r["sf"], r["kind"]) for r in rows] == [(1, "path"), (10, "path")]
+    assert all(r["dpp_over_spark"] == pytest.approx(0.5) for r in rows)
+    assert rows[1]["phases"]["build_s"] == pytest.approx(2 * 0.2 * 10)   # summed over 2 queries
+    assert rows[1]["calls"]["spark"]["list"] == 200 and rows[1]["projected_ratio"] < 0.5
+    md = render_scale_table([_scaled(1, 1.0), _scaled(10, 10.0)])
+    assert "| SF10 | path | 2 (0) | 2 / 2 | 80.0 | 40.0 | 0.50 | q3 0.50 | none |" in md
+    assert "| path SF10 / SF1 | x10.0 | x1.0 | x10.0 | x10.0 | x10.0 | x1.0 |" in md
+    assert "| path SF10 / SF1 | x10.0 / - | x1.0 / - |  |  |" in md

@@ -804,3 +804,129 @@ def render_chart(result: dict[str, Any], path: str | Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+# ------------------------------------------------------------------------- across scales
+
+#: dpp's own phases in the scale table (breakdown keys), in the order a query goes through them
+SCALE_PHASES: tuple[tuple[str, str], ...] = (
+    ("open_s", "open"), ("analysis_s", "analysis"), ("build_s", "build"),
+    ("wait_s", "wait"), ("enum_s", "split enumeration"), ("handoff_s", "handoff"))
+
+
+def scale_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per benchmark result and table kind with what changes with the scale: queries
+    run and correct, dpp/spark (ratio of summed elapsed), the worst per-query ratio (median of
+    per-repetition ratios) and how many pass 10%, dpp's phases summed over the queries, and the
+    storage requests with the object-store projection. Rows are sorted by kind, then scale."""
+    rows = []
+    for res in results:
+        summary = summarize(res)
+        breakdown = dpp_breakdown(res) if "dpp" in res.get("modes", []) else {}
+        for kind, ks in summary["kinds"].items():
+            cov = summary["coverage"].get(kind, {})
+            paired = paired_ratios(res, kind, "dpp", "spark")
+            worst = max(paired.items(), key=lambda kv: kv[1], default=(None, None))
+            sums = breakdown.get(kind, {}).get("sums", {})
+            store = storage_table(res, kind)
+            calls = {m: {c: sum(v[m][c] for v in store.values() if m in v)
+                         for c in ("list", "head", "measured_s", "projected_s")}
+                     for m in ("spark", "dpp")}
+            rows.append({
+                "sf": res.get("data", {}).get("sf"), "kind": kind,
+                "queries": len(cov.get("ran", [])),
+                "checked": cov.get("checked", True),
+                "correct": len(cov.get("correct", [])), "agree": len(cov.get("agree", [])),
+                "not_run": len(cov.get("not_run", {})),
+                "dpp_over_spark": (ks.get("dpp_over_spark") or {}).get("total_s"),
+                "spark_s": ks.get("totals", {}).get("spark", {}).get("total_s"),
+                "dpp_s": ks.get("totals", {}).get("dpp", {}).get("total_s"),
+                "worst_query": worst[0], "worst_ratio": worst[1],
+                "slower_10pct": sorted(q for q, x in paired.items() if x > SLOWER_LIMIT),
+                "phases": {k: sums.get(k) for k, _ in SCALE_PHASES},
+                "calls": calls,
+                "projected_ratio": (calls["dpp"]["projected_s"] / calls["spark"]["projected_s"]
+                                    if calls["spark"]["projected_s"] else None),
+            })
+    return sorted(rows, key=lambda r: (r["kind"], r["sf"] or 0))
+
+
+def render_scale_table(results: list[dict[str, Any]]) -> str:
+    """Markdown: the scale rows (:func:`scale_rows`) as three tables — the headline, dpp's
+    phases, the object-store projection — each with a growth row (largest / smallest scale)
+    per table kind where two scales were run."""
+    rows = scale_rows(results)
+
+    def num(x: Optional[float], fmt: str = "{:.2f}") -> str:
+        return "-" if x is None else fmt.format(x)
+
+    def grow(a: Optional[float], b: Optional[float]) -> str:
+        return "-" if not a or b is None else f"x{b / a:.1f}"
+
+    def growth_rows(cells: Any) -> list[str]:
+        out = []
+        for kind in dict.fromkeys(r["kind"] for r in rows):
+            ks = [r for r in rows if r["kind"] == kind]
+            if len(ks) > 1:
+                lo, hi = ks[0], ks[-1]
+                out.append("| " + " | ".join(
+                    [f"{kind} SF{hi['sf']:g} / SF{lo['sf']:g}", *cells(lo, hi)]) + " |")
+        return out
+
+    def correct(r: dict[str, Any]) -> str:
+        if r["checked"]:
+            return f"{r['correct']} / {r['queries']}"
+        return f"not checked ({r['agree']} / {r['queries']} modes agree)"
+
+    head = ["| scale | table kind | queries ran (not run) | correct | spark elapsed (s) | "
+            "dpp elapsed (s) | dpp / spark | worst query (per-repetition ratio) | "
+            "> 10% slower |", "|---|---|---:|---|---:|---:|---:|---|---|"]
+    for r in rows:
+        head.append("| " + " | ".join([
+            f"SF{r['sf']:g}", r["kind"], f"{r['queries']} ({r['not_run']})", correct(r),
+            num(r["spark_s"], "{:.1f}"), num(r["dpp_s"], "{:.1f}"), num(r["dpp_over_spark"]),
+            "-" if r["worst_query"] is None else f"{r['worst_query']} {r['worst_ratio']:.2f}",
+            ", ".join(r["slower_10pct"]) or "none"]) + " |")
+    head += growth_rows(lambda lo, hi: [
+        "", "", grow(lo["spark_s"], hi["spark_s"]), grow(lo["dpp_s"], hi["dpp_s"]), "", "", ""])
+    phases = ["| scale | table kind | " + " | ".join(f"{t} (s)" for _, t in SCALE_PHASES)
+              + " |", "|---|---|" + "---:|" * len(SCALE_PHASES)]
+    for r in rows:
+        phases.append("| " + " | ".join([f"SF{r['sf']:g}", r["kind"]] + [
+            num(r["phases"][k], "{:.2f}") for k, _ in SCALE_PHASES]) + " |")
+    phases += growth_rows(lambda lo, hi: [grow(lo["phases"][k], hi["phases"][k])
+                                          for k, _ in SCALE_PHASES])
+    store = ["| scale | table kind | spark LIST / HEAD | dpp LIST / HEAD | dpp / spark "
+             "measured | dpp / spark projected |", "|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        c = r["calls"]
+        store.append("| " + " | ".join([
+            f"SF{r['sf']:g}", r["kind"], f"{c['spark']['list']:.0f} / {c['spark']['head']:.0f}",
+            f"{c['dpp']['list']:.0f} / {c['dpp']['head']:.0f}",
+            num(c["dpp"]["measured_s"] / c["spark"]["measured_s"]
+                if c["spark"]["measured_s"] else None),
+            num(r["projected_ratio"])]) + " |")
+    store += growth_rows(lambda lo, hi: [
+        f"{grow(lo['calls']['spark']['list'], hi['calls']['spark']['list'])} / "
+        f"{grow(lo['calls']['spark']['head'], hi['calls']['spark']['head'])}",
+        f"{grow(lo['calls']['dpp']['list'], hi['calls']['dpp']['list'])} / "
+        f"{grow(lo['calls']['dpp']['head'], hi['calls']['dpp']['head'])}", "", ""])
+    return "\n".join(head + [""] + phases + [""] + store) + "\n"
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """``python -m tpcds.report --scale OUT1 OUT2 ...``: the scale table of several benchmark
+    output folders (their ``results.json``), for README."""
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser(prog="python -m tpcds.report", description=main.__doc__)
+    p.add_argument("--scale", nargs="+", required=True, help="bench --out folders")
+    args = p.parse_args(argv)
+    results = [json.loads((Path(d) / "results.json").read_text()) for d in args.scale]
+    print(render_scale_table(results), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
