@@ -28,10 +28,24 @@ from dpp.core.reconcile import reconcile
 from dpp.core.remote import is_remote
 from dpp.core.spark_rules import SparkRules
 
-__all__ = ["FilterSpec", "BuildOutcome", "FilterRuns", "EnvironmentNotes", "FilterMemory",
+__all__ = ["INTERNAL", "mark_internal", "FilterSpec", "BuildOutcome", "FilterRuns",
+           "EnvironmentNotes", "FilterMemory",
            "environment_problem"]
 
 log = logging.getLogger(__name__)
+
+#: Spark local property on threads that run dpp's own queries (read by the optimizer hook's rule)
+INTERNAL = "spark.dpp.internal"
+
+
+def mark_internal(spark: Any) -> None:
+    """Marks the calling thread's Spark jobs and optimizer runs as dpp's own (a no-op where the
+    session has no SparkContext in Python: Spark Connect, where there is no hook either)."""
+    try:
+        spark.sparkContext.setLocalProperty(INTERNAL, "true")
+    except Exception:
+        log.debug("cannot mark a dpp thread as internal", exc_info=True)
+
 
 # Registered before the build job knows its task count, so that no waiter can see the
 # filter complete early; the build job sets the exact count (expect_parts) before it runs.
@@ -168,8 +182,9 @@ class FilterRuns:
                  env_notes: Optional[EnvironmentNotes] = None,
                  memory: Optional[FilterMemory] = None,
                  thread_setup: Optional[Callable[[], None]] = None) -> None:
-        """``thread_setup`` runs once in each pool thread (the optimizer hook marks them, so
-        its rule leaves dpp's own build queries alone)."""
+        """``thread_setup`` runs once in each pool thread; by default it marks the thread as
+        dpp's own (:data:`INTERNAL`), so the optimizer hook's rule leaves build queries (and
+        anything else dpp runs there) alone, whichever path started them."""
         self.spark = spark
         self.service = service
         self.cfg = cfg
@@ -178,7 +193,8 @@ class FilterRuns:
         self.new_env_notes: list[str] = []   # said for the first time by this query
         self.memory = memory if memory is not None else FilterMemory()
         self._pool = cf.ThreadPoolExecutor(max_workers=max(1, max_workers),
-                                           thread_name_prefix="dpp", initializer=thread_setup)
+                                           thread_name_prefix="dpp",
+                                           initializer=thread_setup or (lambda: mark_internal(spark)))
         self._runs: dict[str, _Run] = {}
 
     def __enter__(self) -> "FilterRuns":

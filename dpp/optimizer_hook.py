@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 from dpp.core.domain import TupleDomain
 from dpp.core.spark_rules import SparkRules
 from dpp.decision import real_column, table_columns
-from dpp.filter_runs import FilterRuns, FilterSpec
+from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.jvm_build import HookUnavailable, load_into
 from dpp.plan_pairs import Prune, find_prunes, relation_nodes
 from dpp.report import JobReport, append_jsonl
@@ -50,7 +50,6 @@ __all__ = ["OptimizerHook", "HookUnavailable", "explaining", "patch_explain", "I
 
 log = logging.getLogger(__name__)
 
-INTERNAL = "spark.dpp.internal"
 EXPLAIN = "spark.dpp.explaining"
 _STALE_SECONDS = 900.0   # a plan optimized and never scanned (cache lookups, abandoned plans)
 
@@ -236,8 +235,7 @@ class OptimizerHook:
                 frames[spec.filter_id] = self._build_frame(msg["request"], p)
         workers = len(builds) + len(targets) + 1
         runs = FilterRuns(session.spark, session._filter_service(cfg), cfg, rules, workers,
-                          session._env_notes, session._filter_memory,
-                          thread_setup=self._mark_internal)
+                          session._env_notes, session._filter_memory)
         wrap: dict[str, str] = {}
         request = _Request(report=report, runs=runs, start=lambda: None)
         for rel_id, (table, name, ps) in targets.items():
@@ -276,13 +274,6 @@ class OptimizerHook:
 
         spark = self.session.spark
         return DataFrame(self._jvm_hook.buildDataset(request, p.build_node, p.build_expr), spark)
-
-    def _mark_internal(self) -> None:
-        """Build-side threads: the rule must leave dpp's own queries alone."""
-        try:
-            self.session.spark.sparkContext.setLocalProperty(INTERNAL, "true")
-        except Exception:  # pragma: no cover
-            log.debug("marking a build thread failed", exc_info=True)
 
     def _load(self, table: Table, dyn: list[DynamicFilter], cfg: Any, rules: SparkRules
               ) -> LoadResult:
