@@ -9,14 +9,12 @@ no ``spark.jars`` setting.
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
-import shutil
-import subprocess
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Optional
+
+from hive_splits.javac import cached_jar
 
 __all__ = ["HookUnavailable", "hook_jar", "load_into"]
 
@@ -42,35 +40,11 @@ def _spark_jars() -> str:
 def hook_jar(cache_dir: Optional[str] = None) -> Path:
     """The hook's jar, compiled on first use (raises :class:`HookUnavailable` naming what is
     missing)."""
-    sources = sorted(_SOURCES.rglob("*.java"))
-    jars = _spark_jars()
-    digest = hashlib.sha256()
-    for src in sources:
-        digest.update(src.name.encode() + src.read_bytes())
-    digest.update(jars.encode())
     import pyspark
-    digest.update(pyspark.__version__.encode())
-    base = Path(cache_dir or os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    jar = base / "dpp-spark" / f"dpp-hook-{digest.hexdigest()[:16]}.jar"
-    if jar.exists():
-        return jar
-    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
-    if javac is None or jar_tool is None:
-        raise HookUnavailable("javac and jar (a JDK 17+) are needed to build dpp's optimizer "
-                              "hook; install a JDK (Debian: openjdk-17-jdk-headless)")
-    jar.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([javac, "-nowarn", "-cp", os.path.join(jars, "*"), "-d", tmp,
-                              *[str(s) for s in sources]], capture_output=True, text=True)
-        if out.returncode != 0:
-            raise HookUnavailable(f"javac failed on dpp/jvm/src: {out.stderr.strip()[:800]}")
-        partial = jar.with_suffix(f".{os.getpid()}.tmp")
-        out = subprocess.run([jar_tool, "cf", str(partial), "-C", tmp, "."],
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            raise HookUnavailable(f"jar failed: {out.stderr.strip()[:500]}")
-        partial.replace(jar)
-    return jar
+
+    return cached_jar("dpp-hook", sorted(_SOURCES.rglob("*.java")),
+                      os.path.join(_spark_jars(), "*"), HookUnavailable, cache_dir,
+                      salt=pyspark.__version__)
 
 
 def load_into(spark: Any) -> Any:

@@ -39,7 +39,7 @@ from dpp.decision import real_column, table_columns
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.jvm_build import HookUnavailable, load_into
 from dpp.plan_pairs import Prune, find_prunes, relation_nodes
-from dpp.report import JobReport, append_jsonl
+from dpp.report import JobReport
 from hive_splits import DynamicFilter, LoadResult, SplitLoader, Table, table_from_path
 from hive_splits.naming import parse_folder_name
 
@@ -331,13 +331,7 @@ class OptimizerHook:
         self._finish(report, self.session.config)
 
     def _finish(self, report: JobReport, cfg: Any) -> None:
-        self.session.last_report = report
-        report.log(log)
-        if cfg.report_path:
-            try:
-                append_jsonl(report, cfg.report_path)
-            except OSError as exc:
-                log.warning("dpp: could not append the report to %s: %s", cfg.report_path, exc)
+        self.session.publish(report, cfg)
 
     def _drop_stale(self) -> None:
         now = time.monotonic()

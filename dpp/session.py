@@ -974,6 +974,12 @@ class DppSession:
         if "split_enumeration" not in report.phases:
             report.phases["split_enumeration"] = sum(
                 (t.get("enumeration_seconds") or 0.0) for t in report.tables)
+        self.publish(report, cfg)
+        return (rows if execute else df), report
+
+    def publish(self, report: JobReport, cfg: DppConfig) -> None:
+        """A finished job's report: this session's ``last_report``, the log, and one line of
+        ``spark.dpp.report.path`` (both paths, SQL text and the optimizer hook, end here)."""
         self.last_report = report
         report.log(log)
         if cfg.report_path:
@@ -981,7 +987,6 @@ class DppSession:
                 append_jsonl(report, cfg.report_path)
             except OSError as exc:
                 log.warning("dpp: could not append the report to %s: %s", cfg.report_path, exc)
-        return (rows if execute else df), report
 
 
 # ---------------------------------------------------------------------- helpers

@@ -11,14 +11,12 @@ object store would bill.
 from __future__ import annotations
 
 import glob
-import hashlib
 import logging
 import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
+
+from hive_splits.javac import cached_jar
 
 __all__ = ["counting_jar", "counting_conf", "storage_calls", "worth_counting",
            "CountingUnavailable"]
@@ -49,29 +47,7 @@ def _hadoop_jar() -> str:
 def counting_jar(cache_dir: Optional[str] = None) -> Path:
     """The jar of the counting filesystem, compiled on first use (needs ``javac`` and
     ``jar`` from a JDK; raises :class:`CountingUnavailable` saying what is missing)."""
-    source = _SOURCE.read_bytes()
-    digest = hashlib.sha256(source + _hadoop_jar().encode()).hexdigest()[:16]
-    base = Path(cache_dir or os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    jar = base / "dpp-spark" / f"counting-fs-{digest}.jar"
-    if jar.exists():
-        return jar
-    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
-    if javac is None or jar_tool is None:
-        raise CountingUnavailable("javac and jar (a JDK) are needed to build the counting "
-                                  "filesystem; install a JDK (Debian: openjdk-17-jdk-headless)")
-    jar.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([javac, "-nowarn", "-cp", _hadoop_jar(), "-d", tmp, str(_SOURCE)],
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            raise CountingUnavailable(f"javac failed: {out.stderr.strip()[:500]}")
-        partial = jar.with_suffix(".tmp")
-        out = subprocess.run([jar_tool, "cf", str(partial), "-C", tmp, "."],
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            raise CountingUnavailable(f"jar failed: {out.stderr.strip()[:500]}")
-        partial.replace(jar)
-    return jar
+    return cached_jar("counting-fs", [_SOURCE], _hadoop_jar(), CountingUnavailable, cache_dir)
 
 
 def counting_conf(cache_dir: Optional[str] = None) -> dict[str, str]:

@@ -140,7 +140,20 @@ def _in_subquery(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
                      f"(SELECT day FROM parquet.`{data['cal']}` WHERE month = 2)").collect()
 
 
+def _static_and_dynamic(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
+    """Spark's own partition filter on top of dpp's: the index applies both."""
+    return (spark.table(fact).where("day >= DATE'2024-02-10'").join(_cal(spark, data), "day")
+            .select("amount", "item", "day").collect())
+
+
+def _outer_non_preserved(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
+    return (_cal(spark, data).join(spark.table(fact), "day", "left")
+            .select("amount", "item", "day").collect())
+
+
 SHAPES: dict[str, Callable[[Any, dict[str, Any], str], list[Any]]] = {
+    "static_and_dynamic": _static_and_dynamic,
+    "outer_join_non_preserved_fact": _outer_non_preserved,
     "sql_join": _sql_join,
     "dataframe_join": _df_join,
     "insert_overwrite": lambda s, d, f: _write_back(s, d, f, "insert"),
@@ -206,6 +219,24 @@ def test_explain_starts_no_build_side(spark: Any, data: dict[str, Any], fact: st
                               .select("amount", "item", "day").collect()), key=repr)
     assert sorted(map(tuple, df.collect()), key=repr) == expected
     assert _fact_entries(session)
+
+
+@pytest.mark.parametrize("fact", ["js_fact", "js_events"])
+def test_preserved_fact_of_an_outer_join_is_not_pruned(spark: Any, data: dict[str, Any],
+                                                       fact: str) -> None:
+    session = data["session"]
+
+    def run() -> list[Any]:
+        return sorted(map(tuple, spark.table(fact).join(_cal(spark, data), "day", "left")
+                          .select("amount", "item", "day").collect()), key=repr)
+
+    with spark_conf(spark, OFF):
+        expected = run()
+    session.last_report = None
+    assert run() == expected
+    assert len(expected) == 3 * len(DAYS) + 1   # every fact row, the NULL partition's too
+    report = session.last_report
+    assert report is None or not [t for t in report.tables if t.pruning == "applied"]
 
 
 def _file_indexes(df: Any) -> list[str]:

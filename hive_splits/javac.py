@@ -1,0 +1,49 @@
+"""Java sources of this project compiled into a cached jar with the JDK's ``javac``.
+
+The project ships its thin JVM parts as source (the counting filesystem here, the optimizer
+hook in ``dpp/jvm``), never as binaries: each is compiled on first use against the jars of
+the installed pyspark, into ``~/.cache/dpp-spark`` (or ``$XDG_CACHE_HOME``), under a name
+keyed by the sources and the class path, so an upgrade of either builds a new jar.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Optional, Sequence
+
+__all__ = ["cached_jar"]
+
+
+def cached_jar(prefix: str, sources: Sequence[Path], classpath: str, unavailable: type,
+               cache_dir: Optional[str] = None, salt: str = "") -> Path:
+    """The jar of ``sources`` compiled against ``classpath``, built once per digest. Raises
+    ``unavailable`` (an exception class) saying what is missing: no JDK, a compile error."""
+    digest = hashlib.sha256()
+    for src in sources:
+        digest.update(src.name.encode() + src.read_bytes())
+    digest.update((classpath + salt).encode())
+    base = Path(cache_dir or os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    jar = base / "dpp-spark" / f"{prefix}-{digest.hexdigest()[:16]}.jar"
+    if jar.exists():
+        return jar
+    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
+    if javac is None or jar_tool is None:
+        raise unavailable(f"javac and jar (a JDK 17+) are needed to build {prefix}; install "
+                          f"a JDK (Debian: openjdk-17-jdk-headless)")
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run([javac, "-nowarn", "-cp", classpath, "-d", tmp,
+                              *[str(s) for s in sources]], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise unavailable(f"javac failed on {prefix}: {out.stderr.strip()[:800]}")
+        partial = jar.with_suffix(f".{os.getpid()}.tmp")
+        out = subprocess.run([jar_tool, "cf", str(partial), "-C", tmp, "."],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise unavailable(f"jar failed on {prefix}: {out.stderr.strip()[:500]}")
+        partial.replace(jar)
+    return jar
