@@ -47,7 +47,7 @@ from hive_splits.listing import lister_for
 from hive_splits.profile import KeyProfile, profile_column
 from hive_splits.metastore import MetastorePartitions
 from hive_splits.storage_calls import storage_calls, worth_counting
-from hive_splits.spark_io import driver_listing, whole_folders_dataframe
+from hive_splits.spark_io import driver_listing, root_dataframe, whole_folders_dataframe
 from hive_splits.table import catalog_metadata, catalog_partition_names, local_path
 
 log = logging.getLogger(__name__)
@@ -1070,7 +1070,12 @@ def _drop_views_with(df: DataFrame, spark: SparkSession, views: list[str]) -> No
 
 
 def full_dataframe(spark: SparkSession, table: Table) -> DataFrame:
-    """The whole table through the split loader (no domains): Spark's reader, all files."""
+    """The whole table through the split loader (no domains): Spark's reader, all files.
+    On Spark Connect the server lists the paths again when the view is made, so listing
+    them here first only adds a listing and hands it one path per folder: the table's root
+    goes to Spark's reader instead (its own discovery, as a job reading the folder does)."""
+    if is_remote(spark) and not table.is_catalog:
+        return root_dataframe(spark, table)
     return to_dataframe(spark, table,
                         SplitLoader(table, rules=SparkRules.from_spark(spark)).load())
 

@@ -48,7 +48,7 @@ from hive_splits.jvm_refs import jvm_class, scala_object
 from hive_splits.loader import LoadResult
 from hive_splits.table import Table, spark_ddl, spark_struct_type
 
-__all__ = ["to_dataframe", "whole_folders_dataframe", "driver_listing"]
+__all__ = ["to_dataframe", "whole_folders_dataframe", "driver_listing", "root_dataframe"]
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +131,13 @@ def whole_folders_dataframe(spark: Any, table: Table, folders: list[str],
                 except Exception as exc:  # pragma: no cover - a Spark without these APIs
                     log.warning("dpp: size estimate of %s not adjusted (%s)", table.name, exc)
     return df, nfiles, nbytes
+
+
+def root_dataframe(spark: Any, table: Table) -> Any:
+    """A path table read whole from its root by Spark's reader with the table's schema
+    (Spark discovers and casts the partitions itself): what a job reading the folder does."""
+    root = _uri(table.location)
+    return spark.read.schema(spark_ddl(table)).option("basePath", root).parquet(root)
 
 
 def _fs_relation(df: Any) -> Any:
