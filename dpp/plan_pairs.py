@@ -119,6 +119,25 @@ class _Plan:
         return any(self.selective(c, depth + 1) for c in n["children"])
 
 
+def _narrow(plan: _Plan, node: int, key: dict[str, Any]) -> int:
+    """The smallest build side that still gives every value of ``key`` and still filters:
+    below a join (of any type) the child that outputs the key's column holds every value the
+    join can output for it, so building over that child keeps more, never less (TPC-DS q72's
+    date key: the filtered date_dim, not the join of inventory, warehouse and item above it)."""
+    attr = key.get("attr")
+    if attr is None:
+        return node
+    for _ in range(200):
+        n = plan.nodes[node]
+        if n["op"] not in ("Join", "Project"):
+            return node
+        below = [c for c in n["children"] if attr in plan.outputs[c]]
+        if len(below) != 1 or not plan.selective(below[0]):
+            return node
+        node = below[0]
+    return node
+
+
 def _fact_key(key: dict[str, Any]) -> Optional[int]:
     """The attribute a fact-side key reads, where the domain of the compared values maps back
     to the column's values exactly: the column itself, or an integral widening of it."""
@@ -184,7 +203,7 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
                         notes.append(f"{fact.get('sql')}: the build side ({dim.get('sql')}) "
                                      f"filters nothing, not pruned")
                         continue
-                    add(targets, dim_side, dim, how)
+                    add(targets, _narrow(plan, dim_side, dim), dim, how)
         elif node["op"] == "Filter":
             for sub in node.get("inSubqueries", []):
                 value = sub["value"]
@@ -192,5 +211,6 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
                 child = node["children"][0]
                 if attr is None or attr not in plan.outputs[child]:
                     continue
-                add(plan.trace(child, attr), sub["query"], sub["queryKey"], "IN subquery")
+                add(plan.trace(child, attr), _narrow(plan, sub["query"], sub["queryKey"]),
+                    sub["queryKey"], "IN subquery")
     return out, notes

@@ -162,3 +162,25 @@ def test_in_subquery_conjunct_prunes_the_outer_fact() -> None:
            inSubqueries=[{"value": p.key(2), "query": d, "queryKey": p.key(10)}])
     assert [(x.relation, x.build_node, x.join) for x in find_prunes(p.desc())[0]] == [
         (f, d, "IN subquery")]
+
+
+def test_build_side_narrowed_to_the_filtered_child_that_gives_the_key() -> None:
+    p = _Plan()
+    f = p.fact()
+    big = p.node("LogicalRelation", [], [(20, "w")])
+    d = p.dim()
+    build = _join(p, big, d, "INNER", [(p.key(20), p.key(11))])
+    _join(p, f, build, "INNER", [(p.key(2), p.key(10))])
+    assert [x.build_node for x in find_prunes(p.desc())[0]] == [d]
+
+
+def test_build_side_not_narrowed_to_an_unfiltered_child() -> None:
+    p = _Plan()
+    f = p.fact()
+    leaf = p.node("LogicalRelation", [], [(10, "d"), (11, "month")])
+    other = p.dim()   # the filter is on the other side of the build join
+    other_out = p.nodes[other]["output"]
+    p.nodes[other]["output"] = [[30, "x", "int"]] + other_out[1:]
+    build = _join(p, leaf, other, "INNER", [(p.key(11), p.key(30))])
+    _join(p, f, build, "INNER", [(p.key(2), p.key(10))])
+    assert [x.build_node for x in find_prunes(p.desc())[0]] == [build]
