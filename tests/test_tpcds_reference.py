@@ -13,6 +13,7 @@ from typing import Any, Iterator
 import duckdb
 import pytest
 
+from tests.conftest import spark_conf
 from tpcds import bench as B
 from tpcds.queries import load_queries, select_queries
 from tpcds.reference import CACHE_DIR, DuckDBReference, modes_agree
@@ -238,13 +239,8 @@ THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 @pytest.fixture
 def fast_listing(spark) -> Iterator[None]:
-    old = spark.conf.get(THRESHOLD, None)
-    spark.conf.set(THRESHOLD, "100000")
-    yield
-    if old is None:
-        spark.conf.unset(THRESHOLD)
-    else:
-        spark.conf.set(THRESHOLD, old)
+    with spark_conf(spark, {THRESHOLD: "100000"}):
+        yield
 
 
 def test_bench_without_check_compares_the_modes_and_never_starts_duckdb(
