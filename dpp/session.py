@@ -35,6 +35,9 @@ from dpp.decision import (LoadGroup, PruningDecision, Stats, decide, real_column
 from dpp.filter_runs import EnvironmentNotes, FilterMemory, FilterRuns, FilterSpec
 from dpp import planner
 from dpp.planner import PruningPlan, TableInfo, TableRefPlan, rewrite
+from dpp.remote_catalog import (NoListing, Unprunable, connect_catalog_table,
+                                is_connect_catalog, kept_predicate, predicate_column,
+                                predicate_sql, quote_table)
 from dpp.report import JobReport, append_jsonl
 from dpp.schema_cache import SchemaCache
 from dpp.spark_metrics import scan_metrics
@@ -101,6 +104,7 @@ class DppSession:
         self._remote = is_remote(spark)
         self._siblings: dict[float, Any] = {}   # Connect: clones sizing pruned relations
         self._globals: dict[int, tuple[Any, str]] = {}   # df → its global view, until held
+        self._manages_partitions: Optional[bool] = None   # Connect: the server's (static)
         self.config  # validate settings now: a bad value is an error at construction
 
     # ------------------------------------------------------------------ configuration
@@ -227,8 +231,7 @@ class DppSession:
         if self._is_temp_view(key):
             return None  # the user's own view: never second-guessed
         if self._remote:
-            self._remote_catalog_table(key, unusable)
-            return None
+            return self._remote_catalog_table(key, unusable)
         try:
             shape = self._schemas.get_or_compute("catalog", key,
                                                  lambda: self._catalog_shape(key, metas))
@@ -244,18 +247,41 @@ class DppSession:
         return dataclasses.replace(shape, partition_source=MetastorePartitions(
             self.spark, shape.catalog_name or key, shape.partition_columns))
 
-    def _remote_catalog_table(self, key: str, unusable: Optional[dict[str, str]]) -> None:
-        """On Spark Connect a catalog table is left to Spark (its own partition pruning and
-        DPP): the metastore client that fetches partition locations is in the server's JVM,
-        and asking for each surviving partition's location by SQL (``DESCRIBE ... PARTITION``)
-        costs a round trip per partition; assuming ``root/k=v`` locations would be unsound
-        for partitions added at a location of their own. A partitioned one is noted."""
+    def _remote_catalog_table(self, key: str, unusable: Optional[dict[str, str]]
+                              ) -> Optional[Table]:
+        """On Spark Connect, a partitioned catalog table to prune by a partition predicate
+        (:mod:`dpp.remote_catalog`: its partitions' texts from ``SHOW PARTITIONS``, the kept
+        ones handed to Spark as ``WHERE`` on the partition columns, no location needed), or
+        None: not a partitioned catalog table, or one dpp cannot prune exactly here — left
+        to Spark (its own partition pruning and DPP), the reason in ``unusable``."""
         try:
-            partitioned = any(c.isPartition for c in self.spark.catalog.listColumns(key))
+            columns = self.spark.catalog.listColumns(key)
         except Exception:
-            return  # not a catalog table (or not one Spark can describe): not ours to say
-        if partitioned and unusable is not None:
-            unusable[key] = CONNECT_NOTES["catalog"]
+            return None  # not a catalog table (or not one Spark can describe): not ours to say
+        if not any(c.isPartition for c in columns):
+            return None
+        try:
+            return connect_catalog_table(self._spark_sql, key, columns,
+                                         self._server_manages_partitions())
+        except Exception as exc:
+            why = str(exc) if isinstance(exc, Unprunable) else (
+                f"cannot be described: {_first_line(exc)}")
+            log.warning("dpp: Spark Connect: catalog table %s left to Spark: %s", key, why)
+            if unusable is not None:
+                unusable[key] = CONNECT_CATALOG_LEFT + why
+            return None
+
+    def _server_manages_partitions(self) -> bool:
+        """The Connect server's ``spark.sql.hive.manageFilesourcePartitions`` (a static
+        setting: asked once per session)."""
+        if self._manages_partitions is None:
+            try:
+                value = self.spark.conf.get("spark.sql.hive.manageFilesourcePartitions",
+                                            "true")
+            except Exception:
+                value = "false"   # cannot tell: take the case that prunes nothing
+            self._manages_partitions = str(value).strip().lower() != "false"
+        return self._manages_partitions
 
     def _catalog_shape(self, key: str, metas: Optional[dict[str, Any]] = None
                        ) -> Optional[Table]:
@@ -425,15 +451,20 @@ class DppSession:
         if plan is None:
             self._views.ensure(self._mentions(query))
             return self._spark_sql(query)
+        stats = self._stats_policy(cfg, report)
+        if self._remote and any(is_connect_catalog(t) for t in tables.values()):
+            stats = _no_stats_on_connect_catalog(stats)
         decision = decide(plan, tables, query_id=report.query_id[:8],
-                          stats_pruning=self._stats_policy(cfg, report),
-                          mentions=self._mentions)
+                          stats_pruning=stats, mentions=self._mentions)
         report.analysis_notes.extend(decision.notes)
         for ref, why in decision.unpruned:
             report.add_table_unpruned(ref.table, ref.alias, why)
         self._views.ensure(sorted(decision.plain_tables))
         whole = (whole_catalog_refs(plan, decision.unpruned, tables)
                  if cfg.list_whole_catalog_tables else {})
+        # on Spark Connect a catalog table read whole stays Spark's: dpp would list it on the
+        # client only for the server to list it again
+        whole = {k: v for k, v in whole.items() if not is_connect_catalog(v[0])}
         if not decision.groups:
             if not whole:
                 return self._spark_sql(query)
@@ -467,7 +498,7 @@ class DppSession:
         Spark Connect also puts that note in the session's first report that meets one."""
         for name, why in unusable.items():
             report.add_table_unpruned(name, None, why)
-            if why == CONNECT_NOTES["catalog"]:
+            if why.startswith(CONNECT_CATALOG_LEFT):
                 self._note_once(report, "catalog")
 
     def _stats_policy(self, cfg: DppConfig, report: JobReport) -> Stats:
@@ -570,6 +601,9 @@ class DppSession:
         report.phases["split_enumeration"] = enumeration
         if self._remote and replacements:
             self._note_once(report, "handoff_calls")
+            if any(is_connect_catalog(g.table) for g in decision.groups
+                   if g.refs[0].ref_id in replacements):
+                self._note_once(report, "catalog_predicate")
         return replacements
 
     def _read_whole(self, whole: dict[str, tuple[Table, list[TableRefPlan]]], cfg: DppConfig,
@@ -643,6 +677,8 @@ class DppSession:
         dyn = [DynamicFilter(filter_id=spec.filter_id, column=d.probe_column,
                              wait=runs.waiter(spec.filter_id, d.probe_column, deadline))
                for d, spec in g.filters]
+        if is_connect_catalog(g.table):
+            return self._connect_catalog_load(g.table, g.static, dyn, cfg, rules)
         result = SplitLoader(g.table, g.static, dyn, wait_timeout=cfg.wait_timeout,
                              rules=rules, lister=self._lister(g.table.location, cfg),
                              **self._loader_stats(cfg)).load()
@@ -650,6 +686,41 @@ class DppSession:
             g.table, () if g.static.is_none() else g.static.columns,
             [d.probe_column for d, _ in g.filters])
         return result, self._handoff(g.table, result, filtered, report)
+
+    def _connect_catalog_load(self, table: Table, static: TupleDomain,
+                              dyn: Sequence[DynamicFilter], cfg: DppConfig, rules: SparkRules
+                              ) -> tuple[LoadResult, DataFrame]:
+        """Spark Connect, a catalog table (:mod:`dpp.remote_catalog`): the loader tests every
+        partition's texts (``SHOW PARTITIONS``) against the domains as it tests a path
+        table's folders, lists nothing, and the kept partitions reach Spark as a predicate on
+        the partition columns: ``spark.table(t).where(...)``. Spark's own partition pruning
+        then fetches and lists only those, wherever they are (custom locations included).
+        A partition text the loader cannot read raises :class:`Unprunable` (the reference
+        stays Spark's), never an error of the user's query."""
+        source = table.partition_source.fresh()
+        shaped = dataclasses.replace(table, partition_source=source)
+        try:
+            result = SplitLoader(shaped, static, dyn, wait_timeout=cfg.wait_timeout,
+                                 rules=rules, lister=NoListing()).load()
+        except LayoutError as exc:
+            raise Unprunable(f"left to Spark: {_first_line(exc)}") from None
+        th = time.perf_counter()
+        every = source.last_names
+        pred = (kept_predicate(shaped, result, every)
+                if every is not None or result.partitions_kept == 0 else None)
+        df = self.spark.table(quote_table(table.catalog_name or table.name))
+        if pred is not None:
+            df = df.where(predicate_column(pred, functions_for(self.spark)))
+        # nothing was listed or fetched by dpp: Spark does both for the kept partitions
+        result.folders_listed = 0
+        result.lister = NoListing.kind
+        result.list_calls = result.head_calls = 0
+        result.metastore.pop("connect_values", None)
+        result.metastore["note"] = (f"kept partitions handed to Spark as WHERE "
+                                    f"{predicate_sql(pred, 600)}: Spark fetches and lists "
+                                    f"them (not counted)")
+        result.handoff_seconds = time.perf_counter() - th
+        return result, df
 
     def _partition_filtered(self, table: Table, static: Iterable[str],
                             joined: Iterable[str]) -> bool:
@@ -926,10 +997,11 @@ class DppSession:
             deadline = time.monotonic() + cfg.wait_timeout
             dyn = []
             policy = self._stats_policy(cfg, report)
+            connect_catalog = is_connect_catalog(table)
             for i, (fcol, dcol) in enumerate(on):
-                if fcol.lower() not in parts and not (
+                if fcol.lower() not in parts and (connect_catalog or not (
                         policy(table, real_column(table, fcol) or fcol) if callable(policy)
-                        else policy):
+                        else policy)):
                     continue
                 spec = FilterSpec(filter_id=f"{qid}-j{i + 1}", build_label=f"dataframe.{dcol}",
                                   probe_type=columns.get(fcol.lower()), probe_label=fact)
@@ -938,17 +1010,27 @@ class DppSession:
                 col = real_column(table, fcol) or fcol  # as the table spells it
                 dyn.append(DynamicFilter(filter_id=spec.filter_id, column=col,
                                          wait=runs.waiter(spec.filter_id, col, deadline)))
-            result = SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
-                                 rules=rules, lister=self._lister(table.location, cfg),
-                                 **self._loader_stats(cfg)).load()
-            fact_df = self._handoff(table, result,
-                                    self._partition_filtered(table, (),
-                                                             [d.column for d in dyn]))
+            if connect_catalog:
+                try:
+                    result, fact_df = self._connect_catalog_load(
+                        table, TupleDomain.all(), dyn, cfg, rules)
+                except Unprunable as exc:
+                    report.add_table_unpruned(fact, None, str(exc))
+                    return self.spark.table(quote_table(table.catalog_name or fact))
+                self._note_once(report, "catalog_predicate")
+            else:
+                result = SplitLoader(table, TupleDomain.all(), dyn,
+                                     wait_timeout=cfg.wait_timeout, rules=rules,
+                                     lister=self._lister(table.location, cfg),
+                                     **self._loader_stats(cfg)).load()
+                fact_df = self._handoff(table, result,
+                                        self._partition_filtered(table, (),
+                                                                 [d.column for d in dyn]))
+                if self._remote:   # dpp.join hands a DataFrame, no view: sized by its bytes
+                    self._note_once(report, "size")
+                    self._note_once(report, "handoff_calls")
             report.add_table_result(fact, None, table, result)
             report.phases["handoff"] = result.handoff_seconds
-            if self._remote:   # dpp.join hands a DataFrame, no view: sized by its bytes
-                self._note_once(report, "size")
-                self._note_once(report, "handoff_calls")
             runs.learn(report.tables)
             for entry in runs.settle():
                 report.add_filter(entry)
@@ -1009,13 +1091,33 @@ CONNECT_NOTES = {k: JVM_NOTE_PREFIX + v for k, v in {
     "lister": "spark.dpp.lister=hadoop needs Hadoop's FileSystem in the driver's JVM: the "
               "client lists instead (local paths directly, object stores and HDFS through "
               "pyarrow.fs from spark.hadoop.*), and Spark lists the kept folders again",
-    "catalog": "catalog (metastore) tables are left to Spark (its own partition pruning "
-               "and DPP): partition locations come from the metastore client in the "
-               "server's JVM",
+    "catalog": "a partitioned catalog table dpp cannot prune exactly here (the table's "
+               "entry says why: partitions not tracked by the catalog, another catalog, "
+               "CHAR columns, ...) is left to Spark (its own partition pruning and DPP)",
+    "catalog_predicate": "catalog tables are pruned by a predicate on their partition "
+                         "columns (the kept partitions' values, as ranges), which Spark's own "
+                         "partition pruning applies while planning: Spark fetches and lists "
+                         "the kept partitions itself, so their files, bytes, folders and "
+                         "storage requests are not counted (files_kept/bytes_kept 0), and "
+                         "Spark sizes the relation by the kept partitions, not the table",
     "collector": "spark.dpp.collector=arrow runs Python tasks through the RDD API, which "
                  "Spark Connect does not offer: build sides use Spark's own aggregation "
                  "(native)",
 }.items()}
+
+
+# the reason of a catalog table left to Spark on Spark Connect starts with this
+CONNECT_CATALOG_LEFT = JVM_NOTE_PREFIX + "catalog table left to Spark: "
+
+
+def _no_stats_on_connect_catalog(stats: Any) -> Any:
+    """``stats`` (a constant or a policy) that builds no data-column filter for a catalog
+    table on Spark Connect: Spark reads its kept partitions whole (no files to skip)."""
+    def policy(table: Table, column: str) -> bool:
+        if is_connect_catalog(table):
+            return False
+        return bool(stats(table, column)) if callable(stats) else bool(stats)
+    return policy
 
 
 def unwrapped_sql(spark: SparkSession) -> Callable[..., DataFrame]:
@@ -1074,6 +1176,8 @@ def full_dataframe(spark: SparkSession, table: Table) -> DataFrame:
     On Spark Connect the server lists the paths again when the view is made, so listing
     them here first only adds a listing and hands it one path per folder: the table's root
     goes to Spark's reader instead (its own discovery, as a job reading the folder does)."""
+    if is_connect_catalog(table):   # Spark Connect: the catalog's own relation
+        return spark.table(quote_table(table.catalog_name or table.name))
     if is_remote(spark) and not table.is_catalog:
         return root_dataframe(spark, table)
     return to_dataframe(spark, table,

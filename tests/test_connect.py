@@ -69,12 +69,18 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                   {"s_hour": slots, "s_tag": ["a", "a", "b"]},
                   schema=pa.schema([("s_hour", pa.timestamp("us", tz="UTC")),
                                     ("s_tag", pa.string())]))
+    # the catalog tables' tag dimension: some tags kept, one of each escaping kind, CHAR's 'xyz'
+    write_parquet(root / "tagdim" / "part-0.parquet",
+                  {"t_tag": ["a/b", "x=y", "it's", "ünï", "#[]^", "50%", "xyz", "zzz"],
+                   "t_n": [1, 2, 2, 1, 2, 1, 2, 1],
+                   "t_keep": [True, True, True, True, True, False, True, True]})
     return {"root": root, "sales": root / "sales", "days": root / "days",
-            "items": root / "items", "events": root / "events", "slots": root / "slots"}
+            "items": root / "items", "events": root / "events", "slots": root / "slots",
+            "tagdim": root / "tagdim"}
 
 
 def _dims(spark: Any, data: dict[str, Path]) -> None:
-    for name in ("days", "items", "slots"):
+    for name in ("days", "items", "slots", "tagdim"):
         spark.read.parquet(str(data[name])).createOrReplaceTempView(name)
 
 
@@ -281,19 +287,184 @@ def test_spark_errors_stay_spark_errors(connect):
 
 # ---------------------------------------------------------------------------- catalog tables
 
-def test_catalog_table_left_to_spark_with_one_note(connect, plain):
-    import dpp
+@pytest.fixture(scope="module")
+def catalog(plain: Any, data: dict[str, Path]) -> dict[str, str]:
+    """Catalog tables of the server (its catalog is shared by every client session), made by
+    the plain session: ``cat_sales`` by ``day`` (the ``plain`` fixture), ``cat_events`` by a
+    TIMESTAMP ``hour`` over the path tables' folders, ``cat_orc`` (ORC, by ``day``),
+    ``cat_tags`` by (``tag`` STRING, ``n`` INT) written by Spark — values that need escaping
+    in folder names, NULLs in both columns — and ``cat_char`` by a CHAR(3) column."""
+    plain.sql(f"CREATE TABLE cat_events (v BIGINT, hour TIMESTAMP) USING parquet "
+              f"PARTITIONED BY (hour) LOCATION '{data['events']}'")
+    plain.sql("ALTER TABLE cat_events RECOVER PARTITIONS")
+    plain.sql("CREATE TABLE cat_orc USING orc PARTITIONED BY (day) "
+              "AS SELECT item, amount, day FROM sales")
+    plain.sql("CREATE TABLE cat_tags (v INT, tag STRING, n INT) USING parquet "
+              "PARTITIONED BY (tag, n)")
+    plain.sql("INSERT INTO cat_tags VALUES " + ", ".join(
+        f"({v}, {t}, {n})" for v, t, n in TAG_ROWS))
+    plain.sql("CREATE TABLE cat_char (v INT, c CHAR(3)) USING parquet PARTITIONED BY (c)")
+    plain.sql("INSERT INTO cat_char VALUES (1, 'ab'), (2, 'xyz')")
+    return {"tags_folders": "|".join(r.partition for r in
+                                     plain.sql("SHOW PARTITIONS cat_tags").collect())}
+
+
+# (v, tag, n) as SQL: a slash, '=', ':', a quote, '%', a space, non-ASCII, Hive's escaped
+# brackets, and NULLs (the default partition) in either column
+TAG_ROWS = [(1, "'a/b'", 1), (2, "'x=y'", 1), (3, "'c:d'", 2), (4, '"it\'s"', 2),
+            (5, "'50%'", 3), (6, "'sp ace'", 3), (7, "'ünï'", 1), (8, "NULL", 1),
+            (9, "NULL", "NULL"), (10, "'a/b'", "NULL"), (11, "'#[]^'", 2), (12, "'x=y'", 2)]
+
+
+def _catalog_query(name: str) -> str:
+    """QUERIES[name] over the catalog table ``cat_sales`` instead of the path table."""
+    import re
+
+    return re.sub(r"\bsales\b", "cat_sales", QUERIES[name])
+
+
+def _catalog_pruned(report: dict[str, Any], table: str) -> list[dict[str, Any]]:
+    """The report's pruned entries of catalog ``table`` (kept < total), each saying that
+    Spark lists the kept partitions (the predicate in ``metastore_note``), nothing listed
+    by dpp."""
     from dpp.session import CONNECT_NOTES
 
-    query = ("SELECT d_week, sum(amount) AS s FROM cat_sales JOIN days ON day = d_day "
-             "WHERE d_week = 3 GROUP BY d_week")
+    entries = _pruned(report, table)
+    for t in entries:
+        assert t["lister"] == "spark" and t["folders_listed"] == 0 and t["list_calls"] == 0
+        assert t["metastore_names"] == t["partitions_total"]
+        assert "handed to Spark as WHERE" in (t["metastore_note"] or "")
+    if entries:
+        seen = dpp_notes_seen(report)
+        assert CONNECT_NOTES["catalog_predicate"] in seen
+    return entries
+
+
+_NOTES_SEEN: list[str] = []
+
+
+def dpp_notes_seen(report: dict[str, Any]) -> list[str]:
+    """Environment notes of every report checked so far in this module (a note is said once
+    per session, in the first report that meets it)."""
+    _NOTES_SEEN.extend(report["environment"])
+    return _NOTES_SEEN
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles"])
+@pytest.mark.parametrize("name", sorted(QUERIES))
+def test_catalog_table_pruned_by_a_partition_predicate(connect, plain, catalog, name, zone):
+    """Star join, IN subquery, UNION branch, CTE over a catalog table: Spark's rows, the
+    table pruned (kept of total partitions in the report)."""
+    connect.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        report = _same_as_plain(connect, plain, _catalog_query(name))
+    finally:
+        connect.conf.set("spark.sql.session.timeZone", "UTC")
+    assert _catalog_pruned(report, "cat_sales"), report["tables"]
+
+
+def test_catalog_table_of_another_format_is_pruned_too(connect, plain, catalog):
+    """The predicate is a row filter on partition columns: right whatever the format."""
+    report = _same_as_plain(connect, plain, QUERIES["star"].replace("FROM sales",
+                                                                    "FROM cat_orc"))
+    assert _catalog_pruned(report, "cat_orc"), report["tables"]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles"])
+def test_catalog_timestamp_partitions_prune_in_the_session_time_zone(connect, plain, catalog,
+                                                                     zone):
+    """A catalog partition's text is cast in the session zone by Spark, and read there by
+    the loader: Los Angeles' nonexistent 02:00 is its 03:00."""
+    connect.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        report = _same_as_plain(connect, plain, "SELECT hour, v FROM cat_events JOIN slots "
+                                                "ON hour = s_hour WHERE s_tag = 'a'")
+    finally:
+        connect.conf.set("spark.sql.session.timeZone", "UTC")
+    t = _catalog_pruned(report, "cat_events")
+    assert t and t[0]["partitions_kept"] <= 3, report["tables"]
+
+
+TAG_QUERIES = {
+    "join": "SELECT v, tag, n FROM cat_tags JOIN tagdim ON tag = t_tag WHERE t_keep",
+    "two_columns": "SELECT v, tag, n FROM cat_tags JOIN tagdim ON tag = t_tag AND n = t_n "
+                   "WHERE t_keep",
+    "in_subquery": "SELECT v, tag, n FROM cat_tags "
+                   "WHERE tag IN (SELECT t_tag FROM tagdim WHERE t_keep)",
+    "null_kept": "SELECT v, tag, n FROM cat_tags WHERE tag IS NULL OR tag = 'x=y'",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TAG_QUERIES))
+def test_catalog_string_partitions_needing_escapes_and_nulls(connect, plain, catalog, name):
+    """Partition texts from SHOW PARTITIONS are Hive-escaped ('a%2Fb'), NULL is
+    __HIVE_DEFAULT_PARTITION__: read as Spark reads them, the kept ones handed back as
+    typed literals (no SQL text to escape); a kept NULL partition as IS NULL."""
+    assert "%2F" in catalog["tags_folders"] and "__HIVE_DEFAULT_PARTITION__" in \
+        catalog["tags_folders"]
+    report = _same_as_plain(connect, plain, TAG_QUERIES[name])
+    t = _catalog_pruned(report, "cat_tags")
+    assert t, report["tables"]
+    if name == "null_kept":
+        assert "`tag` IS NULL" in t[0]["metastore_note"]
+    else:   # a join never matches NULL: the default partitions of tag are pruned
+        assert "`tag` IS NULL" not in t[0]["metastore_note"]
+
+
+def test_partition_added_at_a_location_of_its_own(connect, plain, data, tmp_path):
+    """``ALTER TABLE … ADD PARTITION … LOCATION`` elsewhere: Spark reads it from there, so
+    does the pruned query (dpp hands no location), not the folder at its default path."""
+    import shutil
+
+    root = tmp_path / "loc_sales"
+    shutil.copytree(data["sales"], root)
+    plain.sql(f"CREATE TABLE cat_loc (item BIGINT, amount DOUBLE, day INT) USING parquet "
+              f"PARTITIONED BY (day) LOCATION '{root}'")
+    try:
+        plain.sql("ALTER TABLE cat_loc RECOVER PARTITIONS")
+        # a folder at day=31's default path with other rows: never part of the table
+        make_partitioned_table(root, {(("day", "31"),): {"item": [1], "amount": [999.0]}})
+        elsewhere = tmp_path / "elsewhere" / "late"
+        write_parquet(elsewhere / "part-0.parquet", {"item": [2, 3], "amount": [31.0, 62.0]})
+        plain.sql(f"ALTER TABLE cat_loc ADD PARTITION (day=31) LOCATION '{elsewhere}'")
+        for s in (plain, connect):
+            s.createDataFrame([(30,), (31,)], "k INT").createOrReplaceTempView("late_days")
+        report = _same_as_plain(connect, plain, "SELECT day, item, amount FROM cat_loc "
+                                                "JOIN late_days ON day = k")
+        t = _catalog_pruned(report, "cat_loc")
+        assert t and (t[0]["partitions_kept"], t[0]["partitions_total"]) == (2, 31)
+        assert (31, 2, 31.0) in _rows(connect.sql("SELECT day, item, amount FROM cat_loc "
+                                                  "JOIN late_days ON day = k"))
+    finally:
+        plain.sql("DROP TABLE IF EXISTS cat_loc")
+
+
+def test_dpp_join_prunes_a_catalog_table(connect, plain, catalog):
+    import dpp
+
+    session = dpp.session_of(connect)
+    dim = connect.table("days").where("d_week = 1")
+    joined = session.join("cat_sales", dim, on=[("day", "d_day")])
+    assert _catalog_pruned(session.last_report.to_dict(), "cat_sales")
+    got = _rows(joined.select("day", "item", "amount", "d_day"))
+    assert got == _rows(plain.sql("SELECT day, item, amount, d_day FROM cat_sales "
+                                  "JOIN days ON day = d_day WHERE d_week = 1"))
+
+
+def test_catalog_table_dpp_cannot_prune_is_left_to_spark_with_one_note(connect, plain,
+                                                                       catalog):
+    """CHAR(n) partition values are padded by Spark: such a table is Spark's, said once."""
+    import dpp
+    from dpp.session import CONNECT_CATALOG_LEFT, CONNECT_NOTES
+
+    query = "SELECT v, c FROM cat_char JOIN tagdim ON c = t_tag WHERE t_keep"
     expected = _rows(plain.sql(query))
     assert expected
     assert _rows(connect.sql(query)) == expected
     report = dpp.session_of(connect).last_report.to_dict()
-    entry = [t for t in report["tables"] if t["table"] == "cat_sales"]
+    entry = [t for t in report["tables"] if t["table"] == "cat_char"]
     assert entry and entry[0]["pruning"] == "none"
-    assert entry[0]["reason"] == CONNECT_NOTES["catalog"]
+    assert entry[0]["reason"].startswith(CONNECT_CATALOG_LEFT) and "CHAR" in entry[0]["reason"]
     assert CONNECT_NOTES["catalog"] in report["environment"]   # the first query meeting one
     assert _rows(connect.sql(query)) == expected
     again = dpp.session_of(connect).last_report.to_dict()
