@@ -597,3 +597,65 @@ def test_arrow_lister_lists_as_the_local_lister(tmp_path):
     assert [(os.path.basename(f.path), f.size) for f in a_files] == \
         [(os.path.basename(f.path), f.size) for f in l_files]
     assert arrow.calls.snapshot() == (2, 0)
+
+
+def _admits(pred: Any, row: dict[str, Any]) -> bool:
+    """Evaluates a :mod:`dpp.remote_catalog` predicate on one partition's typed values
+    (None = NULL) as SQL would: the test's own reading of the structure, not Spark's."""
+    from dpp.remote_catalog import And, Or
+
+    if pred is None:
+        return True
+    if isinstance(pred, Or):
+        return any(_admits(p, row) for p in pred.parts)
+    if isinstance(pred, And):
+        return all(_admits(t, row) for t in pred.terms)
+    v = row[pred.column]
+    if v is None:
+        return pred.null
+    read = pred.type.parse_text
+    return (any(read(lo) <= v <= read(hi) for lo, hi in pred.runs)
+            or any(read(t) == v for t in pred.exact))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_kept_predicate_admits_every_kept_partition_and_prunes(seed):
+    """Random two- and three-column partition sets with NULLs and random survivors: the
+    predicate handed to Spark admits every kept partition (never a lost row) and, within
+    its term limits, nothing else."""
+    import random
+
+    from dpp.core.domain import DataType
+    from dpp.remote_catalog import MAX_DISJUNCTS, kept_predicate
+    from hive_splits import KeptPartition, LoadResult, PartitionColumn, Table
+
+    rnd = random.Random(seed)
+    cols = [PartitionColumn("d", "date"), PartitionColumn("h", "int"),
+            PartitionColumn("s", "string")][:rnd.choice([2, 3])]
+    texts = {"d": [f"2024-01-{i:02d}" for i in range(1, 29)] + [None],
+             "h": [str(i) for i in range(24)] + [None], "s": ["a/b", "x=y", "ü", None]}
+    every = sorted({tuple((c.name, rnd.choice(texts[c.name])) for c in cols)
+                    for _ in range(rnd.randint(1, 200))}, key=repr)
+    kept = [spec for spec in every if rnd.random() < rnd.choice([0.05, 0.3, 0.9])]
+
+    def typed(c: PartitionColumn, t: Any) -> Any:
+        return None if t is None else c.type.parse_text(t)
+
+    table = Table(name="t", location="/t", columns=(), partition_columns=tuple(cols),
+                  catalog_name="t")
+    result = LoadResult(table="t", partitions_total=len(every), partitions_kept=len(kept))
+    result.partitions = [KeptPartition("/t/x", {c.name: typed(c, t) for c, (_, t) in
+                                                zip(cols, spec)}, None, dict(spec))
+                         for spec in kept]
+    result.metastore["connect_values"] = [
+        sorted({(typed(c, spec[i][1]), spec[i][1]) for spec in every
+                if spec[i][1] is not None}, key=lambda vt: vt[0]) for i, c in enumerate(cols)]
+    pred = kept_predicate(table, result, every)
+    rows = {spec: {c.name: typed(c, t) for c, (_, t) in zip(cols, spec)} for spec in every}
+    assert all(_admits(pred, rows[spec]) for spec in kept), pred
+    admitted = [spec for spec in every if _admits(pred, rows[spec])]
+    if not kept:
+        assert admitted == []
+    elif len(cols) * len(kept) <= MAX_DISJUNCTS:
+        # no fallback to one term per column, and under 32 ranges per column: exact
+        assert sorted(admitted, key=repr) == sorted(kept, key=repr), pred
