@@ -33,14 +33,15 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
-from dpp.core.domain import TupleDomain
+from dpp.core.domain import DataType, TupleDomain
 from dpp.core.spark_rules import SparkRules
 from dpp.decision import real_column, table_columns
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.jvm_build import HookUnavailable, load_into
 from dpp.plan_pairs import Prune, find_prunes, relation_nodes
 from dpp.report import JobReport
-from hive_splits import DynamicFilter, LoadResult, SplitLoader, Table, table_from_path
+from hive_splits import (DynamicFilter, KeyExpression, LoadResult, SplitLoader, Table,
+                         table_from_path)
 from hive_splits.naming import parse_folder_name
 
 if TYPE_CHECKING:
@@ -199,6 +200,14 @@ class OptimizerHook:
             # the SQL-text path's rewritten query (it pruned already, and reports it)
             return {"wrap": {}}
         prunes, notes = find_prunes(msg)
+        usable = []
+        for p in prunes:
+            if p.fact_expr is not None and _probe_type_of(p.fact_type) is None:
+                notes.append(f"{p.fact_sql}: a key of type {p.fact_type}; dpp's domains hold "
+                             f"atomic values only, not pruned")
+                continue
+            usable.append(p)
+        prunes = usable
         if not prunes:
             return {"wrap": {}}
         nodes = {n["id"]: n for n in msg["nodes"]}
@@ -229,10 +238,14 @@ class OptimizerHook:
                     continue
                 spec = FilterSpec(filter_id=f"{qid}-o{len(builds) + 1}",
                                   build_label=f"plan.{p.build_sql}",
-                                  probe_type=dict(table_columns(table)).get(p.column.lower()),
-                                  probe_label=name)
+                                  probe_type=_probe_type(table, p), probe_label=name)
                 builds[key] = spec
                 frames[spec.filter_id] = self._build_frame(msg["request"], p)
+        keys: dict[int, KeyExpression] = {}   # fact key expression id -> its evaluator
+        for table, name, ps in targets.values():
+            for p in ps:
+                if p.fact_expr is not None and p.fact_expr not in keys:
+                    keys[p.fact_expr] = self._key_expression(msg["request"], table, p)
         workers = len(builds) + len(targets) + 1
         runs = FilterRuns(session.spark, session._filter_service(cfg), cfg, rules, workers,
                           session._env_notes, session._filter_memory)
@@ -252,6 +265,12 @@ class OptimizerHook:
                 dyn = []
                 for p in ps:
                     spec = builds[(p.build_node, p.build_expr)]
+                    if p.fact_expr is not None:
+                        dyn.append(DynamicFilter(
+                            filter_id=spec.filter_id, column=p.fact_sql,
+                            wait=runs.waiter(spec.filter_id, p.fact_sql, deadline),
+                            expression=keys[p.fact_expr]))
+                        continue
                     col = real_column(table, p.column) or p.column
                     dyn.append(DynamicFilter(filter_id=spec.filter_id, column=col,
                                              wait=runs.waiter(spec.filter_id, col, deadline)))
@@ -274,6 +293,23 @@ class OptimizerHook:
 
         spark = self.session.spark
         return DataFrame(self._jvm_hook.buildDataset(request, p.build_node, p.build_expr), spark)
+
+    def _key_expression(self, request: str, table: Table, p: Prune) -> KeyExpression:
+        """The fact-side key of ``p`` as the loader evaluates it: Spark's own evaluation of
+        the expression (``dpp.spark.KeyEvaluator``) on each partition's folder texts."""
+        gateway = self.session.spark.sparkContext._gateway
+        refs = gateway.new_array(gateway.jvm.long, len(p.fact_refs))
+        for i, (attr, _col) in enumerate(p.fact_refs):
+            refs[i] = attr
+        evaluator = self._jvm_hook.keyEvaluator(request, p.fact_expr, refs)
+        columns = tuple(real_column(table, c) or c for _a, c in p.fact_refs)
+
+        def evaluate(rows: list[list[Optional[str]]]) -> list[Any]:
+            answers = json.loads(evaluator.evaluate(json.dumps(rows)))
+            return [RuntimeError(a["error"]) if isinstance(a, dict) else a for a in answers]
+
+        return KeyExpression(columns=columns, type=DataType.from_catalog(p.fact_type),
+                             evaluate=evaluate)
 
     def _load(self, table: Table, dyn: list[DynamicFilter], cfg: Any, rules: SparkRules
               ) -> LoadResult:
@@ -416,6 +452,21 @@ class OptimizerHook:
 
 
 # ---------------------------------------------------------------------- helpers
+
+def _probe_type(table: Table, p: Prune) -> Optional[DataType]:
+    """The type of what the filter prunes: the partition column, or an expression key's type
+    (None when dpp's domains cannot hold it: a struct, an array, an interval)."""
+    if p.fact_expr is None:
+        return dict(table_columns(table)).get(p.column.lower())
+    return _probe_type_of(p.fact_type)
+
+
+def _probe_type_of(spark_type: str) -> Optional[DataType]:
+    try:
+        return DataType.from_catalog(spark_type)
+    except Exception:
+        return None
+
 
 def _handoff(rel: dict[str, Any]) -> bool:
     """A relation the SQL-text path handed to Spark: its kept folders or files as roots."""

@@ -44,6 +44,19 @@ class Prune:
     build_type: str
     build_sql: str
     join: str           # the join type (or "IN subquery") that makes it sound
+    # an expression key over partition columns (f.sid + 1, f.a + f.b, cast(f.k as double)):
+    # Spark evaluates it on each partition's values and the loader tests the result;
+    # ``column`` is then the first column it reads
+    fact_expr: Optional[int] = None
+    fact_refs: tuple[tuple[int, str], ...] = ()   # (attribute id, partition column) read
+    fact_type: str = ""
+    fact_sql: str = ""
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The partition columns the fact-side key reads."""
+        return tuple(c for _a, c in self.fact_refs) if self.fact_expr is not None \
+            else (self.column,)
 
 
 def relation_nodes(desc: dict[str, Any]) -> dict[int, dict[str, Any]]:
@@ -121,21 +134,44 @@ class _Plan:
 
 def _narrow(plan: _Plan, node: int, key: dict[str, Any]) -> int:
     """The smallest build side that still gives every value of ``key`` and still filters:
-    below a join (of any type) the child that outputs the key's column holds every value the
+    below a join (of any type) the child that outputs the key's columns holds every value the
     join can output for it, so building over that child keeps more, never less (TPC-DS q72's
     date key: the filtered date_dim, not the join of inventory, warehouse and item above it)."""
-    attr = key.get("attr")
-    if attr is None:
+    attrs = list(key.get("refs") or ([key["attr"]] if key.get("attr") is not None else []))
+    if not attrs:
         return node
     for _ in range(200):
         n = plan.nodes[node]
         if n["op"] not in ("Join", "Project"):
             return node
-        below = [c for c in n["children"] if attr in plan.outputs[c]]
+        below = [c for c in n["children"] if all(a in plan.outputs[c] for a in attrs)]
         if len(below) != 1 or not plan.selective(below[0]):
             return node
         node = below[0]
     return node
+
+
+def _expression_target(plan: _Plan, side: int, key: dict[str, Any]
+                       ) -> Optional[tuple[int, tuple[tuple[int, str], ...]]]:
+    """The one relation a deterministic key expression reads only partition columns of, with
+    the (attribute, column) pairs it reads; None when it reads anything else (a data column,
+    a computed column, two relations, a union's branches)."""
+    refs = key.get("refs") or []
+    if not refs or not key.get("deterministic", False):
+        return None
+    if any(r not in plan.outputs[side] for r in refs):
+        return None
+    rel: Optional[int] = None
+    pairs = []
+    for r in refs:
+        traced = plan.trace(side, r)
+        if not traced or len(traced) != 1:
+            return None
+        if rel is not None and traced[0][0] != rel:
+            return None
+        rel = traced[0][0]
+        pairs.append((r, traced[0][1]))
+    return None if rel is None else (rel, tuple(pairs))
 
 
 def _fact_key(key: dict[str, Any]) -> Optional[int]:
@@ -173,6 +209,24 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
             out.append(Prune(rel, col, build_node, build_key["expr"], build_key["type"],
                              build_key.get("sql", "?"), how))
 
+    def add_expression(fact: dict, target: tuple[int, tuple[tuple[int, str], ...]],
+                       build_node: int, build_key: dict, how: str) -> None:
+        rel, pairs = target
+        if rel == build_node:
+            return
+        k = (rel, f"expr{fact['expr']}", build_node, build_key["expr"])
+        if k in seen:
+            return
+        seen.add(k)
+        out.append(Prune(rel, pairs[0][1], build_node, build_key["expr"], build_key["type"],
+                         build_key.get("sql", "?"), how, fact_expr=fact["expr"],
+                         fact_refs=pairs, fact_type=fact["type"],
+                         fact_sql=fact.get("sql", "?")))
+
+    def reads_only(key: dict, side: int) -> bool:
+        return all(r in plan.outputs[side] for r in key.get("refs") or []) and (
+            key.get("attr") is None or key["attr"] in plan.outputs[side])
+
     for node in plan.nodes.values():
         if node["op"] == "Join" and len(node["children"]) == 2:
             left, right = node["children"]
@@ -183,34 +237,41 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
                         (b, a, left, right, how in _PRUNE_LEFT),
                         (a, b, right, left, how in _PRUNE_RIGHT),
                         (b, a, right, left, how in _PRUNE_RIGHT)):
-                    attr = fact.get("attr")
-                    if attr is None or attr not in plan.outputs[fact_side]:
+                    if not reads_only(fact, fact_side) or not reads_only(dim, dim_side):
                         continue
-                    if dim.get("attr") is not None and dim["attr"] not in plan.outputs[dim_side]:
-                        continue
-                    targets = plan.trace(fact_side, attr)
-                    if not targets:
+                    attr = _fact_key(fact)
+                    targets = plan.trace(fact_side, attr) if attr is not None else None
+                    expression = (_expression_target(plan, fact_side, fact)
+                                  if not targets else None)
+                    if not targets and expression is None:
                         continue
                     if not ok:
                         notes.append(f"{fact.get('sql')}: {how} join keeps that side's rows "
                                      f"unmatched, not pruned")
                         continue
-                    if _fact_key(fact) is None:
-                        notes.append(f"{fact.get('sql')}: compared as {fact.get('cast')}, "
-                                     f"which does not map back to the column's values")
-                        continue
                     if not plan.selective(dim_side):
                         notes.append(f"{fact.get('sql')}: the build side ({dim.get('sql')}) "
                                      f"filters nothing, not pruned")
                         continue
-                    add(targets, _narrow(plan, dim_side, dim), dim, how)
+                    build = _narrow(plan, dim_side, dim)
+                    if targets:
+                        add(targets, build, dim, how)
+                    else:
+                        assert expression is not None
+                        add_expression(fact, expression, build, dim, how)
         elif node["op"] == "Filter":
             for sub in node.get("inSubqueries", []):
                 value = sub["value"]
-                attr = _fact_key(value)
                 child = node["children"][0]
-                if attr is None or attr not in plan.outputs[child]:
+                if not reads_only(value, child):
                     continue
-                add(plan.trace(child, attr), _narrow(plan, sub["query"], sub["queryKey"]),
-                    sub["queryKey"], "IN subquery")
+                attr = _fact_key(value)
+                build = _narrow(plan, sub["query"], sub["queryKey"])
+                targets = plan.trace(child, attr) if attr is not None else None
+                if targets:
+                    add(targets, build, sub["queryKey"], "IN subquery")
+                    continue
+                expression = _expression_target(plan, child, value)
+                if expression is not None:
+                    add_expression(value, expression, build, sub["queryKey"], "IN subquery")
     return out, notes

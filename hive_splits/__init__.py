@@ -14,7 +14,7 @@ Importing this package does not import PySpark (only :func:`to_dataframe`,
 from __future__ import annotations
 
 from hive_splits.footers import FooterCache, cannot_match, might_match
-from hive_splits.loader import (DynamicFilter, FilterStatus, KeptPartition, LevelStats,
+from hive_splits.loader import (DynamicFilter, FilterStatus, KeyExpression, KeptPartition, LevelStats,
                                 LoadResult, Split, SplitLoader)
 from hive_splits.naming import (DEFAULT_PARTITION_NAME, escape_path_name, is_hidden,
                                 parse_folder_name, partition_folder_name, unescape_path_name)
@@ -28,6 +28,6 @@ __all__ = [
     "with_catalog_partitions", "spark_ddl", "spark_struct_type", "infer_partition_type",
     "DEFAULT_PARTITION_NAME", "escape_path_name", "unescape_path_name", "is_hidden",
     "parse_folder_name", "partition_folder_name",
-    "DynamicFilter", "Split", "KeptPartition", "FilterStatus", "LevelStats", "LoadResult",
+    "DynamicFilter", "KeyExpression", "Split", "KeptPartition", "FilterStatus", "LevelStats", "LoadResult",
     "SplitLoader", "FooterCache", "might_match", "cannot_match", "to_dataframe",
 ]

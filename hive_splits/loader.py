@@ -42,7 +42,7 @@ from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister
 from hive_splits.naming import parse_folder_name, partition_path
 from hive_splits.table import CatalogPartition, Table, local_path
 
-__all__ = ["DynamicFilter", "Split", "KeptPartition", "FilterStatus", "LevelStats",
+__all__ = ["DynamicFilter", "KeyExpression", "Split", "KeptPartition", "FilterStatus", "LevelStats",
            "LoadResult", "SplitLoader"]
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,22 @@ class DynamicFilter:
     filter_id: str
     column: str
     wait: Callable[[float], WaitResult]
+    # a key computed from partition columns (f.sid + 1): ``column`` is then its label
+    expression: Optional["KeyExpression"] = None
+
+
+@dataclass(frozen=True)
+class KeyExpression:
+    """A join key that is an expression of partition columns (``f.sid + 1``, ``f.a + f.b``,
+    ``cast(f.k as double)``). The loader does not imitate the expression: ``evaluate`` (Spark's
+    own evaluation, :class:`dpp.spark.KeyEvaluator`) takes one row of folder texts per
+    partition, in the order of ``columns``, and answers per row the key as text, None for
+    NULL, or an exception where evaluation fails (the partition is then kept). The filter's
+    domain is of ``type``, the key's type."""
+
+    columns: tuple[str, ...]
+    type: DataType
+    evaluate: Callable[[list[list[Optional[str]]]], list[Any]]
 
 
 @dataclass(frozen=True)
@@ -269,9 +285,13 @@ class SplitLoader:
 
         # start waiting for every dynamic filter that can be used, all at once
         self._pending: dict[str, list[_Pending]] = {}
+        self._expressions: dict[str, tuple[KeyExpression, int]] = {}   # label -> (key, level)
         for f in self.dynamic:
             st = FilterStatus(f.filter_id, f.column)
             res.filters.append(st)
+            if f.expression is not None:
+                self._bind_expression(f, st, deadline, types)
+                continue
             if f.column not in types:
                 st.outcome, st.reason = FilterOutcome.UNKNOWN_COLUMN, (
                     f"column {f.column!r} is not a column of table {t.name}")
@@ -317,6 +337,75 @@ class SplitLoader:
         return res
 
     # ------------------------------------------------------------------ filters
+    def _bind_expression(self, f: DynamicFilter, st: FilterStatus, deadline: float,
+                         types: dict[str, Optional[DataType]]) -> None:
+        """Waits for an expression key's filter like a column's, under its label; it is
+        applied at the level of the last partition column it reads."""
+        key = f.expression
+        assert key is not None
+        levels = {c.name: i for i, c in enumerate(self.table.partition_columns)}
+        missing = [c for c in key.columns if c not in levels]
+        if missing or not key.columns:
+            st.outcome, st.reason = FilterOutcome.UNKNOWN_COLUMN, (
+                f"key {f.column} reads {missing or 'no column'}, not partition columns of "
+                f"table {self.table.name}")
+            return
+        if f.column in types:
+            st.outcome, st.reason = FilterOutcome.UNKNOWN_COLUMN, (
+                f"key label {f.column!r} is also a column of table {self.table.name}")
+            return
+        why = self.rules.uncertain(key.type)
+        if why is not None:
+            st.outcome, st.reason = FilterOutcome.TYPE_MISMATCH, why
+            return
+        types[f.column] = key.type
+        self._expressions[f.column] = (key, max(levels[c] for c in key.columns))
+        self._pending.setdefault(f.column, []).append(_Pending(f, deadline, st))
+
+    def _expression_verdicts(self, level: int, texts: list[dict[str, Optional[str]]],
+                             verdicts: list[str]) -> None:
+        """Turns to "dynamic" the verdict of every kept partition whose expression key (one
+        read at this level) cannot match its filter's domain: NULL never matches an equi-join;
+        a key Spark fails to compute is kept (the query would meet the same rows)."""
+        for label, (key, at) in self._expressions.items():
+            if at != level:
+                continue
+            dom = self._await(label)
+            if dom is None:
+                continue
+            rows: dict[tuple, int] = {}
+            for i, t in enumerate(texts):
+                if verdicts[i] == "keep":
+                    rows.setdefault(tuple(t.get(c) for c in key.columns), len(rows))
+            if not rows:
+                continue
+            try:
+                answers = key.evaluate([list(r) for r in rows])
+                if len(answers) != len(rows):
+                    raise ValueError(f"{len(answers)} answers for {len(rows)} partitions")
+            except Exception as exc:
+                log.warning("table %s: key %s could not be evaluated, not pruned by it: %s",
+                            self.table.name, label, exc)
+                for ps in self._pending.get(label, []):
+                    ps.status.used = False
+                    ps.status.reason = f"the key could not be evaluated: {exc}"[:300]
+                continue
+            fits: list[bool] = []
+            for answer in answers:
+                if isinstance(answer, BaseException):
+                    fits.append(True)
+                    continue
+                if answer is None:
+                    fits.append(dom.contains(None))
+                    continue
+                try:
+                    fits.append(dom.contains(self.rules.read_text(key.type, answer)))
+                except (DomainError, ValueOutOfRange):
+                    fits.append(True)
+            for i, t in enumerate(texts):
+                if verdicts[i] == "keep" and not fits[rows[tuple(t.get(c) for c in key.columns)]]:
+                    verdicts[i] = "dynamic"
+
     def _await(self, column: str) -> Optional[Domain]:
         """The intersected domain of the column's dynamic filters that arrive in time."""
         if column in self._dynamic_domain:
@@ -459,15 +548,15 @@ class SplitLoader:
     def _enumerate_folders(self) -> list[KeptPartition]:
         t = self.table
         root = t.location
-        current: list[tuple[str, dict, str]] = [(root, {}, "")]
+        current: list[tuple[str, dict, str, dict]] = [(root, {}, "", {})]
         for depth, pc in enumerate(t.partition_columns):
             try:
-                listings = self._scan_many([f for f, _, _ in current])
+                listings = self._scan_many([f for f, *_ in current])
             except FileNotFoundError as exc:
                 raise LayoutError(f"table {t.name}: folder {exc.filename or root!r} does not "
                                   f"exist (removed while the table was being listed?)") from None
             children = []
-            for (folder, values, rel), (dirs, files) in zip(current, listings):
+            for (folder, values, rel, texts), (dirs, files) in zip(current, listings):
                 if files:
                     raise LayoutError(
                         f"table {t.name}: data file {files[0].path!r} sits among partition "
@@ -481,26 +570,32 @@ class SplitLoader:
                         raise LayoutError(f"table {t.name}: folder {e.path!r} is a partition "
                                           f"of column {parsed[0]!r}, expected column "
                                           f"{pc.name!r} at this level")
-                    children.append((e.path, values, rel, e.name, parsed[1]))
+                    children.append((e.path, values, rel, texts, e.name, parsed[1]))
             # values of this level are known; wait (bounded) for this column's filters
             test = self._tester(depth)
+            tested = [test(raw, path) for path, _v, _r, _t, _n, raw in children]
+            verdicts = [v for _value, v in tested]
+            all_texts = [{**texts, pc.name: raw} for _p, _v, _r, texts, _n, raw in children]
+            if self._expressions:
+                self._expression_verdicts(depth, all_texts, verdicts)
             kept = []
-            for path, values, rel, name, raw in children:
-                value, verdict = test(raw, path)
+            for (path, values, rel, _t, name, _raw), (value, _), verdict, texts in zip(
+                    children, tested, verdicts, all_texts):
                 if self._count(depth, verdict):
                     kept.append((path, {**values, pc.name: value},
-                                 f"{rel}/{name}" if rel else name))
+                                 f"{rel}/{name}" if rel else name, texts))
             current = kept
             if not current:
                 break
-        return [KeptPartition(p, v, r) for p, v, r in current]
+        return [KeptPartition(p, v, r) for p, v, r, _t in current]
 
     def _enumerate_catalog(self) -> list[KeptPartition]:
         t = self.table
         source = t.partition_source
         part = set(t.partition_names)
         if source is not None and not (any(c in part for c in self._static)
-                                       or any(c in part for c in self._pending)):
+                                       or any(c in part for c in self._pending)
+                                       or self._expressions):
             # no domain on a partition column: every partition survives and its object is
             # needed, so all come in one metastore call (names first would be a second round
             # trip for nothing: a catalog table read whole, ~0.1 s at 1,824 partitions)
@@ -518,10 +613,14 @@ class SplitLoader:
         current = [(cp, {}) for cp in candidates]
         for depth, pc in enumerate(t.partition_columns):
             test = self._tester(depth)
+            tested = [test(cp.values[depth][1], cp.location or _spec_text(cp.values))
+                      for cp, _values in current]
+            verdicts = [v for _value, v in tested]
+            if self._expressions:
+                self._expression_verdicts(depth, [dict(cp.values) for cp, _ in current],
+                                          verdicts)
             kept = []
-            for cp, values in current:
-                raw = cp.values[depth][1]
-                value, verdict = test(raw, cp.location or _spec_text(cp.values))
+            for (cp, values), (value, _), verdict in zip(current, tested, verdicts):
                 if self._count(depth, verdict, new=depth == 0):
                     kept.append((cp, {**values, pc.name: value}))
             current = kept
@@ -600,7 +699,7 @@ class SplitLoader:
         part = set(self.table.partition_names)
         doms = {c: d for c, d in self._static.items() if c not in part}
         for col in self._pending:
-            if col in part:
+            if col in part or col in self._expressions:
                 continue
             d = self._await(col)
             if d is not None:
@@ -623,7 +722,8 @@ class SplitLoader:
                               f"({spec}) does not exist") from None
         part = set(t.partition_names)
         prefetch = self.stats_pruning and (
-            any(c not in part for c in self._static) or any(c not in part for c in self._pending))
+            any(c not in part for c in self._static)
+            or any(c not in part and c not in self._expressions for c in self._pending))
         entries: list[tuple[KeptPartition, FileEntry, Optional[Future]]] = []
         for kp, (dirs, files) in zip(leaves, listings):
             if dirs:

@@ -429,3 +429,70 @@ def test_escape_round_trip_is_identity() -> None:
         assert unescape_path_name(escape_path_name(s)) == s
     assert escape_path_name("a:b/c%") == "a%3Ab%2Fc%25"
     assert unescape_path_name("%%41%4") == "%A%4"
+
+
+# ------------------------------------------------------------------ expression keys
+
+def _sum_key(rows: list[list[Optional[str]]]) -> list[Any]:
+    """What the JVM evaluator answers for ``a + b`` over int folder texts (a Python stand-in
+    for Spark's evaluation; the loader's contract is the texts in, texts/None/errors out)."""
+    out: list[Any] = []
+    for a, b in rows:
+        if a is None or b is None:
+            out.append(None)
+        elif a == "4":
+            out.append(RuntimeError("overflow"))
+        else:
+            out.append(str(int(a) + int(b)))
+    return out
+
+
+def test_expression_key_prunes_at_its_last_column_and_keeps_what_it_cannot_compute(
+        tmp_path: Path) -> None:
+    from hive_splits import KeyExpression
+
+    parts = {(("a", str(a)), ("b", str(b))): {"x": [1]} for a in range(5) for b in range(3)}
+    parts[(("a", DEFAULT_PARTITION_NAME), ("b", "0"))] = {"x": [1]}
+    t = table_from_path(str(make_partitioned_table(tmp_path / "t", parts)))
+    calls: list[int] = []
+
+    def evaluate(rows: list[list[Optional[str]]]) -> list[Any]:
+        calls.append(len(rows))
+        return _sum_key(rows)
+
+    key = KeyExpression(columns=("a", "b"), type=INT, evaluate=evaluate)
+    dyn = DynamicFilter("f", "(a + b)", ready(Domain.values(INT, [3])), expression=key)
+    r = SplitLoader(t, None, [dyn], wait_timeout=5).load()
+    kept = sorted((s.partition_values["a"], s.partition_values["b"]) for s in r.splits)
+    # a + b = 3: (1,2) (2,1) (3,0); a=4 fails to compute: kept; NULL never matches
+    assert kept == [(1, 2), (2, 1), (3, 0), (4, 0), (4, 1), (4, 2)]
+    assert [(lv.seen, lv.kept, lv.pruned_dynamic) for lv in r.levels] == \
+        [(6, 6, 0), (16, 6, 10)]
+    assert calls == [16]   # one batch for the level, each distinct row once
+    assert r.filters[0].used and r.filters[0].outcome == "complete"
+
+
+def test_expression_key_that_cannot_be_evaluated_prunes_nothing(tmp_path: Path) -> None:
+    from hive_splits import KeyExpression
+
+    t = table_from_path(str(single_level(tmp_path / "t", 6)))
+
+    def broken(rows: list[list[Optional[str]]]) -> list[Any]:
+        raise ConnectionError("the JVM is gone")
+
+    key = KeyExpression(columns=("d",), type=INT, evaluate=broken)
+    dyn = DynamicFilter("f", "(d + 1)", ready(Domain.values(INT, [2])), expression=key)
+    r = SplitLoader(t, None, [dyn], wait_timeout=5).load()
+    assert r.partitions_kept == 6 and not r.filters[0].used
+    assert "could not be evaluated" in (r.filters[0].reason or "")
+
+
+def test_expression_key_over_a_data_column_is_refused_by_name(tmp_path: Path) -> None:
+    from hive_splits import KeyExpression
+
+    t = table_from_path(str(single_level(tmp_path / "t", 4)))
+    key = KeyExpression(columns=("x",), type=BIGINT, evaluate=_sum_key)
+    dyn = DynamicFilter("f", "(x + 1)", ready(Domain.values(BIGINT, [2])), expression=key)
+    r = SplitLoader(t, None, [dyn], wait_timeout=5).load()
+    assert r.partitions_kept == 4
+    assert r.filters[0].outcome == "unknown_column" and "['x']" in r.filters[0].reason

@@ -184,3 +184,71 @@ def test_build_side_not_narrowed_to_an_unfiltered_child() -> None:
     build = _join(p, leaf, other, "INNER", [(p.key(11), p.key(30))])
     _join(p, f, build, "INNER", [(p.key(2), p.key(10))])
     assert [x.build_node for x in find_prunes(p.desc())[0]] == [build]
+
+
+def _expr_key(p: _Plan, refs: list[int], sql: str, deterministic: bool = True,
+              typ: str = "int") -> dict[str, Any]:
+    """A key that is an expression (no single attribute): what the JVM sends for f.sid + 1."""
+    p.exprs += 1
+    return {"expr": p.exprs - 1, "type": typ, "sql": sql, "refs": refs,
+            "deterministic": deterministic}
+
+
+def _two_level_fact(p: _Plan) -> int:
+    return p.node("LogicalRelation", [], [(1, "v"), (2, "day"), (3, "h")],
+                  relation={"kind": "path", "rootPaths": ["file:/f"],
+                            "partitionColumns": ["day", "h"]})
+
+
+def test_an_expression_of_partition_columns_is_an_expression_key() -> None:
+    p = _Plan()
+    f, d = p.fact(), p.dim()
+    _join(p, f, d, "INNER", [(_expr_key(p, [2], "(day + 1)"), _expr_key(p, [10], "(d + 1)"))])
+    prunes, _ = find_prunes(p.desc())
+    assert [(x.relation, x.build_node, x.fact_sql, x.fact_refs, x.columns) for x in prunes] == \
+        [(f, d, "(day + 1)", ((2, "day"),), ("day",))]
+    assert prunes[0].fact_expr is not None and prunes[0].build_sql == "(d + 1)"
+
+
+def test_an_expression_of_two_partition_columns_reads_both() -> None:
+    p = _Plan()
+    f = _two_level_fact(p)
+    d = p.dim()
+    _join(p, f, d, "INNER", [(_expr_key(p, [2, 3], "(day + h)"),
+                              _expr_key(p, [10, 11], "(d + month)"))])
+    prunes, _ = find_prunes(p.desc())
+    assert [x.columns for x in prunes] == [("day", "h")]
+
+
+def test_expressions_that_read_data_columns_both_sides_or_chance_are_not_keys() -> None:
+    cases = [([1], True, [10]),          # a data column of the fact
+             ([2], False, [10]),         # rand(): not deterministic
+             ([2, 10], True, [10])]      # reads the dimension too: not an equi-join key
+    for fact_refs, deterministic, dim_refs in cases:
+        p = _Plan()
+        f, d = p.fact(), p.dim()
+        _join(p, f, d, "INNER", [(_expr_key(p, fact_refs, "k", deterministic),
+                                  _expr_key(p, dim_refs, "dk"))])
+        assert find_prunes(p.desc())[0] == [], (fact_refs, deterministic)
+
+
+def test_a_narrowing_cast_is_evaluated_as_an_expression_not_mapped_back() -> None:
+    p = _Plan()
+    f, d = p.fact(), p.dim()
+    k = p.key(2, cast="tinyint", src="int")
+    k["refs"], k["deterministic"] = [2], True
+    _join(p, f, d, "INNER", [(k, p.key(10))])
+    prunes, _ = find_prunes(p.desc())
+    assert len(prunes) == 1 and prunes[0].fact_expr == k["expr"]
+
+
+def test_an_expression_in_subquery_value_is_an_expression_key() -> None:
+    p = _Plan()
+    f = p.fact()
+    sub = p.dim()
+    p.node("Filter", [f], [(1, "v"), (2, "day")], selective=True,
+           inSubqueries=[{"value": _expr_key(p, [2], "(day * 2)"), "query": sub,
+                          "queryKey": p.key(10)}])
+    prunes, _ = find_prunes(p.desc())
+    assert [(x.relation, x.fact_sql, x.join) for x in prunes] == \
+        [(f, "(day * 2)", "IN subquery")]

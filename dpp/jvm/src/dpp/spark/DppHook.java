@@ -142,6 +142,21 @@ public final class DppHook {
     }
 
     /**
+     * An evaluator of request {@code request}'s key expression {@code expr} over partition
+     * values, its attributes {@code refs} (exprIds, in the order the values will come) bound
+     * to the row's positions. Called by Python while the rule waits, like
+     * {@link #buildDataset}; the evaluator outlives the request.
+     */
+    public static KeyEvaluator keyEvaluator(String request, int expr, long[] refs) {
+        PlanDescriber d = REQUESTS.get(request);
+        if (d == null) {
+            throw new IllegalStateException("dpp: plan request " + request + " is over");
+        }
+        return new KeyEvaluator(d.expression(expr), refs,
+            d.session().sessionState().conf().sessionLocalTimeZone());
+    }
+
+    /**
      * A Hive-partitioned Parquet folder as a relation that lists nothing until a scan asks:
      * Spark's own reader lists the whole folder when the DataFrame is made, which is what a
      * pruned scan must not pay. {@code estimate} is what Spark's planner sees as its size.

@@ -293,6 +293,21 @@ final class PlanDescriber {
         if (inner instanceof AttributeReference) {
             k.put("attr", ((AttributeReference) inner).exprId().id());
         }
+        // an expression key (f.sid + 1, f.a + f.b): the attributes it reads, and whether
+        // Spark's own evaluation of it on partition values is what the join compares
+        ArrayNode refs = k.putArray("refs");
+        for (long id : KeyEvaluator.references(e)) {
+            refs.add(id);
+        }
+        k.put("deterministic", e.deterministic()
+            && !org.apache.spark.sql.catalyst.expressions.SubqueryExpression$.MODULE$.hasSubquery(e)
+            && !e.exists(new scala.runtime.AbstractFunction1<Expression, Object>() {
+                @Override
+                public Object apply(Expression x) {
+                    return x instanceof org.apache.spark.sql.catalyst.expressions.Unevaluable
+                        && !(x instanceof Attribute);
+                }
+            }));
         return k;
     }
 
