@@ -8,13 +8,12 @@ no ``spark.jars`` setting.
 """
 from __future__ import annotations
 
-import glob
 import os
 import threading
 from pathlib import Path
 from typing import Any, Optional
 
-from hive_splits.javac import cached_jar
+from hive_splits.javac import cached_jar, spark_jars
 
 __all__ = ["HookUnavailable", "hook_jar", "load_into"]
 
@@ -29,12 +28,13 @@ class HookUnavailable(RuntimeError):
 
 
 def _spark_jars() -> str:
-    import pyspark
+    found = spark_jars("spark-sql_*.jar")
+    if not found:
+        import pyspark
 
-    folder = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    if not glob.glob(os.path.join(folder, "spark-sql_*.jar")):
-        raise HookUnavailable(f"pyspark's jars folder {folder} holds no spark-sql jar")
-    return folder
+        raise HookUnavailable(f"no spark-sql jar in pyspark's jars folder (beside "
+                              f"{pyspark.__file__}) nor in $SPARK_HOME/jars")
+    return os.path.dirname(found[0])
 
 
 def hook_jar(cache_dir: Optional[str] = None) -> Path:

@@ -15,7 +15,31 @@ import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
-__all__ = ["cached_jar"]
+__all__ = ["cached_jar", "spark_jars"]
+
+
+def spark_jars(pattern: str) -> list[str]:
+    """Spark's jars matching ``pattern`` (e.g. ``spark-sql_*.jar``), sorted. Looked for where
+    pyspark may live: the pip package's own ``jars`` folder; under ``spark-submit`` pyspark is
+    imported from ``$SPARK_HOME/python/lib/pyspark.zip`` (no folder beside it), so also
+    ``$SPARK_HOME/jars`` and the home pyspark's own finder returns."""
+    import glob
+
+    import pyspark
+
+    homes = [os.path.dirname(pyspark.__file__), os.environ.get("SPARK_HOME") or ""]
+    try:
+        from pyspark.find_spark_home import _find_spark_home
+
+        homes.append(_find_spark_home())
+    except Exception:  # pragma: no cover - no home to find: the others are tried
+        pass
+    for home in homes:
+        if home:
+            found = sorted(glob.glob(os.path.join(home, "jars", pattern)))
+            if found:
+                return found
+    return []
 
 
 def cached_jar(prefix: str, sources: Sequence[Path], classpath: str, unavailable: type,

@@ -10,7 +10,6 @@ object store would bill.
 """
 from __future__ import annotations
 
-import glob
 import logging
 import os
 from pathlib import Path
@@ -35,12 +34,12 @@ class CountingUnavailable(RuntimeError):
 
 
 def _hadoop_jar() -> str:
-    import pyspark
+    from hive_splits.javac import spark_jars
 
-    jars = sorted(glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars",
-                                         "hadoop-client-api-*.jar")))
+    jars = spark_jars("hadoop-client-api-*.jar")
     if not jars:
-        raise CountingUnavailable("pyspark's jars folder holds no hadoop-client-api jar")
+        raise CountingUnavailable("Spark's jars folder (pyspark's, $SPARK_HOME's) holds no "
+                                  "hadoop-client-api jar")
     return jars[-1]
 
 

@@ -1,4 +1,5 @@
-"""``examples/star_job.py`` run the way a user runs a job: ``spark-submit`` of the installed
+"""``examples/star_job.py`` (SQL) and ``examples/dataframe_job.py`` (DataFrame API, ending in
+``saveAsTable``) run the way a user runs a job: ``spark-submit`` of the installed
 pyspark, local mode, dpp switched on and its tables declared with ``--conf`` only.
 
 The child process gets no ``PYSPARK_PYTHON``: a user's executors start whatever Python Spark
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.slow  # a JVM of its own (spark-submit): not in `make c
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "star_job.py"
+DATAFRAME_EXAMPLE = ROOT / "examples" / "dataframe_job.py"
 YEAR, MONTH = 2024, 2
 FIRST_DAY, DAYS = dt.date(2024, 1, 1), 60          # Jan 1 .. Feb 29: 60 partitions
 TIMEOUT = 600                                       # seconds; spark-submit takes ~20-60 s here
@@ -80,11 +82,9 @@ def star(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"root": root, "expected": rows, "kept": len(rows)}
 
 
-@pytest.fixture(scope="module")
-def submitted(star: dict[str, Any]) -> dict[str, Any]:
-    """One spark-submit run of the example; its printed rows and its report lines."""
-    root = star["root"]
-    report = root / "report.jsonl"
+def _submit(root: Path, report: Path, example: Path, args: list[str],
+            conf: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """spark-submit of an example with dpp switched on by --conf only."""
     env = dict(os.environ)
     env.pop("PYSPARK_PYTHON", None)                      # as a user's shell: not set
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable        # the driver has this package
@@ -94,8 +94,8 @@ def submitted(star: dict[str, Any]) -> dict[str, Any]:
            "--conf", "spark.dpp.enabled=true",
            "--conf", f"spark.dpp.tables.sales={root / 'sales'}",
            "--conf", f"spark.dpp.report.path={report}",
-           str(EXAMPLE), "--dates", str(root / "dates"),
-           "--year", str(YEAR), "--month", str(MONTH)]
+           *[x for c in conf for x in ("--conf", c)],
+           str(example), *args]
     try:
         proc = subprocess.run(cmd, env=env, cwd=str(root), capture_output=True, text=True,
                               timeout=TIMEOUT)
@@ -104,12 +104,27 @@ def submitted(star: dict[str, Any]) -> dict[str, Any]:
         pytest.fail(f"spark-submit did not finish within {TIMEOUT} s; stderr tail:\n"
                     f"{tail.decode(errors='replace') if isinstance(tail, bytes) else tail}")
     if proc.returncode != 0:
-        pytest.fail(f"spark-submit exited {proc.returncode}; stderr tail:\n"
-                    f"{proc.stderr[-4000:]}")
+        quiet = "\n".join(ln for ln in proc.stderr.splitlines() if " INFO " not in ln)
+        pytest.fail(f"spark-submit exited {proc.returncode}; stderr tail (INFO left out):\n"
+                    f"{quiet[-4000:]}")
+    return proc
+
+
+def _report_lines(report: Path) -> list[dict[str, Any]]:
+    return ([json.loads(line) for line in report.read_text().splitlines() if line.strip()]
+            if report.exists() else [])
+
+
+@pytest.fixture(scope="module")
+def submitted(star: dict[str, Any]) -> dict[str, Any]:
+    """One spark-submit run of the example; its printed rows and its report lines."""
+    root = star["root"]
+    report = root / "report.jsonl"
+    proc = _submit(root, report, EXAMPLE, ["--dates", str(root / "dates"),
+                                           "--year", str(YEAR), "--month", str(MONTH)])
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    lines = ([json.loads(line) for line in report.read_text().splitlines() if line.strip()]
-             if report.exists() else [])
-    return {"rows": rows, "report": lines, "stdout": proc.stdout, "stderr": proc.stderr}
+    return {"rows": rows, "report": _report_lines(report), "stdout": proc.stdout,
+            "stderr": proc.stderr}
 
 
 def test_prints_the_rows_of_the_query(star, submitted):
@@ -130,3 +145,35 @@ def test_report_shows_the_fact_table_pruned(star, submitted):
         f"the fact table was not pruned: {why}\nwarnings in stderr (tail):\n"
         + "\n".join(warnings[-20:]))
     assert sales["partitions_kept"] < sales["partitions_total"]
+
+
+@pytest.fixture(scope="module")
+def dataframe_job(star: dict[str, Any]) -> dict[str, Any]:
+    """One spark-submit run of the DataFrame example: the table it saved, its report lines."""
+    root = star["root"]
+    report = root / "dataframe-report.jsonl"
+    warehouse = root / "warehouse"
+    proc = _submit(root, report, DATAFRAME_EXAMPLE,
+                   ["--dates", str(root / "dates"), "--year", str(YEAR), "--month", str(MONTH),
+                    "--table", "daily_sales"],
+                   conf=(f"spark.sql.warehouse.dir={warehouse}",))
+    saved = pq.read_table(warehouse / "daily_sales").to_pylist()
+    rows = sorted(({**r, "d_date": r["d_date"].isoformat()} for r in saved),
+                  key=lambda r: r["d_date"])
+    return {"rows": rows, "report": _report_lines(report), "stdout": proc.stdout,
+            "stderr": proc.stderr}
+
+
+def test_dataframe_job_saves_the_rows_of_the_month(star, dataframe_job):
+    assert dataframe_job["rows"] == star["expected"], dataframe_job["stdout"]
+
+
+def test_dataframe_job_write_is_pruned_through_the_optimizer_hook(star, dataframe_job):
+    reports = dataframe_job["report"]
+    assert len(reports) == 1, f"expected one report line (the write), got {reports}"
+    assert reports[0]["kind"] == "plan"
+    (sales,) = [t for t in reports[0]["tables"] if t["table"] == "sales"]
+    assert sales["pruning"] == "applied", (sales, dataframe_job["stderr"][-3000:])
+    assert (sales["partitions_kept"], sales["partitions_total"]) == (star["kept"], DAYS)
+    # a declared table is listed lazily: the root and the kept partitions only
+    assert sales["folders_listed"] <= star["kept"] + 1
