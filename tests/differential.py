@@ -7,6 +7,11 @@ session settings of the moment, as the user's own job would. Both sides run unde
 session settings (time zone, ANSI, case sensitivity...). Where Spark raises, dpp must raise
 too; otherwise the rows must be equal as multisets.
 
+Every SQL check also runs through dpp's optimizer hook (``HOOK_RUNS``): the same query as
+plain ``spark.sql`` on a session with the hook installed, path tables as its lazy views; its
+rows are checked like the others' (pruning is asserted on the SQL-text runs, whose reports
+name tables as the queries do).
+
 Every dpp run also checks that no split loader waited out ``spark.dpp.waitTimeout``: on these
 tiny tables a build side takes a second or two, so reaching the timeout means a hang that the
 fallback (no pruning) would otherwise hide.
@@ -16,9 +21,10 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from dpp.views import norm_name
 from tests.conftest import spark_conf
 
 PRUNING_OFF = {
@@ -30,6 +36,7 @@ WAIT_TIMEOUT = "20s"
 _WAIT_SECONDS = 20.0
 TIME_ZONES = ("UTC", "America/Los_Angeles", "Asia/Kolkata")
 TZ = "spark.sql.session.timeZone"
+HOOK_RUNS = True
 
 
 def utc(*args: int) -> dt.datetime:
@@ -117,6 +124,7 @@ class Check:
     label: str
     expected: Outcome
     runs: list[tuple[Outcome, Optional[dict]]]
+    hook_runs: list[tuple[Outcome, Optional[dict]]] = field(default_factory=list)
 
     @property
     def expected_count(self) -> int:
@@ -126,9 +134,11 @@ class Check:
     def verify(self) -> "Check":
         """Asserts dpp's answer equals Spark's (each run) and that nothing waited out the
         wait timeout."""
-        for i, (got, rep) in enumerate(self.runs):
-            where = f"{self.label} (run {i + 1}): {summary(rep)}"
-            print(f"[check] {self.label} run {i + 1}: spark {self.expected.n}, dpp {got.n}; "
+        runs = [(f"run {i + 1}", got, rep) for i, (got, rep) in enumerate(self.runs)]
+        runs += [("optimizer hook", got, rep) for got, rep in self.hook_runs]
+        for which, got, rep in runs:
+            where = f"{self.label} ({which}): {summary(rep)}"
+            print(f"[check] {self.label} {which}: spark {self.expected.n}, dpp {got.n}; "
                   f"{summary(rep)}")
             if self.expected.error is not None:
                 assert got.error is not None, (
@@ -200,9 +210,29 @@ def run_sql(spark: Any, facts: Sequence[Fact], query: str, *, cache: bool,
             if cache:
                 dpp.last_report = None
                 runs.append((capture(lambda: dpp.sql(q).collect()), _report(dpp)))
+            hook_runs = [_hook_run(spark, facts, q, dpp)] if HOOK_RUNS else []
     tables = ", ".join(map(str, facts))
     where = f"{tables}; cache={'on' if cache else 'off'}; {_describe(settings)}"
-    return Check(f"sql [{where}] {q}", expected, runs)
+    return Check(f"sql [{where}] {q}", expected, runs, hook_runs)
+
+
+def _hook_run(spark: Any, facts: Sequence[Fact], q: str, dpp: Any
+              ) -> tuple[Outcome, Optional[dict]]:
+    """``q`` as plain ``spark.sql`` with dpp's optimizer hook installed for this run only."""
+    from dpp.optimizer_hook import OptimizerHook
+
+    dpp.optimizer_hook = OptimizerHook(dpp)
+    views = [f.name for f in facts if f.kind == "path"]
+    try:
+        dpp.ensure_views(views)   # lazy relations: the hook lists them
+        dpp.last_report = None
+        got = capture(lambda: spark.sql(q).collect())
+        return got, _report(dpp)
+    finally:
+        hook, dpp.optimizer_hook = dpp.optimizer_hook, None
+        hook.close()
+        for v in views:
+            dpp._views.forget(norm_name(v))
 
 
 def run_join(spark: Any, fact: Fact, dim: Callable[[], Any], on: Sequence[tuple[str, str]], *,
