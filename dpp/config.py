@@ -39,6 +39,11 @@ Defaults, and why:
   in Spark's optimizer (``dpp.optimizer_hook``), so DataFrame jobs, views, writes and SQL
   commands are pruned too; read at ``enable`` (installs) and per query (``false`` then
   leaves that query to Spark). ``false``: only ``spark.sql`` queries are pruned.
+- ``sqlPath=text`` (an addition): which path a classic session's ``spark.sql("SELECT …")``
+  takes after ``dpp.enable``: ``text``, dpp's sqlglot analysis of the query string (the
+  rewritten query is left alone by the hook); ``hook``, Spark's own ``spark.sql`` with the
+  optimizer hook pruning it like any DataFrame job (one path for every query). Read per call;
+  ``hook`` without an installed hook is ``text``. Spark Connect sessions always take ``text``.
 """
 from __future__ import annotations
 
@@ -138,6 +143,8 @@ def _parse_stats_mode(key: str, raw: str) -> str:
     except ConfigError:
         raise ConfigError(f"{key}={raw!r}: expected auto, true or false") from None
 LISTERS = LISTER_MODES
+SQL_PATHS = ("text", "hook")
+SQL_PATH_KEY = "spark.dpp.sqlPath"
 
 
 def _parse_choice(choices: tuple[str, ...]) -> Callable[[str, str], str]:
@@ -172,6 +179,7 @@ class DppConfig:
     lister: str = "auto"
     list_whole_catalog_tables: bool = True
     optimizer_hook: bool = True
+    sql_path: str = "text"
 
     @classmethod
     def from_mapping(cls, conf: Mapping[str, str]) -> "DppConfig":
@@ -274,6 +282,12 @@ TABLES_PREFIX = "spark.dpp.tables."
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def sql_path_setting(conf: Mapping[str, str]) -> str:
+    """``spark.dpp.sqlPath`` alone (``text`` when unset), without reading the other keys."""
+    raw = conf.get(SQL_PATH_KEY)
+    return "text" if raw is None else _parse_choice(SQL_PATHS)(SQL_PATH_KEY, str(raw))
+
+
 def enabled_setting(conf: Mapping[str, str]) -> bool:
     """``spark.dpp.enabled`` alone (true when unset), without reading the other keys."""
     raw = conf.get(ENABLED_KEY)
@@ -331,6 +345,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.lister": ("lister", _parse_choice(LISTERS)),
     "spark.dpp.listWholeCatalogTables": ("list_whole_catalog_tables", _parse_bool),
     "spark.dpp.optimizerHook": ("optimizer_hook", _parse_bool),
+    SQL_PATH_KEY: ("sql_path", _parse_choice(SQL_PATHS)),
 }
 
 KNOWN_KEYS = tuple(_KEYS)

@@ -56,7 +56,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from dpp.config import enabled_setting, spark_settings, table_settings
+from dpp.config import enabled_setting, spark_settings, sql_path_setting, table_settings
 from dpp.core.errors import ConfigError, LayoutError
 
 if TYPE_CHECKING:  # the session (and Spark) load on the first enable(), not on import
@@ -213,6 +213,8 @@ def _wrapper(state: _Enabled, original: Callable[..., Any]) -> Callable[..., Any
         state.sync_tables(conf)
         if args is not None or kwargs or not enabled_setting(conf) or not is_query(sqlQuery):
             return session.plain_sql(sqlQuery, args, **kwargs)
+        if session.optimizer_hook is not None and sql_path_setting(conf) == "hook":
+            return session.plain_sql(sqlQuery)   # the optimizer hook prunes it
         try:
             return session.sql(sqlQuery)
         except (ConfigError, LayoutError):

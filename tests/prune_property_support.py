@@ -53,6 +53,8 @@ TZ_KEY = "spark.sql.session.timeZone"
 # generous: a build side here takes well under a second, but a batch starts ~20 at once on
 # two cores; a timeout would only mean "no pruning" and hide what this test looks for
 WAIT_TIMEOUT = "120s"
+# every query also runs through dpp's optimizer hook (plain spark.sql, the tables as lazy views)
+HOOK_RUNS = True
 
 INT_BOUNDS = {"tinyint": (-(2 ** 7), 2 ** 7 - 1), "smallint": (-(2 ** 15), 2 ** 15 - 1),
               "int": (-(2 ** 31), 2 ** 31 - 1), "bigint": (-(2 ** 63), 2 ** 63 - 1)}
@@ -722,10 +724,15 @@ class ExampleOutcome:
     error: Optional[str] = None                     # dpp raised, Spark did not
     table_report: Optional[dict] = None
     filters: list = field(default_factory=list)
+    # the same query as plain spark.sql through dpp's optimizer hook (HOOK_RUNS)
+    hook_missing: list = field(default_factory=list)
+    hook_extra: list = field(default_factory=list)
+    hook_error: Optional[str] = None
 
     @property
     def failed(self) -> bool:
-        return bool(self.missing or self.extra or self.error)
+        return bool(self.missing or self.extra or self.error or self.hook_missing
+                    or self.hook_extra or self.hook_error)
 
     @property
     def pruned(self) -> bool:
@@ -735,9 +742,15 @@ class ExampleOutcome:
     def signature(self) -> str:
         if self.error:
             return "error: " + self.error.splitlines()[0][:120]
-        return ("dropped rows" if self.missing else "") + \
-               (" and " if self.missing and self.extra else "") + \
-               ("extra rows" if self.extra else "")
+        if self.missing or self.extra:
+            return ("dropped rows" if self.missing else "") + \
+                   (" and " if self.missing and self.extra else "") + \
+                   ("extra rows" if self.extra else "")
+        if self.hook_error:
+            return "optimizer hook error: " + self.hook_error.splitlines()[0][:120]
+        return "optimizer hook: " + ("dropped rows" if self.hook_missing else "") + \
+               (" and " if self.hook_missing and self.hook_extra else "") + \
+               ("extra rows" if self.hook_extra else "")
 
 
 @dataclass
@@ -925,6 +938,26 @@ def _query_group(spark: Any, items: Sequence[tuple[int, Example]], tz: str,
                 if session.last_report is not None:
                     report = session.last_report.to_dict()
                 session.close()
+        # ---- through the optimizer hook: plain spark.sql, the tables as its lazy views
+        hook_rows: Optional[list] = None
+        hook_error: Optional[str] = None
+        if HOOK_RUNS:
+            with spark_conf(spark, settings.conf()):
+                hooked = DppSession(spark)
+                try:
+                    from dpp.optimizer_hook import OptimizerHook
+
+                    for i, ex in items:
+                        hooked.register_table(names[i], paths[i],
+                                              partition_types={"p": ex.fact_type})
+                    hooked.optimizer_hook = OptimizerHook(hooked)
+                    hooked.ensure_views([names[i] for i, _ in items])
+                    with phase("optimizer hook"):
+                        hook_rows = spark.sql(query).collect()
+                except Exception as exc:  # noqa: BLE001 - reported as the failure
+                    hook_error = f"{type(exc).__name__}: {exc}"
+                finally:
+                    hooked.close()
         # ---- the reference: plain Spark over spark.read.parquet(path), pruning off
         for i, ex in items:
             (spark.read.schema(f"id bigint, p {ex.fact_type}").parquet(paths[i])
@@ -941,6 +974,7 @@ def _query_group(spark: Any, items: Sequence[tuple[int, Example]], tz: str,
                 spark.catalog.dropTempView(names[i])
     ref = _rows(ref_rows)
     got = _rows(dpp_rows) if dpp_rows is not None else {}
+    hooked_rows = _rows(hook_rows) if hook_rows is not None else {}
     tables = {t["table"]: t for t in (report or {}).get("tables", [])}
     filters = {f["filter_id"]: f for f in (report or {}).get("filters", [])}
     outcomes = []
@@ -952,6 +986,12 @@ def _query_group(spark: Any, items: Sequence[tuple[int, Example]], tz: str,
             r, g = ref.get(i, Counter()), got.get(i, Counter())
             o.missing = sorted((r - g).elements(), key=repr)
             o.extra = sorted((g - r).elements(), key=repr)
+        if hook_error is not None:
+            o.hook_error = hook_error
+        elif HOOK_RUNS:
+            r, h = ref.get(i, Counter()), hooked_rows.get(i, Counter())
+            o.hook_missing = sorted((r - h).elements(), key=repr)
+            o.hook_extra = sorted((h - r).elements(), key=repr)
         o.table_report = tables.get(names[i])
         if o.table_report:
             o.filters = [filters.get(f["filter_id"], f) for f in o.table_report.get("filters", [])]
