@@ -72,10 +72,6 @@ public final class DppFileIndex implements FileIndex {
         return token;
     }
 
-    String describe() {
-        return "DppFileIndex(" + token + ", base=" + base.getClass().getSimpleName() + ")";
-    }
-
     @Override
     public Seq<Path> rootPaths() {
         return base.rootPaths();

@@ -187,14 +187,6 @@ public final class DppHook {
         return Dataset.ofRows((org.apache.spark.sql.classic.SparkSession) session, plan);
     }
 
-    /** Whether a file index is one of dpp's (already wrapped, or lazy). */
-    public static String describeIndex(Object index) {
-        if (index instanceof DppFileIndex) {
-            return ((DppFileIndex) index).describe();
-        }
-        return index == null ? "null" : index.getClass().getName();
-    }
-
     static final class Builder extends AbstractFunction1<SparkSession, Rule<LogicalPlan>>
             implements java.io.Serializable {
         @Override

@@ -46,11 +46,6 @@ public final class LazyPathIndex implements FileIndex {
         return root;
     }
 
-    /** Whether Spark's index has been made (the folder listed whole). */
-    public boolean listedWhole() {
-        return listed != null;
-    }
-
     private InMemoryFileIndex index() {
         InMemoryFileIndex i = listed;
         if (i == null) {
