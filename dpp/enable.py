@@ -83,6 +83,16 @@ def is_query(text: object) -> bool:
     return bool(word) and word.group(0).lower() in _QUERY_WORDS
 
 
+def is_explain(text: object) -> bool:
+    """Whether a statement is an ``EXPLAIN``: Spark optimizes the query it names (so the
+    optimizer hook fires) but runs none of it."""
+    if not isinstance(text, str):
+        return False
+    rest = text[_LEAD.match(text).end():]  # type: ignore[union-attr]  (always matches)
+    word = re.match(r"[A-Za-z]+", rest)
+    return bool(word) and word.group(0).lower() == "explain"
+
+
 class _Enabled:
     """What ``enable`` keeps for one SparkSession: its DppSession, the ``sql`` it replaced,
     and the tables registered from ``spark.dpp.tables.*``."""
@@ -211,6 +221,11 @@ def _wrapper(state: _Enabled, original: Callable[..., Any]) -> Callable[..., Any
     def sql(sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
         conf = spark_settings(state.spark)
         state.sync_tables(conf)
+        if session.optimizer_hook is not None and is_explain(sqlQuery):
+            from dpp.optimizer_hook import explaining
+
+            with explaining(state.spark):   # planned, never run: no build side starts
+                return session.plain_sql(sqlQuery, args, **kwargs)
         if args is not None or kwargs or not enabled_setting(conf) or not is_query(sqlQuery):
             return session.plain_sql(sqlQuery, args, **kwargs)
         if session.optimizer_hook is not None and sql_path_setting(conf) == "hook":

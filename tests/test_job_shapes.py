@@ -299,3 +299,33 @@ def test_sql_path_hook_sends_spark_sql_through_the_optimizer_hook(spark: Any, da
     with spark_conf(spark, {"spark.dpp.sqlPath": "sideways"}):
         with pytest.raises(Exception, match="spark.dpp.sqlPath"):
             _sql_join(spark, data, fact)
+
+
+@pytest.mark.parametrize("fact", ["js_fact", "js_events"])
+def test_sql_explain_starts_no_build_side(spark: Any, data: dict[str, Any], fact: str) -> None:
+    """``spark.sql("EXPLAIN …")`` optimizes the query (the hook plans it) but runs none of it."""
+    session = data["session"]
+    reports: Path = data["reports"]
+    tracker = spark.sparkContext.statusTracker()
+
+    def explain() -> set[int]:
+        """The Spark jobs one EXPLAIN ran."""
+        before = set(tracker.getJobIdsForGroup(None))
+        text = spark.sql(f"EXPLAIN SELECT f.amount FROM {fact} f JOIN parquet.`{data['cal']}` "
+                         f"c ON f.day = c.day WHERE c.month = 2").collect()[0][0]
+        assert "Physical Plan" in text
+        return set(tracker.getJobIdsForGroup(None)) - before
+
+    with spark_conf(spark, OFF):
+        sparks_own = len(explain())   # what Spark itself runs to explain it (a listing job)
+    before = reports.read_text().count("\n") if reports.exists() else 0
+    session.last_report = None
+    hook = session.optimizer_hook
+    known = set(hook._requests)
+    jobs = explain()
+    planned = [r for q, r in hook._requests.items() if q not in known]
+    assert planned, "the hook did not plan the explained query"
+    assert not [r for r in planned if r.started], "EXPLAIN started build sides"
+    assert len(jobs) <= sparks_own, f"EXPLAIN ran Spark jobs {jobs} (Spark alone: {sparks_own})"
+    after = reports.read_text().count("\n") if reports.exists() else 0
+    assert after == before and session.last_report is None
