@@ -279,7 +279,7 @@ class DppSession:
                 value = self.spark.conf.get("spark.sql.hive.manageFilesourcePartitions",
                                             "true")
             except Exception:
-                value = "false"   # cannot tell: take the case that prunes nothing
+                return False   # cannot tell now: the case that prunes nothing (asked again)
             self._manages_partitions = str(value).strip().lower() != "false"
         return self._manages_partitions
 
@@ -967,8 +967,10 @@ class DppSession:
             if dcol not in dim_df.columns:
                 raise ConfigError(f"dpp.join: the dimension DataFrame has no column {dcol!r}")
         if table is None:
-            report.add_table_unpruned(fact, None, unusable.get(norm_name(fact),
-                                                               "not a partitioned table"))
+            why = unusable.get(norm_name(fact), "not a partitioned table")
+            report.add_table_unpruned(fact, None, why)
+            if why.startswith(CONNECT_CATALOG_LEFT):
+                self._note_once(report, "catalog")
             fact_df = whole
         elif cfg.enabled and norm_how in _PRUNABLE_HOWS:
             fact_df = self._pruned_fact(fact, table, dim_df, on, cfg, rules, report)
