@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 
 EXPLAIN = "spark.dpp.explaining"
 _STALE_SECONDS = 900.0   # a plan optimized and never scanned (cache lookups, abandoned plans)
+_KEPT_ANSWERS = 64       # listing answers kept for copies of a relation listed later
 
 
 @contextlib.contextmanager
@@ -157,6 +158,8 @@ class OptimizerHook:
         self._requests: dict[str, _Request] = {}
         self._by_token: dict[str, _Request] = {}
         self._path_tables: dict[str, Optional[Table]] = {}
+        # answers by token, for copies of a relation Spark lists separately (no reuse)
+        self._answers: dict[str, tuple[float, dict[str, Any]]] = {}
         self._jvm_hook.install(spark._jsparkSession, self._bridge)
 
     def close(self) -> None:
@@ -229,42 +232,61 @@ class OptimizerHook:
             self._finish(report, cfg)
             return {"wrap": {}}
         qid = report.query_id[:8]
-        builds: dict[tuple[int, int], FilterSpec] = {}
+        # copies of one CTE or view that Spark inlined in several places: a build side is
+        # keyed by what it computes (Spark's canonical form), a relation by its table and the
+        # filters it gets, so copies share one filter, one load and one token (equal file
+        # indexes: Spark's exchange reuse still sees one scan)
+        signature: dict[tuple[int, int], int] = {}
+        for _t, _n, ps in targets.values():
+            for p in ps:
+                k = (p.build_node, p.build_expr)
+                if k not in signature:
+                    signature[k] = int(self._jvm_hook.buildSignature(msg["request"], *k))
+        builds: dict[int, FilterSpec] = {}
         frames: dict[str, Any] = {}
         for table, name, ps in targets.values():
             for p in ps:
-                key = (p.build_node, p.build_expr)
-                if key in builds:
+                sig = signature[(p.build_node, p.build_expr)]
+                if sig in builds:
                     continue
                 spec = FilterSpec(filter_id=f"{qid}-o{len(builds) + 1}",
                                   build_label=f"plan.{p.build_sql}",
                                   probe_type=_probe_type(table, p), probe_label=name)
-                builds[key] = spec
+                builds[sig] = spec
                 frames[spec.filter_id] = self._build_frame(msg["request"], p)
         keys: dict[int, KeyExpression] = {}   # fact key expression id -> its evaluator
         for table, name, ps in targets.values():
             for p in ps:
                 if p.fact_expr is not None and p.fact_expr not in keys:
                     keys[p.fact_expr] = self._key_expression(msg["request"], table, p)
-        workers = len(builds) + len(targets) + 1
+        wrap: dict[str, str] = {}
+        loads: dict[str, tuple[Table, str, list[Prune]]] = {}   # token -> what it loads
+        by_shape: dict[tuple, str] = {}
+        for rel_id, (table, name, ps) in targets.items():
+            shape = (_local(table.location), name, tuple(sorted(
+                {(signature[(p.build_node, p.build_expr)],
+                  p.column.lower() if p.fact_expr is None else f"expr:{p.fact_sql}")
+                 for p in ps})))
+            token = by_shape.get(shape)
+            if token is None:
+                token = by_shape[shape] = f"{qid}-{uuid.uuid4().hex[:6]}"
+                loads[token] = (table, name, ps)
+            wrap[str(rel_id)] = token
+        workers = len(builds) + len(loads) + 1
         runs = FilterRuns(session.spark, session._filter_service(cfg), cfg, rules, workers,
                           session._env_notes, session._filter_memory)
-        wrap: dict[str, str] = {}
         request = _Request(report=report, runs=runs, start=lambda: None)
-        for rel_id, (table, name, ps) in targets.items():
-            token = f"{qid}-{uuid.uuid4().hex[:6]}"
+        for token, (table, name, _ps) in loads.items():
             request.tokens[token] = (table, name)
-            wrap[str(rel_id)] = token
 
         def start() -> None:
             deadline = time.monotonic() + cfg.wait_timeout
             for spec in builds.values():
                 runs.start(spec, lambda f=frames[spec.filter_id]: f, key="dpp_key")
-            for token, rel_id in zip(request.tokens, targets):
-                table, name, ps = targets[rel_id]
+            for token, (table, name, ps) in loads.items():
                 dyn = []
                 for p in ps:
-                    spec = builds[(p.build_node, p.build_expr)]
+                    spec = builds[signature[(p.build_node, p.build_expr)]]
                     if p.fact_expr is not None:
                         dyn.append(DynamicFilter(
                             filter_id=spec.filter_id, column=p.fact_sql,
@@ -322,7 +344,10 @@ class OptimizerHook:
     def on_list(self, token: str) -> dict[str, Any]:
         with self._lock:
             request = self._by_token.get(token)
+            kept = self._answers.get(token)
         if request is None:
+            if kept is not None:   # another copy of a relation already listed (not reused)
+                return kept[1]
             return {"status": "none", "reason": "unknown token"}
         request.ensure_started()
         cfg = self.session.config
@@ -333,9 +358,19 @@ class OptimizerHook:
             request.report.add_table_unpruned(name, None, f"split loader failed: {exc}")
             self._listed(request, token)
             return {"status": "none", "reason": str(exc)[:300]}
+        with self._lock:
+            kept = self._answers.get(token)
+        if kept is not None:
+            return kept[1]
         t0 = time.perf_counter()
         answer = {"status": "ok", "partitions": _encode(table, result)}
         result.handoff_seconds = time.perf_counter() - t0
+        with self._lock:
+            if token in self._answers:   # a copy listed it meanwhile: its answer, reported once
+                return self._answers[token][1]
+            self._answers[token] = (time.monotonic(), answer)
+            while len(self._answers) > _KEPT_ANSWERS:
+                self._answers.pop(next(iter(self._answers)))
         request.report.add_table_result(name, None, table, result)
         self._listed(request, token)
         return answer
@@ -372,6 +407,9 @@ class OptimizerHook:
     def _drop_stale(self) -> None:
         now = time.monotonic()
         with self._lock:
+            for token in [t for t, (at, _a) in self._answers.items()
+                          if now - at > _STALE_SECONDS]:
+                del self._answers[token]
             stale = [r for r in self._requests.values() if now - r.created > _STALE_SECONDS]
             for r in stale:
                 self._requests.pop(r.report.query_id, None)
@@ -419,7 +457,24 @@ class OptimizerHook:
             if spark_type is not None and spark_type != c.type.simple_string():
                 return None, table.name, (f"partition column {c.name} is {spark_type} in "
                                           f"Spark's plan, {c.type.simple_string()} to dpp")
+        if kind == "catalog":
+            return table, self._display_name(rel.get("table") or table.name), None
         return table, table.name, None
+
+    def _display_name(self, qualified: str) -> str:
+        """A catalog table's name as a query in the current database writes it (what the
+        SQL-text path's reports say): ``spark_catalog.default.sales`` → ``sales``."""
+        parts = qualified.split(".")
+        if len(parts) == 3 and parts[0].lower() == "spark_catalog":
+            parts = parts[1:]
+        if len(parts) == 2:
+            try:
+                current = self.session.spark.catalog.currentDatabase()
+            except Exception:  # pragma: no cover - the name stays qualified
+                current = None
+            if current is not None and parts[0].lower() == current.lower():
+                parts = parts[1:]
+        return ".".join(parts)
 
     def _registered_at(self, path: str) -> Optional[Table]:
         s = self.session

@@ -238,6 +238,9 @@ public final class DppFileIndex implements FileIndex {
         return "Dpp" + base.toString();
     }
 
+    /** Equal for the same load's answers (one token for every copy of a relation pruned the
+     * same way): Spark's exchange and subquery reuse then see a CTE inlined twice as one
+     * scan, as without dpp. */
     @Override
     public boolean equals(Object o) {
         return o instanceof DppFileIndex && ((DppFileIndex) o).token.equals(token);

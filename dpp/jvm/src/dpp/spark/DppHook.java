@@ -130,6 +130,24 @@ public final class DppHook {
         if (d == null) {
             throw new IllegalStateException("dpp: plan request " + request + " is over");
         }
+        return Dataset.ofRows(d.session(), buildPlan(d, node, expr));
+    }
+
+    /**
+     * What a build side computes, as a number equal for build sides that compute the same
+     * values (Spark's canonical form: expression ids and aliases normalized): the copies of a
+     * CTE or view that Spark inlines in several places get one filter, one load, and one file
+     * index that Spark's exchange reuse sees as the same.
+     */
+    public static int buildSignature(String request, int node, int expr) {
+        PlanDescriber d = REQUESTS.get(request);
+        if (d == null) {
+            throw new IllegalStateException("dpp: plan request " + request + " is over");
+        }
+        return buildPlan(d, node, expr).semanticHash();
+    }
+
+    private static LogicalPlan buildPlan(PlanDescriber d, int node, int expr) {
         LogicalPlan plan = d.node(node);
         Expression key = d.expression(expr);
         Alias alias = new Alias(key, "dpp_key", NamedExpression$.MODULE$.newExprId(),
@@ -137,8 +155,7 @@ public final class DppHook {
             CollectionConverters.asScala(new ArrayList<String>()).toList());
         List<NamedExpression> list = new ArrayList<>();
         list.add(alias);
-        Project project = new Project(CollectionConverters.asScala(list).toList(), plan);
-        return Dataset.ofRows(d.session(), project);
+        return new Project(CollectionConverters.asScala(list).toList(), plan);
     }
 
     /**
