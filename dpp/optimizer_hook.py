@@ -358,10 +358,6 @@ class OptimizerHook:
             request.report.add_table_unpruned(name, None, f"split loader failed: {exc}")
             self._listed(request, token)
             return {"status": "none", "reason": str(exc)[:300]}
-        with self._lock:
-            kept = self._answers.get(token)
-        if kept is not None:
-            return kept[1]
         t0 = time.perf_counter()
         answer = {"status": "ok", "partitions": _encode(table, result)}
         result.handoff_seconds = time.perf_counter() - t0

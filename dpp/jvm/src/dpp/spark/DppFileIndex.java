@@ -139,8 +139,7 @@ public final class DppFileIndex implements FileIndex {
                 if (v == null || v.isNull()) {
                     row[i] = null;
                 } else {
-                    Literal lit = Literal.create(UTF8String.fromString(v.asText()), DataTypes.StringType);
-                    row[i] = new Cast(lit, fields[i].dataType(), Option.apply(tz)).eval(null);
+                    row[i] = castText(v.asText(), fields[i].dataType(), tz);
                 }
             }
             JsonNode files = p.path("files");
@@ -153,6 +152,13 @@ public final class DppFileIndex implements FileIndex {
             out.add(PartitionDirectory.apply(new GenericInternalRow(row), statuses));
         }
         return out;
+    }
+
+    /** A partition's folder text as a value of its column's type, cast as Spark casts a
+     * catalog partition's value (in the session time zone). */
+    static Object castText(String text, org.apache.spark.sql.types.DataType type, String tz) {
+        Literal lit = Literal.create(UTF8String.fromString(text), DataTypes.StringType);
+        return new Cast(lit, type, Option.apply(tz)).eval(null);
     }
 
     /** Spark's own partition filters over the kept partitions (what its indexes do in

@@ -18,7 +18,6 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.unsafe.types.UTF8String;
 import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractPartialFunction;
@@ -99,9 +98,7 @@ public final class KeyEvaluator {
                     if (v == null || v.isNull()) {
                         values[i] = null;
                     } else {
-                        Literal lit = Literal.create(UTF8String.fromString(v.asText()),
-                            DataTypes.StringType);
-                        values[i] = new Cast(lit, inputTypes[i], tz).eval(null);
+                        values[i] = DppFileIndex.castText(v.asText(), inputTypes[i], timeZone);
                     }
                 }
                 Object result = bound.eval(new GenericInternalRow(values));
