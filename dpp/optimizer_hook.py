@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 EXPLAIN = "spark.dpp.explaining"
 _STALE_SECONDS = 900.0   # a plan optimized and never scanned (cache lookups, abandoned plans)
 _KEPT_ANSWERS = 64       # listing answers kept for copies of a relation listed later
+_POOL_THREADS = 16       # a request's pool bound (threads start only when needed)
 
 
 @contextlib.contextmanager
@@ -99,24 +100,48 @@ def patch_explain() -> None:
 
 @dataclass
 class _Request:
-    """One rule firing that wrapped relations: its filters, loads and report."""
+    """The relations one executed query wraps: its filters, loads and report.
+
+    A query's subqueries are optimized in runs of their own, and each run calls the rule; the
+    runs of one query (one Spark execution id, its ``scope``) add to one request, so copies of
+    a relation share a filter, a load and a token across runs too (Spark's subquery and
+    exchange reuse compare file indexes), and the query gets one report."""
 
     report: JobReport
     runs: FilterRuns
-    start: Callable[[], None]
+    capacity: int                                   # the pool's threads: builds + loads
+    scope: Optional[str] = None
     tokens: dict[str, tuple[Table, str]] = field(default_factory=dict)  # token -> (table, name)
     loads: dict[str, Future] = field(default_factory=dict)
+    builds: dict[int, FilterSpec] = field(default_factory=dict)   # build signature -> filter
+    shapes: dict[tuple, str] = field(default_factory=dict)        # relation shape -> token
+    pending: list[Callable[[], None]] = field(default_factory=list)
     listed: set[str] = field(default_factory=set)
     started: bool = False
     done: bool = False
     created: float = field(default_factory=time.monotonic)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def add(self, action: Callable[[], None]) -> None:
+        """Runs ``action`` (start a build, submit a load) now if the request has started,
+        else on its start; in order, so a load's filters are registered before it waits."""
+        with self.lock:
+            if self.started:
+                action()
+            else:
+                self.pending.append(action)
 
     def ensure_started(self) -> None:
         with self.lock:
-            if not self.started:
-                self.started = True
-                self.start()
+            if self.started:
+                return
+            self.started = True
+            actions, self.pending = self.pending, []
+            for action in actions:
+                action()
+
+    def fits(self, more: int) -> bool:
+        return len(self.builds) + len(self.tokens) + more <= self.capacity
 
 
 class _Bridge:
@@ -160,6 +185,7 @@ class OptimizerHook:
         self._path_tables: dict[str, Optional[Table]] = {}
         # answers by token, for copies of a relation Spark lists separately (no reuse)
         self._answers: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._scopes: dict[str, _Request] = {}   # Spark execution id -> its open request
         self._jvm_hook.install(spark._jsparkSession, self._bridge)
 
     def close(self) -> None:
@@ -171,6 +197,7 @@ class OptimizerHook:
             requests = list(self._requests.values())
             self._requests.clear()
             self._by_token.clear()
+            self._scopes.clear()
         for r in requests:
             r.runs.__exit__(None, None, None)
 
@@ -214,101 +241,144 @@ class OptimizerHook:
         if not prunes:
             return {"wrap": {}}
         nodes = {n["id"]: n for n in msg["nodes"]}
-        report = JobReport.start(query_text=_plan_text(msg, prunes), kind="plan",
-                                 settings=cfg.as_settings(), enabled=True)
-        report.analysis_notes.extend(notes)
         rules = SparkRules.from_spark(session.spark)
         by_rel: dict[int, list[Prune]] = {}
         for p in prunes:
             by_rel.setdefault(p.relation, []).append(p)
         targets: dict[int, tuple[Table, str, list[Prune]]] = {}
+        unpruned: list[tuple[str, str]] = []
         for rel_id, ps in by_rel.items():
             table, name, why = self._table_for(rels[rel_id], nodes[rel_id], ps)
             if table is None:
-                report.add_table_unpruned(name, None, why or "not a table dpp can list")
+                unpruned.append((name, why or "not a table dpp can list"))
                 continue
             targets[rel_id] = (table, name, ps)
         if not targets:
+            with self._lock:
+                open_request = self._scopes.get(msg.get("scope") or "")
+            if open_request is not None and not open_request.done:
+                for name, why in unpruned:   # a later run of a query that prunes elsewhere
+                    open_request.report.add_table_unpruned(name, None, why)
+                return {"wrap": {}}
+            report = JobReport.start(query_text=_plan_text(msg, prunes), kind="plan",
+                                     settings=cfg.as_settings(), enabled=True)
+            report.analysis_notes.extend(notes)
+            for name, why in unpruned:
+                report.add_table_unpruned(name, None, why)
             self._finish(report, cfg)
             return {"wrap": {}}
-        qid = report.query_id[:8]
-        # copies of one CTE or view that Spark inlined in several places: a build side is
-        # keyed by what it computes (Spark's canonical form), a relation by its table and the
-        # filters it gets, so copies share one filter, one load and one token (equal file
-        # indexes: Spark's exchange reuse still sees one scan)
+        scope = msg.get("scope")   # Spark's execution id: the optimizer runs of one query
         signature: dict[tuple[int, int], int] = {}
         for _t, _n, ps in targets.values():
             for p in ps:
                 k = (p.build_node, p.build_expr)
                 if k not in signature:
-                    signature[k] = int(self._jvm_hook.buildSignature(msg["request"], *k))
-        builds: dict[int, FilterSpec] = {}
-        frames: dict[str, Any] = {}
-        for table, name, ps in targets.values():
-            for p in ps:
-                sig = signature[(p.build_node, p.build_expr)]
-                if sig in builds:
-                    continue
-                spec = FilterSpec(filter_id=f"{qid}-o{len(builds) + 1}",
-                                  build_label=f"plan.{p.build_sql}",
-                                  probe_type=_probe_type(table, p), probe_label=name)
-                builds[sig] = spec
-                frames[spec.filter_id] = self._build_frame(msg["request"], p)
-        keys: dict[int, KeyExpression] = {}   # fact key expression id -> its evaluator
-        for table, name, ps in targets.values():
-            for p in ps:
-                if p.fact_expr is not None and p.fact_expr not in keys:
-                    keys[p.fact_expr] = self._key_expression(msg["request"], table, p)
-        wrap: dict[str, str] = {}
-        loads: dict[str, tuple[Table, str, list[Prune]]] = {}   # token -> what it loads
-        by_shape: dict[tuple, str] = {}
-        for rel_id, (table, name, ps) in targets.items():
-            shape = (_local(table.location), name, tuple(sorted(
+                    signature[k] = int(self._jvm_hook.buildSignature(
+                        msg["request"], *k, scope or msg["request"]))
+        shapes: dict[int, tuple] = {
+            rel_id: (_local(table.location), name, tuple(sorted(
                 {(signature[(p.build_node, p.build_expr)],
                   p.column.lower() if p.fact_expr is None else f"expr:{p.fact_sql}")
                  for p in ps})))
-            token = by_shape.get(shape)
-            if token is None:
-                token = by_shape[shape] = f"{qid}-{uuid.uuid4().hex[:6]}"
-                loads[token] = (table, name, ps)
-            wrap[str(rel_id)] = token
-        workers = len(builds) + len(loads) + 1
-        runs = FilterRuns(session.spark, session._filter_service(cfg), cfg, rules, workers,
-                          session._env_notes, session._filter_memory)
-        request = _Request(report=report, runs=runs, start=lambda: None)
-        for token, (table, name, _ps) in loads.items():
-            request.tokens[token] = (table, name)
-
-        def start() -> None:
-            deadline = time.monotonic() + cfg.wait_timeout
-            for spec in builds.values():
-                runs.start(spec, lambda f=frames[spec.filter_id]: f, key="dpp_key")
-            for token, (table, name, ps) in loads.items():
-                dyn = []
-                for p in ps:
-                    spec = builds[signature[(p.build_node, p.build_expr)]]
-                    if p.fact_expr is not None:
-                        dyn.append(DynamicFilter(
-                            filter_id=spec.filter_id, column=p.fact_sql,
-                            wait=runs.waiter(spec.filter_id, p.fact_sql, deadline),
-                            expression=keys[p.fact_expr]))
-                        continue
-                    col = real_column(table, p.column) or p.column
-                    dyn.append(DynamicFilter(filter_id=spec.filter_id, column=col,
-                                             wait=runs.waiter(spec.filter_id, col, deadline)))
-                request.loads[token] = runs.submit(self._load, table, dyn, cfg, rules)
-
-        request.start = start
+            for rel_id, (table, name, ps) in targets.items()}
         with self._lock:
-            self._requests[report.query_id] = request
+            request = self._scopes.get(scope) if scope else None
+        if request is not None:
+            with request.lock:
+                new_builds = {signature[(p.build_node, p.build_expr)]
+                              for _t, _n, ps in targets.values() for p in ps} - set(request.builds)
+                new_shapes = set(shapes.values()) - set(request.shapes)
+                if request.done or not request.fits(len(new_builds) + len(new_shapes)):
+                    request = None
+                else:
+                    # a later optimizer run of the same query: its notes join the report
+                    # (the first run's plan text stays the report's)
+                    request.report.analysis_notes.extend(
+                        n for n in notes if n not in request.report.analysis_notes)
+        if request is None:
+            report = JobReport.start(query_text=_plan_text(msg, prunes), kind="plan",
+                                     settings=cfg.as_settings(), enabled=True)
+            report.analysis_notes.extend(notes)
+            for name, why in unpruned:
+                report.add_table_unpruned(name, None, why)
+            capacity = max(_POOL_THREADS, 2 * (len(signature) + len(targets)) + 1)
+            runs = FilterRuns(session.spark, session._filter_service(cfg), cfg, rules, capacity,
+                              session._env_notes, session._filter_memory)
+            request = _Request(report=report, runs=runs, capacity=capacity, scope=scope)
+        else:
+            for name, why in unpruned:
+                request.report.add_table_unpruned(name, None, why)
+        wrap = self._extend(request, msg, targets, signature, shapes, cfg)
+        with self._lock:
+            self._requests[request.report.query_id] = request
             for token in request.tokens:
                 self._by_token[token] = request
+            if scope:
+                self._scopes[scope] = request
+                while len(self._scopes) > _KEPT_ANSWERS:
+                    self._scopes.pop(next(iter(self._scopes)))
         if not msg.get("explain"):
             request.ensure_started()
         else:
-            report.analysis_notes.append("planned during an explain: build sides start on the "
-                                         "first scan")
+            request.report.analysis_notes.append("planned during an explain: build sides "
+                                                 "start on the first scan")
         return {"wrap": wrap, "timeout": cfg.wait_timeout}
+
+    def _extend(self, request: _Request, msg: dict[str, Any],
+                targets: dict[int, tuple[Table, str, list[Prune]]],
+                signature: dict[tuple[int, int], int], shapes: dict[int, tuple],
+                cfg: Any) -> dict[str, str]:
+        """Adds this run's filters and relations to ``request``: a build side or a relation
+        shape the request already has is shared (one filter, one load, one token), the rest
+        start with the request. Returns the token per relation node."""
+        runs = request.runs
+        qid = request.report.query_id[:8]
+        wrap: dict[str, str] = {}
+        with request.lock:
+            for table, name, ps in targets.values():
+                for p in ps:
+                    sig = signature[(p.build_node, p.build_expr)]
+                    if sig in request.builds:
+                        continue
+                    spec = FilterSpec(filter_id=f"{qid}-o{len(request.builds) + 1}",
+                                      build_label=f"plan.{p.build_sql}",
+                                      probe_type=_probe_type(table, p), probe_label=name)
+                    request.builds[sig] = spec
+                    frame = self._build_frame(msg["request"], p)
+                    request.add(lambda spec=spec, frame=frame:
+                                runs.start(spec, lambda: frame, key="dpp_key"))
+            for rel_id, (table, name, ps) in targets.items():
+                token = request.shapes.get(shapes[rel_id])
+                if token is None:
+                    token = request.shapes[shapes[rel_id]] = f"{qid}-{uuid.uuid4().hex[:6]}"
+                    request.tokens[token] = (table, name)
+                    filters = []
+                    for p in ps:
+                        spec = request.builds[signature[(p.build_node, p.build_expr)]]
+                        key = (None if p.fact_expr is None
+                               else self._key_expression(msg["request"], table, p))
+                        filters.append((spec.filter_id, p, key))
+                    request.add(lambda token=token, table=table, filters=filters:
+                                self._submit_load(request, token, table, filters, cfg))
+                wrap[str(rel_id)] = token
+        return wrap
+
+    def _submit_load(self, request: _Request, token: str, table: Table,
+                     filters: list[tuple[str, Prune, Optional[KeyExpression]]], cfg: Any
+                     ) -> None:
+        runs = request.runs
+        deadline = time.monotonic() + cfg.wait_timeout
+        dyn = []
+        for filter_id, p, key in filters:
+            if key is not None:
+                dyn.append(DynamicFilter(filter_id=filter_id, column=p.fact_sql,
+                                         wait=runs.waiter(filter_id, p.fact_sql, deadline),
+                                         expression=key))
+                continue
+            col = real_column(table, p.column) or p.column
+            dyn.append(DynamicFilter(filter_id=filter_id, column=col,
+                                     wait=runs.waiter(filter_id, col, deadline)))
+        request.loads[token] = runs.submit(self._load, table, dyn, cfg, request.runs.rules)
 
     def _build_frame(self, request: str, p: Prune) -> Any:
         from pyspark.sql import DataFrame
@@ -395,6 +465,8 @@ class OptimizerHook:
             self._requests.pop(report.query_id, None)
             for t in request.tokens:
                 self._by_token.pop(t, None)
+            if request.scope and self._scopes.get(request.scope) is request:
+                del self._scopes[request.scope]
         self._finish(report, self.session.config)
 
     def _finish(self, report: JobReport, cfg: Any) -> None:
@@ -411,6 +483,8 @@ class OptimizerHook:
                 self._requests.pop(r.report.query_id, None)
                 for t in r.tokens:
                     self._by_token.pop(t, None)
+                if r.scope and self._scopes.get(r.scope) is r:
+                    del self._scopes[r.scope]
         for r in stale:
             r.runs.__exit__(None, None, None)
 

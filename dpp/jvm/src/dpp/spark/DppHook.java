@@ -53,12 +53,24 @@ public final class DppHook {
     public static final String INTERNAL = "spark.dpp.internal";
     /** Local property set by Python while a DataFrame is explained: no build side starts. */
     public static final String EXPLAIN = "spark.dpp.explaining";
+    /** Spark's local property naming the executed query an optimizer run belongs to. */
+    static final String EXECUTION_ID = "spark.sql.execution.id";
+    /** Scopes whose build sides are remembered for {@link #buildSignature}. */
+    private static final int SCOPES_KEPT = 64;
 
     private static final Map<SparkSession, Function<String, String>> BRIDGES =
         Collections.synchronizedMap(new WeakHashMap<>());
     private static final Map<SparkSessionExtensions, Boolean> INSTALLED =
         Collections.synchronizedMap(new WeakHashMap<>());
     private static final Map<String, PlanDescriber> REQUESTS = new ConcurrentHashMap<>();
+    /** Per scope, the canonical build sides seen so far: a signature is a position here. */
+    private static final Map<String, List<LogicalPlan>> BUILDS =
+        new java.util.LinkedHashMap<String, List<LogicalPlan>>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, List<LogicalPlan>> eldest) {
+                return size() > SCOPES_KEPT;
+            }
+        };
     private static final AtomicLong NEXT = new AtomicLong();
     private static final ExecutorService CALLS = Executors.newCachedThreadPool(new ThreadFactory() {
         private final AtomicLong n = new AtomicLong();
@@ -135,16 +147,27 @@ public final class DppHook {
 
     /**
      * What a build side computes, as a number equal for build sides that compute the same
-     * values (Spark's canonical form: expression ids and aliases normalized): the copies of a
-     * CTE or view that Spark inlines in several places get one filter, one load, and one file
-     * index that Spark's exchange reuse sees as the same.
+     * values within {@code scope} (Spark's canonical form, compared exactly: expression ids
+     * and aliases normalized). The copies of a CTE or view that Spark inlines in several
+     * places, in one optimizer run or in the runs of one query's subqueries, get one filter,
+     * one load, and one file index that Spark's exchange and subquery reuse see as the same.
      */
-    public static int buildSignature(String request, int node, int expr) {
+    public static int buildSignature(String request, int node, int expr, String scope) {
         PlanDescriber d = REQUESTS.get(request);
         if (d == null) {
             throw new IllegalStateException("dpp: plan request " + request + " is over");
         }
-        return buildPlan(d, node, expr).semanticHash();
+        LogicalPlan canonical = buildPlan(d, node, expr).canonicalized();
+        synchronized (BUILDS) {
+            List<LogicalPlan> seen = BUILDS.computeIfAbsent(scope, k -> new ArrayList<>());
+            for (int i = 0; i < seen.size(); i++) {
+                if (seen.get(i).equals(canonical)) {
+                    return i;
+                }
+            }
+            seen.add(canonical);
+            return seen.size() - 1;
+        }
     }
 
     private static LogicalPlan buildPlan(PlanDescriber d, int node, int expr) {

@@ -61,7 +61,11 @@ final class DppRule extends Rule<LogicalPlan> {
             request = DppHook.register(d);
             boolean explaining =
                 "true".equals(session.sparkContext().getLocalProperty(DppHook.EXPLAIN));
-            String answer = DppHook.call(bridge, d.describe(request, explaining), 120.0);
+            // the optimizer runs of one executed query (its subqueries are optimized in runs
+            // of their own) share Spark's execution id: Python shares filters and file
+            // indexes across them, so Spark's subquery and exchange reuse still apply
+            String scope = session.sparkContext().getLocalProperty(DppHook.EXECUTION_ID);
+            String answer = DppHook.call(bridge, d.describe(request, explaining, scope), 120.0);
             if (answer == null) {
                 return plan;
             }

@@ -114,11 +114,14 @@ final class PlanDescriber {
         return rel;
     }
 
-    String describe(String request, boolean explaining) {
+    String describe(String request, boolean explaining, String scope) {
         ObjectNode msg = JSON.createObjectNode();
         msg.put("op", "plan");
         msg.put("request", request);
         msg.put("explain", explaining);
+        if (scope != null) {
+            msg.put("scope", scope);
+        }
         msg.put("timeZone", session.sessionState().conf().sessionLocalTimeZone());
         ArrayNode r = msg.putArray("roots");
         for (int id : roots) {
