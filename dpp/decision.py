@@ -24,7 +24,7 @@ from dpp.views import norm_name
 from hive_splits import Table
 
 __all__ = ["LoadGroup", "PruningDecision", "StatsPolicy", "decide", "table_columns",
-           "static_for", "real_column"]
+           "static_for", "real_column", "is_bucket_column"]
 
 # (table, data column) -> use Parquet statistics on it (build its filter, keep its static domain)
 StatsPolicy = Callable[[Table, str], bool]
@@ -72,7 +72,7 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
         key = (id(table), column.lower())
         if key not in asked:
             # a table's one bucket column prunes by hashing the values, whatever statistics say
-            asked[key] = (_is_bucket_column(table, column)
+            asked[key] = (is_bucket_column(table, column)
                           or bool(ask(table, real_column(table, column) or column)))
         return asked[key]
 
@@ -183,7 +183,7 @@ def static_for(ref: TableRefPlan, table: Table, stats_pruning: Stats) -> TupleDo
     parts = {c.name.lower() for c in table.partition_columns}
     doms = td.domains or {}
     return TupleDomain.of({k: v for k, v in doms.items()
-                           if k.lower() in parts or _is_bucket_column(table, k)
+                           if k.lower() in parts or is_bucket_column(table, k)
                            or uses(table, k)})
 
 
@@ -207,7 +207,8 @@ def column_type(table: Table, column: str) -> Optional[DataType]:
     return dict(table_columns(table)).get(column.lower())
 
 
-def _is_bucket_column(table: Table, column: str) -> bool:
+def is_bucket_column(table: Table, column: str) -> bool:
+    """The table's one bucket column: a filter on it prunes by hashing the values."""
     spec = getattr(table, "bucketing", None)
     return (spec is not None and len(spec.columns) == 1
             and spec.columns[0].lower() == column.lower())

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.spark_rules import SparkRules
-from dpp.decision import real_column, table_columns
+from dpp.decision import is_bucket_column, real_column, table_columns
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.jvm_build import HookUnavailable, load_into
 from dpp.plan_pairs import Prune, find_prunes, relation_nodes
@@ -144,6 +144,13 @@ class _Request:
         return len(self.builds) + len(self.tokens) + more <= self.capacity
 
 
+@dataclass
+class _Notes:
+    """Where the statistics policy writes its verdicts (a report's ``analysis_notes``)."""
+
+    analysis_notes: list[str]
+
+
 class _Bridge:
     """What the JVM calls: ``apply(json) -> json`` (``java.util.function.Function``)."""
 
@@ -247,12 +254,16 @@ class OptimizerHook:
             by_rel.setdefault(p.relation, []).append(p)
         targets: dict[int, tuple[Table, str, list[Prune]]] = {}
         unpruned: list[tuple[str, str]] = []
+        uses = self._data_policy(cfg, notes)
         for rel_id, ps in by_rel.items():
             table, name, why = self._table_for(rels[rel_id], nodes[rel_id], ps)
             if table is None:
-                unpruned.append((name, why or "not a table dpp can list"))
+                if any(not p.data for p in ps):
+                    unpruned.append((name, why or "not a table dpp can list"))
                 continue
-            targets[rel_id] = (table, name, ps)
+            ps = [p for p in ps if not p.data or uses(table, name, p)]
+            if ps:
+                targets[rel_id] = (table, name, ps)
         if not targets:
             with self._lock:
                 open_request = self._scopes.get(msg.get("scope") or "")
@@ -379,6 +390,40 @@ class OptimizerHook:
             dyn.append(DynamicFilter(filter_id=filter_id, column=col,
                                      wait=runs.waiter(filter_id, col, deadline)))
         request.loads[token] = runs.submit(self._load, table, dyn, cfg, request.runs.rules)
+
+    def _data_policy(self, cfg: Any, notes: list[str]) -> Callable[[Table, str, Prune], bool]:
+        """Whether a filter on a data column is worth its build side and footer reads, as the
+        SQL-text path decides it (``dpp.decision``): a table's bucket column always (buckets
+        prune by hashing the values); otherwise ``spark.dpp.statsPruning.enabled`` — ``auto``
+        samples the column's footers once per session — and never from a build side that
+        scans another fact unless it is ``true``."""
+        holder = _Notes(notes)
+        policy: Any = None
+        asked: dict[tuple[int, str], bool] = {}
+
+        def uses(table: Table, name: str, p: Prune) -> bool:
+            nonlocal policy
+            column = real_column(table, p.column) or p.column
+            if _probe_type(table, p) is None:
+                return False   # a type dpp's domains do not hold
+            if is_bucket_column(table, column):
+                return True
+            if cfg.stats_pruning == "false":
+                return False
+            if p.build_reads_fact and cfg.stats_pruning != "true":
+                note = (f"{name}.{column}: no filter built, its build side scans another "
+                        f"fact to prune a data column (statsPruning.enabled=true builds it)")
+                if note not in notes:
+                    notes.append(note)
+                return False
+            key = (id(table), column.lower())
+            if key not in asked:
+                if policy is None:
+                    policy = self.session._stats_policy(cfg, holder)
+                asked[key] = bool(policy) if isinstance(policy, bool) else bool(
+                    policy(table, column))
+            return asked[key]
+        return uses
 
     def _build_frame(self, request: str, p: Prune) -> Any:
         from pyspark.sql import DataFrame

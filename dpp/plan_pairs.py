@@ -51,6 +51,11 @@ class Prune:
     fact_refs: tuple[tuple[int, str], ...] = ()   # (attribute id, partition column) read
     fact_type: str = ""
     fact_sql: str = ""
+    # ``column`` is a data column: the filter can only skip files by their Parquet statistics
+    # (or a bucket column's buckets); whether that pays is the hook's call
+    data: bool = False
+    # the build side reads a partitioned table itself (another fact): costly for a data column
+    build_reads_fact: bool = False
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -69,10 +74,13 @@ class _Plan:
         self.nodes = {n["id"]: n for n in desc["nodes"]}
         self.outputs = {i: [c[0] for c in n["output"]] for i, n in self.nodes.items()}
 
-    def trace(self, node: int, attr: int, depth: int = 0) -> Optional[list[tuple[int, str]]]:
+    def trace(self, node: int, attr: int, depth: int = 0, data: bool = False
+              ) -> Optional[list[tuple[int, str]]]:
         """(relation node, partition column) pairs the attribute ``attr`` of ``node`` reads,
         or None where it cannot be followed (a computed column, a data column, an operator
-        through which filtering rows would change the answer)."""
+        through which filtering rows would change the answer). With ``data``, data columns of
+        the relation count too: skipping files by a data column's values is a row filter on
+        that column, sound below exactly the operators a partition column's is."""
         if depth > 200:
             return None
         n = self.nodes[node]
@@ -83,7 +91,7 @@ class _Plan:
                 return None
             for exprid, name, _t in n["output"]:
                 if exprid == attr:
-                    if name.lower() in {c.lower() for c in rel["partitionColumns"]}:
+                    if data or name.lower() in {c.lower() for c in rel["partitionColumns"]}:
                         return [(node, name)]
                     return None
             return None
@@ -91,7 +99,7 @@ class _Plan:
         if op == "Join":
             for c in children:
                 if attr in self.outputs[c]:
-                    return self.trace(c, attr, depth + 1)
+                    return self.trace(c, attr, depth + 1, data)
             return None
         if op == "Union":
             if attr not in self.outputs[node]:
@@ -101,7 +109,7 @@ class _Plan:
             for c in children:
                 if pos >= len(self.outputs[c]):
                     return None
-                sub = self.trace(c, self.outputs[c][pos], depth + 1)
+                sub = self.trace(c, self.outputs[c][pos], depth + 1, data)
                 if sub is None:
                     return None
                 found.extend(sub)
@@ -111,12 +119,12 @@ class _Plan:
         child = children[0]
         if op in ("Project", "Aggregate"):
             src = {o: s for o, s in n.get("map", [])}.get(attr)
-            return None if src is None else self.trace(child, src, depth + 1)
+            return None if src is None else self.trace(child, src, depth + 1, data)
         if op == "Window" and attr not in n.get("partitionSpec", []):
             return None
         if attr not in self.outputs[child]:
             return None
-        return self.trace(child, attr, depth + 1)
+        return self.trace(child, attr, depth + 1, data)
 
     def selective(self, node: int, depth: int = 0) -> bool:
         """Whether a build side filters anything (else its filter admits every key)."""
@@ -130,6 +138,18 @@ class _Plan:
         if n["op"] == "Join" and n.get("joinType") in ("INNER", "LEFT SEMI"):
             return any(self.selective(c, depth + 1) for c in n["children"])
         return any(self.selective(c, depth + 1) for c in n["children"])
+
+    def reads_relation(self, node: int, depth: int = 0) -> bool:
+        """Whether the subtree at ``node`` reads a partitioned relation (a fact)."""
+        if depth > 200:
+            return True
+        n = self.nodes[node]
+        return bool(n.get("relation")) or any(self.reads_relation(c, depth + 1)
+                                              for c in n["children"])
+
+    def is_partition_column(self, rel: int, column: str) -> bool:
+        parts = self.nodes[rel]["relation"]["partitionColumns"]
+        return column.lower() in {c.lower() for c in parts}
 
 
 def _narrow(plan: _Plan, node: int, key: dict[str, Any]) -> int:
@@ -191,7 +211,8 @@ def _fact_key(key: dict[str, Any]) -> Optional[int]:
 
 def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
     """Every sound (relation, column, build side) the plan offers, and notes on join keys
-    that reach a partition column but cannot be used (why not)."""
+    that reach a partition column but cannot be used (why not). Keys that reach a data column
+    of a partitioned relation are offered too (``Prune.data``), for statistics and buckets."""
     plan = _Plan(desc)
     out: list[Prune] = []
     notes: list[str] = []
@@ -206,8 +227,10 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
             if k in seen:
                 continue
             seen.add(k)
+            data = not plan.is_partition_column(rel, col)
             out.append(Prune(rel, col, build_node, build_key["expr"], build_key["type"],
-                             build_key.get("sql", "?"), how))
+                             build_key.get("sql", "?"), how, data=data,
+                             build_reads_fact=data and plan.reads_relation(build_node)))
 
     def add_expression(fact: dict, target: tuple[int, tuple[tuple[int, str], ...]],
                        build_node: int, build_key: dict, how: str) -> None:
@@ -243,7 +266,14 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
                     targets = plan.trace(fact_side, attr) if attr is not None else None
                     expression = (_expression_target(plan, fact_side, fact)
                                   if not targets else None)
-                    if not targets and expression is None:
+                    data = None
+                    if not targets and expression is None and attr is not None:
+                        data = plan.trace(fact_side, attr, data=True)
+                    if not targets and expression is None and not data:
+                        continue
+                    if data:   # a data column: statistics only, no notes about it
+                        if ok and plan.selective(dim_side):
+                            add(data, _narrow(plan, dim_side, dim), dim, how)
                         continue
                     if not ok:
                         notes.append(f"{fact.get('sql')}: {how} join keeps that side's rows "
@@ -274,4 +304,8 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
                 expression = _expression_target(plan, child, value)
                 if expression is not None:
                     add_expression(value, expression, build, sub["queryKey"], "IN subquery")
+                    continue
+                data = plan.trace(child, attr, data=True) if attr is not None else None
+                if data:
+                    add(data, build, sub["queryKey"], "IN subquery")
     return out, notes

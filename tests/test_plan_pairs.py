@@ -87,11 +87,36 @@ def test_non_preserved_side_of_an_outer_join_is_pruned() -> None:
     assert [x.relation for x in find_prunes(p.desc())[0]] == [f]
 
 
-def test_a_data_column_or_a_computed_key_is_not_traced() -> None:
+def test_a_computed_key_is_not_traced_and_a_data_column_is_offered_for_statistics() -> None:
     p = _Plan()
     f, d = p.fact(), p.dim()
     _join(p, f, d, "INNER", [(p.key(1), p.key(10)), (p.key(None), p.key(10))])
+    prunes = find_prunes(p.desc())[0]
+    assert [(x.relation, x.column, x.data, x.build_reads_fact) for x in prunes] == [
+        (f, "v", True, False)]
+
+
+def test_a_data_column_is_offered_only_where_a_partition_column_would_be() -> None:
+    """Statistics pruning is a row filter on the column: the same join types and build-side
+    rules hold, and a build side that reads another fact is marked (costly to build)."""
+    for how, offered in (("INNER", True), ("LEFT OUTER", False), ("LEFT ANTI", False)):
+        p = _Plan()
+        f, d = p.fact(), p.dim()
+        _join(p, f, d, how, [(p.key(1), p.key(10))])
+        assert bool(find_prunes(p.desc())[0]) is offered, how
+    p = _Plan()
+    f, d = p.fact(), p.dim(selective=False)
+    _join(p, f, d, "INNER", [(p.key(1), p.key(10))])
     assert find_prunes(p.desc())[0] == []
+    p = _Plan()
+    f = p.fact()
+    other = p.node("LogicalRelation", [], [(20, "w"), (21, "day2")],
+                   relation={"kind": "path", "rootPaths": ["file:/g"],
+                             "partitionColumns": ["day2"]})
+    g = p.node("Filter", [other], [(20, "w"), (21, "day2")], selective=True, inSubqueries=[])
+    _join(p, f, g, "INNER", [(p.key(1), p.key(20))])
+    found = {(x.relation, x.data, x.build_reads_fact) for x in find_prunes(p.desc())[0]}
+    assert found == {(f, True, True)}   # f, unfiltered, is no build side for the other
 
 
 def test_an_unfiltered_build_side_prunes_nothing_and_says_so() -> None:
