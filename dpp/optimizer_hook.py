@@ -165,6 +165,9 @@ class _Bridge:
                 return json.dumps(self.hook.on_plan(msg))
             if op == "list":
                 return json.dumps(self.hook.on_list(msg["token"]))
+            if op == "end":
+                self.hook.on_end(str(msg["scope"]))
+                return json.dumps({"status": "ok"})
             return json.dumps({"status": "none", "reason": f"unknown op {op!r}"})
         except Exception as exc:  # the JVM side then keeps Spark's own plan / listing
             log.warning("dpp: optimizer hook failed on a %s call: %s", message[:40], exc,
@@ -485,6 +488,24 @@ class OptimizerHook:
         request.report.add_table_result(name, None, table, result)
         self._listed(request, token)
         return answer
+
+    def on_end(self, scope: str) -> None:
+        """Spark ended execution ``scope``: if its request still waits for a listing, the
+        relation was never scanned (AQE skipped it, or a reuse made it unneeded); the query's
+        report is written now, saying so, instead of never."""
+        with self._lock:
+            request = self._scopes.get(scope)
+        if request is None:
+            return
+        with request.lock:
+            if request.done or not request.started:
+                return
+            missing = [t for t in request.tokens if t not in request.listed]
+        for token in missing:
+            _table, name = request.tokens[token]
+            request.report.add_table_unpruned(name, None, "never listed: Spark did not scan "
+                                              "this relation (nothing read)")
+            self._listed(request, token)
 
     def _listed(self, request: _Request, token: str) -> None:
         with request.lock:

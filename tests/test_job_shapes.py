@@ -411,3 +411,33 @@ def test_copies_in_subqueries_share_one_load_and_sparks_subquery_reuse(
     assert len(applied) == 1, applied   # one load for the query's and the subqueries' copies
     assert applied[0].partitions_kept == len(FEB)
     assert reports.read_text().count("\n") == before + 1   # one report for the query
+
+
+@pytest.mark.parametrize("fact", ["js_fact", "js_events"])
+def test_a_relation_spark_never_scans_still_gets_its_report(spark: Any, data: dict[str, Any],
+                                                            fact: str) -> None:
+    """AQE drops the fact's scan when the broadcast dimension turns out empty: the wrapped
+    relation is never listed, and the query's report (written on the last listing) must
+    still be written, when Spark ends the execution, saying why."""
+    import time
+
+    session = data["session"]
+    reports = data["reports"]
+    spark.read.parquet(data["cal"]).createOrReplaceTempView("js_cal")
+    query = (f"SELECT f.amount, f.day FROM {fact} f JOIN js_cal c ON f.day = c.day "
+             f"WHERE c.month = 13")
+    before = reports.read_text().count("\n") if reports.exists() else 0
+    with spark_conf(spark, {"spark.sql.adaptive.enabled": "true",
+                            "spark.dpp.sqlPath": "hook"}):
+        df = spark.sql(query)
+        assert df.collect() == []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if (reports.read_text().count("\n") if reports.exists() else 0) > before:
+            break
+        time.sleep(0.2)
+    lines = reports.read_text().splitlines()[before:]
+    assert len(lines) == 1, lines
+    entry = json.loads(lines[0])
+    assert entry["kind"] == "plan"
+    assert any("never listed" in (t.get("reason") or "") for t in entry["tables"]), entry

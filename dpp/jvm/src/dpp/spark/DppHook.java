@@ -60,6 +60,10 @@ public final class DppHook {
 
     private static final Map<SparkSession, Function<String, String>> BRIDGES =
         Collections.synchronizedMap(new WeakHashMap<>());
+    /** Scopes (execution ids) with wrapped relations: told to Python when they end. */
+    private static final java.util.Set<String> OPEN_SCOPES = ConcurrentHashMap.newKeySet();
+    private static final Map<org.apache.spark.SparkContext, Boolean> LISTENING =
+        Collections.synchronizedMap(new WeakHashMap<>());
     private static final Map<SparkSessionExtensions, Boolean> INSTALLED =
         Collections.synchronizedMap(new WeakHashMap<>());
     private static final Map<String, PlanDescriber> REQUESTS = new ConcurrentHashMap<>();
@@ -87,6 +91,13 @@ public final class DppHook {
      * newly injected into the session's extensions. */
     public static boolean install(SparkSession session, Function<String, String> bridge) {
         BRIDGES.put(session, bridge);
+        org.apache.spark.SparkContext sc = session.sparkContext();
+        synchronized (LISTENING) {
+            if (!LISTENING.containsKey(sc)) {
+                sc.addSparkListener(new ExecutionEnds());
+                LISTENING.put(sc, Boolean.TRUE);
+            }
+        }
         SparkSessionExtensions ext = ((org.apache.spark.sql.classic.SparkSession) session).extensions();
         synchronized (INSTALLED) {
             if (INSTALLED.containsKey(ext)) {
@@ -225,6 +236,39 @@ public final class DppHook {
             new ParquetFileFormat(), options, session);
         LogicalRelation plan = LogicalRelation$.MODULE$.apply(rel, false);
         return Dataset.ofRows((org.apache.spark.sql.classic.SparkSession) session, plan);
+    }
+
+    /** The rule wrapped relations for the query running as execution {@code scope}. */
+    static void opened(String scope) {
+        OPEN_SCOPES.add(scope);
+    }
+
+    /**
+     * Tells Python when an execution whose relations dpp wrapped ends: a wrapped relation Spark
+     * never listed (a scan AQE found it need not run) would otherwise keep the query's report
+     * from being written. Runs on Spark's listener bus; the call is bounded and off that
+     * thread.
+     */
+    static final class ExecutionEnds extends org.apache.spark.scheduler.SparkListener {
+        @Override
+        public void onOtherEvent(org.apache.spark.scheduler.SparkListenerEvent event) {
+            if (!(event instanceof org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd)) {
+                return;
+            }
+            String scope = Long.toString(
+                ((org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd) event).executionId());
+            if (!OPEN_SCOPES.remove(scope)) {
+                return;
+            }
+            List<Function<String, String>> bridges;
+            synchronized (BRIDGES) {
+                bridges = new ArrayList<>(BRIDGES.values());
+            }
+            String message = "{\"op\": \"end\", \"scope\": \"" + scope + "\"}";
+            for (Function<String, String> b : bridges) {
+                CALLS.submit(() -> call(b, message, 30.0));
+            }
+        }
     }
 
     static final class Builder extends AbstractFunction1<SparkSession, Rule<LogicalPlan>>

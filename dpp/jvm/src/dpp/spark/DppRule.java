@@ -75,6 +75,9 @@ final class DppRule extends Rule<LogicalPlan> {
                 return plan;
             }
             double timeout = a.has("timeout") ? a.get("timeout").asDouble() : 60.0;
+            if (scope != null) {
+                DppHook.opened(scope);
+            }
             Map<LogicalPlan, String> tokens = new java.util.IdentityHashMap<>();
             Iterator<Map.Entry<String, JsonNode>> it = wrap.fields();
             while (it.hasNext()) {
