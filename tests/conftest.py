@@ -84,6 +84,33 @@ def spark_tmp() -> Iterator[Path]:
     shutil.rmtree(d, ignore_errors=True)
 
 
+NIO_CHMOD_SOURCE = Path(__file__).parent / "jvm" / "NioChmodCountingFileSystem.java"
+NIO_CHMOD_CLASS = "dpp.tests.NioChmodCountingFileSystem"
+
+
+def _without_chmod_processes(conf: Mapping[str, str]) -> dict[str, str]:
+    """The counting filesystem's settings with ``tests/jvm/NioChmodCountingFileSystem.java``
+    as ``file:``: the same counting filesystem, but a new file's permissions are set in the
+    JVM rather than by a ``chmod`` child process per file and folder (Hadoop's way without its
+    native library: ~40 ms a file on a busy machine, most of the time of every Spark write in
+    the suite). Unchanged settings when it cannot be compiled (no JDK)."""
+    from hive_splits.javac import cached_jar, spark_jars
+
+    counting = conf.get("spark.driver.extraClassPath")
+    hadoop = spark_jars("hadoop-client-api-*.jar")
+    if not counting or not hadoop:
+        return dict(conf)
+    try:
+        jar = cached_jar("nio-chmod-fs", [NIO_CHMOD_SOURCE], f"{hadoop[-1]}{os.pathsep}{counting}",
+                         RuntimeError)
+    except RuntimeError as exc:
+        sys.stderr.write(f"conftest: Spark writes fork chmod per file ({exc})\n")
+        return dict(conf)
+    path = f"{counting}{os.pathsep}{jar}"
+    return {**conf, "spark.driver.extraClassPath": path, "spark.executor.extraClassPath": path,
+            "spark.hadoop.fs.file.impl": NIO_CHMOD_CLASS}
+
+
 @pytest.fixture(scope="session")
 def spark(spark_tmp: Path):
     """One local[2] SparkSession with Hive support (embedded Derby) for the whole run."""
@@ -110,7 +137,7 @@ def spark(spark_tmp: Path):
     try:  # file: counts its LIST/HEAD requests (hive_splits.storage_calls), as object stores do
         from hive_splits.storage_calls import counting_conf
 
-        for k, v in counting_conf().items():
+        for k, v in _without_chmod_processes(counting_conf()).items():
             builder = builder.config(k, v)
     except Exception as exc:  # tests that need the counts skip, saying this
         os.environ["DPP_TEST_NO_COUNTING"] = str(exc)
