@@ -1,21 +1,44 @@
-"""tpcds.generate: Hive layout of the facts, manifest skip / force, row counts checked."""
+"""tpcds.generate: Hive layout of the facts, manifest skip / force, row counts checked.
+
+Generating scale 0.01 (the smallest dsdgen accepts) costs tens of seconds on a busy machine,
+so each layout is generated once: the default layout is the session's ``tpcds_sf001`` (exactly
+``gen.generate(SF, out)``), copied because tests here change it; tests that must start from a
+generated folder copy one instead of generating it again; the clustered layout is generated
+once, by switching a copy of the default folder (what ``test_switching_layout_rewrites_the_folder``
+checks), and the clustered tests read that folder.
+"""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import spark_conf
 from tpcds import generate as gen
 
 SF = 0.01
+# Spark lists a folder of more than 32 partitions with a Spark job of one task per partition
+# (~1,800 here) by default; in the shared local session the driver lists the same files far
+# sooner (as tests/test_tpcds_bench.py does)
+DRIVER_LISTING = {"spark.sql.sources.parallelPartitionDiscovery.threshold": "100000"}
+
+
+def _copy_generated(src: Path, dest: Path) -> Path:
+    """A copy of a generated folder: every table and the manifest (files keep their times),
+    nothing else (not the answer cache other modules may have left in the session's data)."""
+    dest.mkdir(parents=True)
+    for t in gen.TABLES:
+        shutil.copytree(src / t, dest / t)
+    shutil.copy2(src / gen.MANIFEST, dest / gen.MANIFEST)
+    return dest
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tpcds") / "sf001"
-    gen.generate(SF, out)
-    return out
+def data(tpcds_sf001: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default layout at SF, as ``gen.generate(SF, out)`` wrote it (conftest)."""
+    return _copy_generated(tpcds_sf001, tmp_path_factory.mktemp("tpcds") / "sf001")
 
 
 def test_every_table_is_written_with_its_generator_row_count(data: Path) -> None:
@@ -69,9 +92,9 @@ def test_missing_table_folder_is_regenerated(data: Path) -> None:
     assert [s for s in said if "writing" in s] == ["[1/1] reason: writing ..."]
 
 
-def test_force_rewrites_every_table(tmp_path: Path) -> None:
-    out = tmp_path / "small"
-    gen.generate(SF, out)
+def test_force_rewrites_every_table(data: Path, tmp_path: Path) -> None:
+    out = _copy_generated(data, tmp_path / "small")      # a complete folder, as generated
+    assert gen.read_manifest(out)["complete"] is True
     marker = out / "store" / "stale.parquet"
     marker.write_bytes(b"")
     said: list[str] = []
@@ -94,7 +117,8 @@ def test_ensure_generated_returns_the_manifest(data: Path) -> None:
 
 
 def test_spark_reads_decimals_and_partition_keys(spark, data: Path) -> None:
-    df = spark.read.parquet(str(data / "store_sales"))
+    with spark_conf(spark, DRIVER_LISTING):
+        df = spark.read.parquet(str(data / "store_sales"))
     types = dict(df.dtypes)
     assert types["ss_ext_sales_price"] == "decimal(7,2)"
     assert types["ss_sold_date_sk"] in ("int", "bigint")
@@ -110,10 +134,19 @@ CLUSTERED = gen.Layout("clustered", rows_per_file=8, row_group_rows=4)
 
 
 @pytest.fixture(scope="module")
-def clustered(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tpcds") / "sf001-clustered"
-    gen.generate(SF, out, layout=CLUSTERED)
-    return out
+def switched(data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A copy of the default layout, generated again with the clustered layout (the folder
+    and what generate said): the module's one clustered generation."""
+    out = _copy_generated(data, tmp_path_factory.mktemp("tpcds") / "sf001-clustered")
+    assert gen.read_manifest(out)["layout"] == {"name": "default"}
+    said: list[str] = []
+    gen.generate(SF, out, layout=CLUSTERED, progress=said.append)
+    return out, said
+
+
+@pytest.fixture(scope="module")
+def clustered(switched: tuple[Path, list[str]]) -> Path:
+    return switched[0]
 
 
 def test_clustered_layout_is_recorded_and_counts_equal_the_default(data: Path,
@@ -139,11 +172,13 @@ def _assert_same_rows(one: Path, other: Path, table: str) -> None:
     con = gen.connect()
     try:
         a, b = (gen._sql_str(gen.parquet_glob(x, table)) for x in (one, other))
-        for x, y in ((a, b), (b, a)):
-            n = con.execute(
-                f"SELECT count(*) FROM (SELECT * FROM read_parquet('{x}', "
-                f"hive_partitioning = true) EXCEPT ALL SELECT * FROM read_parquet('{y}', "
-                f"hive_partitioning = true))").fetchone()[0]
+        # each folder read once (thousands of small files), then compared both ways
+        for name, glob in (("one", a), ("other", b)):
+            con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM read_parquet('{glob}', "
+                        f"hive_partitioning = true)")
+        for (x, tx), (y, ty) in (((a, "one"), (b, "other")), ((b, "other"), (a, "one"))):
+            n = con.execute(f"SELECT count(*) FROM (SELECT * FROM {tx} EXCEPT ALL "
+                            f"SELECT * FROM {ty})").fetchone()[0]
             assert n == 0, f"{table}: {n} rows of {x} missing from {y}"
     finally:
         con.close()
@@ -177,11 +212,8 @@ def test_clustered_partitions_split_the_key_range_into_sorted_files(data: Path,
         assert several > 0, f"{table}: no partition was split into several files"
 
 
-def test_switching_layout_rewrites_the_folder(tmp_path: Path) -> None:
-    out = tmp_path / "switch"
-    gen.generate(SF, out)
-    said: list[str] = []
-    gen.generate(SF, out, layout=CLUSTERED, progress=said.append)
+def test_switching_layout_rewrites_the_folder(switched: tuple[Path, list[str]]) -> None:
+    out, said = switched            # a default-layout folder, generated again as clustered
     assert len([s for s in said if "writing" in s]) == len(gen.TABLES)
     assert gen.read_manifest(out)["layout"]["name"] == "clustered"
     assert len(list((out / "web_sales").glob("*/part-*.parquet"))) > \
@@ -198,8 +230,9 @@ def test_a_bad_layout_is_an_error_naming_it() -> None:
 def test_spark_reads_the_clustered_layout_with_the_default_layout_types(
         spark, data: Path, clustered: Path) -> None:
     for table in gen.CLUSTER_KEYS:
-        a = spark.read.parquet(str(data / table))
-        b = spark.read.parquet(str(clustered / table))
+        with spark_conf(spark, DRIVER_LISTING):
+            a = spark.read.parquet(str(data / table))
+            b = spark.read.parquet(str(clustered / table))
         assert sorted(b.dtypes) == sorted(a.dtypes), table
         assert b.count() == a.count()
 
@@ -210,7 +243,8 @@ BUCKETED = gen.Layout("bucketed", buckets=4)
 @pytest.fixture(scope="module")
 def bucketed(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("tpcds") / "sf001-bucketed"
-    gen.generate(SF, out, layout=BUCKETED)
+    with spark_conf(spark, DRIVER_LISTING):   # the generator's Spark reads its ~1,800 folders
+        gen.generate(SF, out, layout=BUCKETED)
     return out
 
 
