@@ -251,6 +251,7 @@ class OptimizerHook:
         if not prunes:
             return {"wrap": {}}
         nodes = {n["id"]: n for n in msg["nodes"]}
+        scope = msg.get("scope")   # Spark's execution id: the optimizer runs of one query
         rules = SparkRules.from_spark(session.spark)
         by_rel: dict[int, list[Prune]] = {}
         for p in prunes:
@@ -269,7 +270,7 @@ class OptimizerHook:
                 targets[rel_id] = (table, name, ps)
         if not targets:
             with self._lock:
-                open_request = self._scopes.get(msg.get("scope") or "")
+                open_request = self._scopes.get(scope) if scope else None
             if open_request is not None and not open_request.done:
                 for name, why in unpruned:   # a later run of a query that prunes elsewhere
                     open_request.report.add_table_unpruned(name, None, why)
@@ -281,7 +282,6 @@ class OptimizerHook:
                 report.add_table_unpruned(name, None, why)
             self._finish(report, cfg)
             return {"wrap": {}}
-        scope = msg.get("scope")   # Spark's execution id: the optimizer runs of one query
         signature: dict[tuple[int, int], int] = {}
         for _t, _n, ps in targets.values():
             for p in ps:
