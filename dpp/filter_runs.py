@@ -222,6 +222,11 @@ class FilterRuns:
             return
         run.future = self._pool.submit(self._build, run, df, col, key_type)
 
+    def build_future(self, filter_id: str) -> "Optional[cf.Future[BuildOutcome]]":
+        """The running build of ``filter_id`` (None: never started, or it could not start)."""
+        run = self._runs.get(filter_id)
+        return run.future if run is not None else None
+
     def submit(self, fn: Callable[..., Any], *args: Any) -> "cf.Future[Any]":
         """Runs ``fn`` in the same pool (split loads wait there while builds run)."""
         return self._pool.submit(fn, *args)

@@ -55,6 +55,7 @@ EXPLAIN = "spark.dpp.explaining"
 _STALE_SECONDS = 900.0   # a plan optimized and never scanned (cache lookups, abandoned plans)
 _KEPT_ANSWERS = 64       # listing answers kept for copies of a relation listed later
 _POOL_THREADS = 16       # a request's pool bound (threads start only when needed)
+_SUBMIT_WAIT = 5.0       # how long the rule waits for a started build side to reach Spark
 
 
 @contextlib.contextmanager
@@ -322,7 +323,7 @@ class OptimizerHook:
         else:
             for name, why in unpruned:
                 request.report.add_table_unpruned(name, None, why)
-        wrap = self._extend(request, msg, targets, signature, shapes, cfg)
+        wrap, new_filters = self._extend(request, msg, targets, signature, shapes, cfg)
         with self._lock:
             self._requests[request.report.query_id] = request
             for token in request.tokens:
@@ -333,6 +334,7 @@ class OptimizerHook:
                     self._scopes.pop(next(iter(self._scopes)))
         if not msg.get("explain"):
             request.ensure_started()
+            self._await_submitted(request, new_filters, min(_SUBMIT_WAIT, cfg.wait_timeout))
         else:
             request.report.analysis_notes.append("planned during an explain: build sides "
                                                  "start on the first scan")
@@ -341,13 +343,14 @@ class OptimizerHook:
     def _extend(self, request: _Request, msg: dict[str, Any],
                 targets: dict[int, tuple[Table, str, list[Prune]]],
                 signature: dict[tuple[int, int], int], shapes: dict[int, tuple],
-                cfg: Any) -> dict[str, str]:
+                cfg: Any) -> tuple[dict[str, str], list[str]]:
         """Adds this run's filters and relations to ``request``: a build side or a relation
         shape the request already has is shared (one filter, one load, one token), the rest
-        start with the request. Returns the token per relation node."""
+        start with the request. Returns the token per relation node, and the new filters."""
         runs = request.runs
         qid = request.report.query_id[:8]
         wrap: dict[str, str] = {}
+        new_filters: list[str] = []
         with request.lock:
             for table, name, ps in targets.values():
                 for p in ps:
@@ -358,6 +361,7 @@ class OptimizerHook:
                                       build_label=f"plan.{p.build_sql}",
                                       probe_type=_probe_type(table, p), probe_label=name)
                     request.builds[sig] = spec
+                    new_filters.append(spec.filter_id)
                     frame = self._build_frame(msg["request"], p)
                     request.add(lambda spec=spec, frame=frame:
                                 runs.start(spec, lambda: frame, key="dpp_key"))
@@ -375,7 +379,38 @@ class OptimizerHook:
                     request.add(lambda token=token, table=table, filters=filters:
                                 self._submit_load(request, token, table, filters, cfg))
                 wrap[str(rel_id)] = token
-        return wrap
+        return wrap, new_filters
+
+    def _await_submitted(self, request: _Request, filter_ids: list[str], bound: float) -> None:
+        """Returns once each started build side has a Spark job (or is over), at most
+        ``bound`` seconds: the rule then lets Spark run the query, whose jobs get later ids.
+
+        Spark's scheduler runs jobs in the order of their ids (FIFO); a build side runs in
+        one job (``DppHook.buildSession``: no adaptive stages), so with its job submitted
+        first, all its stages run before the query's scans, which are what wait for it."""
+        if not filter_ids:
+            return
+        from collectors import job_group_id
+
+        tracker = self.session.spark.sparkContext.statusTracker()
+        deadline = time.monotonic() + bound
+        pending = list(filter_ids)
+        while True:
+            still = []
+            for fid in pending:
+                future = request.runs.build_future(fid)
+                if future is None or future.done():
+                    continue
+                if list(tracker.getJobIdsForGroup(job_group_id(fid))):
+                    continue
+                still.append(fid)
+            pending = still
+            if not pending or time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
+        if pending:
+            log.info("dpp: build sides %s had no Spark job after %.1f s; the query starts "
+                     "anyway", pending, bound)
 
     def _submit_load(self, request: _Request, token: str, table: Table,
                      filters: list[tuple[str, Prune, Optional[KeyExpression]]], cfg: Any

@@ -64,6 +64,9 @@ public final class DppHook {
     private static final java.util.Set<String> OPEN_SCOPES = ConcurrentHashMap.newKeySet();
     private static final Map<org.apache.spark.SparkContext, Boolean> LISTENING =
         Collections.synchronizedMap(new WeakHashMap<>());
+    /** Per session, the clone its build sides run in (see {@link #buildSession}). */
+    private static final Map<SparkSession, BuildSession> CLONES =
+        Collections.synchronizedMap(new WeakHashMap<>());
     private static final Map<SparkSessionExtensions, Boolean> INSTALLED =
         Collections.synchronizedMap(new WeakHashMap<>());
     private static final Map<String, PlanDescriber> REQUESTS = new ConcurrentHashMap<>();
@@ -153,7 +156,52 @@ public final class DppHook {
         if (d == null) {
             throw new IllegalStateException("dpp: plan request " + request + " is over");
         }
-        return Dataset.ofRows(d.session(), buildPlan(d, node, expr));
+        return Dataset.ofRows(buildSession(d.session()), buildPlan(d, node, expr));
+    }
+
+    /**
+     * The session build sides run in: a clone of {@code session} with every setting it has
+     * now (the time zone, ANSI mode and the rest shape the build's values), except adaptive
+     * execution, which is off, and shuffle partitions, at most the cluster's cores.
+     *
+     * Why: Spark schedules jobs FIFO by job id, and under adaptive execution each query stage
+     * is a job of its own. A build side's last stage, submitted after its first one ran, then
+     * queues behind every stage the main query submitted meanwhile (TPC-DS q49: a one-month
+     * calendar build waited 97 s behind ~6,000 scan tasks, and its filters came too late).
+     * Without adaptive execution the build is one job, and all its stages keep that job's
+     * place in the queue. The clone has no bridge, so dpp's rule leaves its plans alone.
+     * A clone is reused while the session's settings stay the same.
+     */
+    static org.apache.spark.sql.classic.SparkSession buildSession(
+            org.apache.spark.sql.classic.SparkSession s) {
+        scala.collection.immutable.Map<String, String> confs = s.sessionState().conf().getAllConfs();
+        synchronized (CLONES) {
+            BuildSession kept = CLONES.get(s);
+            if (kept != null && kept.confs.equals(confs)) {
+                return kept.session;
+            }
+        }
+        org.apache.spark.sql.classic.SparkSession clone = s.cloneSession();
+        org.apache.spark.sql.internal.SQLConf conf = clone.sessionState().conf();
+        conf.setConfString("spark.sql.adaptive.enabled", "false");
+        int cores = Math.max(1, s.sparkContext().defaultParallelism());
+        conf.setConfString("spark.sql.shuffle.partitions",
+            Integer.toString(Math.max(1, Math.min(cores, conf.numShufflePartitions()))));
+        synchronized (CLONES) {
+            CLONES.put(s, new BuildSession(confs, clone));
+        }
+        return clone;
+    }
+
+    private static final class BuildSession {
+        final scala.collection.immutable.Map<String, String> confs;
+        final org.apache.spark.sql.classic.SparkSession session;
+
+        BuildSession(scala.collection.immutable.Map<String, String> confs,
+                     org.apache.spark.sql.classic.SparkSession session) {
+            this.confs = confs;
+            this.session = session;
+        }
     }
 
     /**
