@@ -110,6 +110,28 @@ def test_row_count_mismatch_is_an_error_naming_the_table(tmp_path: Path,
         gen.generate(SF, tmp_path / "bad")
 
 
+def test_out_of_memory_names_the_table_and_the_next_run_continues_from_the_generator(
+        data: Path, tmp_path: Path) -> None:
+    """DuckDB is held to ``memory_limit`` and keeps the generator's tables in a database file:
+    a limit too low for a partitioned write fails naming the table and the limit, the next run
+    writes the missing tables from that file without generating again, and the file is gone
+    once the folder is complete. Same row counts as the in-memory generation of ``data``."""
+    out = tmp_path / "bounded"
+    with pytest.raises(gen.GenerateError,
+                       match=r"table \w+: DuckDB ran out of its memory limit 100MB"):
+        gen.generate(SF, out, memory_limit="100MB")
+    assert (out / gen.WORK_DIR / "tpcds.duckdb").is_file()
+    partial = gen.read_manifest(out)
+    assert partial is not None and partial["complete"] is False
+    said: list[str] = []
+    manifest = gen.generate(SF, out, memory_limit="2GB", progress=said.append)
+    assert any("from an earlier run" in s for s in said), said
+    assert not any("dsdgen (" in s for s in said), said
+    assert manifest["complete"] is True and not (out / gen.WORK_DIR).exists()
+    expected = json.loads((data / "manifest.json").read_text())["tables"]
+    assert gen.verify(out) == {t: e["rows"] for t, e in expected.items()}
+
+
 def test_ensure_generated_returns_the_manifest(data: Path) -> None:
     m = gen.ensure_generated(SF, data)
     assert m["tables"]["store_sales"]["rows"] > 0

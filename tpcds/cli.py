@@ -112,8 +112,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
         layout = Layout(args.layout, args.rows_per_file, args.row_group_rows, args.buckets)
     except GenerateError as e:
         raise SystemExit(f"tpcds generate: {e}")
-    m = generate(args.sf, args.out, force=args.force, progress=_progress, threads=args.threads,
-                 layout=layout)
+    try:
+        m = generate(args.sf, args.out, force=args.force, progress=_progress,
+                     threads=args.threads, layout=layout, memory_limit=args.memory_limit)
+    except GenerateError as e:
+        raise SystemExit(f"tpcds generate: {e}")
     rows = sum(t["rows"] for t in m["tables"].values())
     print(f"TPC-DS sf={args.sf:g} ({layout.name} layout) in {args.out}: "
           f"{len(m['tables'])} tables, {rows:,} rows, "
@@ -228,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", required=True, help="output folder")
     g.add_argument("--force", action="store_true", help="rewrite tables already generated")
     g.add_argument("--threads", type=int, default=None, help="DuckDB threads (default: all)")
+    g.add_argument("--memory-limit", default=None,
+                   help="DuckDB's memory bound while generating, e.g. 4GB (default "
+                        "$TPCDS_GENERATE_MEMORY or 4GB); it spills to OUT/.dsdgen past it")
     g.add_argument("--layout", choices=("default", "clustered", "bucketed"), default="default",
                    help="clustered: store/catalog/web sales sorted by item key inside each date "
                         "partition, several files per partition (tight file statistics); "

@@ -66,6 +66,19 @@ TABLES: tuple[str, ...] = (
 
 Progress = Callable[[str], None]
 
+#: DuckDB's memory bound while generating (``--memory-limit``, or this environment variable).
+#: Generation keeps the generator's tables in a database file beside the output and spills
+#: past the bound, so scale 10 fits a 24 GB machine with room for Spark (an in-memory
+#: database and DuckDB's default partitioned writers grew past 19 GB there).
+MEMORY_ENV = "TPCDS_GENERATE_MEMORY"
+DEFAULT_MEMORY_LIMIT = "4GB"
+WORK_DIR = ".dsdgen"     # inside the output folder: the generator's database, spill files
+# Partitioned COPY: DuckDB buffers up to ``flush_threshold`` rows per open partition writer
+# (defaults 524,288 rows x 100 files); smaller buffers bound the writers' memory.
+_WRITE_SETTINGS = {"preserve_insertion_order": "false",
+                   "partitioned_write_max_open_files": "32",
+                   "partitioned_write_flush_threshold": "65536"}
+
 
 class GenerateError(RuntimeError):
     """Generation failed or wrote something other than what the generator produced."""
@@ -150,14 +163,25 @@ def extension_path() -> Path:
     return found[-1]
 
 
-def connect(threads: Optional[int] = None) -> Any:
-    """A DuckDB connection with the TPC-DS extension loaded from the wheel (no network)."""
+def connect(threads: Optional[int] = None, database: Optional[Path] = None,
+            memory_limit: Optional[str] = None, temp_directory: Optional[Path] = None) -> Any:
+    """A DuckDB connection with the TPC-DS extension loaded from the wheel (no network).
+
+    ``database``: a file to hold the generated tables (in memory when None);
+    ``memory_limit``/``temp_directory``: DuckDB's bound on its memory and where it spills
+    beyond it."""
     import duckdb
 
-    con = duckdb.connect(config={"autoinstall_known_extensions": "false",
+    con = duckdb.connect(str(database) if database is not None else ":memory:",
+                         config={"autoinstall_known_extensions": "false",
                                  "autoload_known_extensions": "false"})
     if threads:
         con.execute(f"SET threads = {int(threads)}")
+    if memory_limit:
+        con.execute(f"SET memory_limit = '{_sql_str(memory_limit)}'")
+    if temp_directory is not None:
+        temp_directory.mkdir(parents=True, exist_ok=True)
+        con.execute(f"SET temp_directory = '{_sql_str(str(temp_directory))}'")
     path = extension_path()
     con.execute(f"LOAD '{_sql_str(str(path))}'")
     return con
@@ -282,20 +306,39 @@ def _copy_bucketed(con: Any, table: str, dest: Path, layout: Layout) -> None:
 
 def generate(sf: float, out: str | os.PathLike[str], *, force: bool = False,
              progress: Optional[Progress] = None, threads: Optional[int] = None,
-             layout: Layout = Layout()) -> dict[str, Any]:
+             layout: Layout = Layout(), memory_limit: Optional[str] = None) -> dict[str, Any]:
     """Generates TPC-DS at scale ``sf`` into ``out`` and returns the manifest.
 
     Tables already recorded in a manifest of the same scale and generator are kept (unless
     ``force``); a manifest of another scale, generator or layout means the folder is
     rewritten. Raises :class:`GenerateError` naming the table when the rows read back differ
     from the generator's.
+
+    Memory: the generator writes into a DuckDB database file under ``out/.dsdgen`` with
+    ``memory_limit`` (default ``$TPCDS_GENERATE_MEMORY`` or :data:`DEFAULT_MEMORY_LIMIT`),
+    spilling past it. An interrupted run keeps that database and the next run writes the
+    missing tables from it instead of generating again; it is removed once every table is
+    written.
     """
     if sf <= 0:
         raise GenerateError(f"scale factor must be > 0, got {sf}")
     outp = Path(out)
     outp.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda msg: log.info("%s", msg))
-    con = connect(threads)
+    work = outp / WORK_DIR
+    limit = memory_limit or os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT
+    work.mkdir(exist_ok=True)
+    try:
+        con = connect(threads, database=work / "tpcds.duckdb", memory_limit=limit,
+                      temp_directory=work / "spill")
+    except Exception as exc:
+        if "memory" in str(exc).lower() or "limit" in str(exc).lower():
+            raise GenerateError(f"DuckDB rejects memory limit {limit!r} ({MEMORY_ENV} or "
+                                f"--memory-limit): {exc}") from None
+        raise
+    for k, v in _WRITE_SETTINGS.items():
+        con.execute(f"SET {k} = {v}")
+    complete = False
     try:
         gen = generator_info(con)
         manifest = None if force else read_manifest(outp)
@@ -314,12 +357,24 @@ def generate(sf: float, out: str | os.PathLike[str], *, force: bool = False,
         todo = [t for t in TABLES if force or t not in done or not (outp / t).is_dir()]
         if not todo:
             say(f"tpcds sf={sf:g}: all {len(TABLES)} tables present in {outp} (manifest), skipped")
+            complete = True
             return manifest
-        say(f"tpcds sf={sf:g}: dsdgen (duckdb {gen.duckdb_version}, extension "
-            f"{gen.extension_version}) ...")
-        t0 = time.perf_counter()
-        con.execute(f"CALL dsdgen(sf={float(sf)!r})")
-        manifest["dsdgen_seconds"] = round(time.perf_counter() - t0, 3)
+        marker = work / "generated.json"
+        made = {"sf": float(sf), "generator": gen.as_dict()}
+        if not force and _read_json(marker) == made and _has_tables(con):
+            say(f"tpcds sf={sf:g}: the generator's tables from an earlier run are in {work}, "
+                f"writing the {len(todo)} missing ones from them")
+        else:
+            say(f"tpcds sf={sf:g}: dsdgen (duckdb {gen.duckdb_version}, extension "
+                f"{gen.extension_version}, memory limit {limit}) ...")
+            marker.unlink(missing_ok=True)
+            for table in TABLES:
+                con.execute(f"DROP TABLE IF EXISTS {table}")
+            t0 = time.perf_counter()
+            con.execute(f"CALL dsdgen(sf={float(sf)!r})")
+            con.execute("CHECKPOINT")
+            marker.write_text(json.dumps(made))
+            manifest["dsdgen_seconds"] = round(time.perf_counter() - t0, 3)
         for i, table in enumerate(todo, 1):
             t1 = time.perf_counter()
             say(f"[{i}/{len(todo)}] {table}: writing ...")
@@ -327,7 +382,17 @@ def generate(sf: float, out: str | os.PathLike[str], *, force: bool = False,
             dest = outp / table
             tmp = outp / f".{table}.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
-            _copy_table(con, table, tmp, layout)
+            try:
+                _copy_table(con, table, tmp, layout)
+            except Exception as exc:
+                if type(exc).__name__ != "OutOfMemoryException":
+                    raise
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise GenerateError(
+                    f"table {table}: DuckDB ran out of its memory limit {limit} writing it "
+                    f"(--memory-limit or ${MEMORY_ENV} raises it; a partitioned table needs "
+                    f"about 0.5 MB per partition folder); the generator's tables stay in "
+                    f"{work}, and a rerun writes the missing tables from them") from None
             got = count_parquet_rows(con, tmp, table="")  # tmp is the table folder itself
             if got != expected:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -348,9 +413,25 @@ def generate(sf: float, out: str | os.PathLike[str], *, force: bool = False,
                 f"({entry['seconds']:.1f}s)")
         manifest["complete"] = True
         _write_manifest(outp, manifest)
+        complete = True
         return manifest
     finally:
         con.close()
+        if complete:
+            shutil.rmtree(work, ignore_errors=True)   # the generator's database: GBs at scale
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _has_tables(con: Any) -> bool:
+    """Whether the generator's database holds every table (an earlier run got that far)."""
+    names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    return set(TABLES) <= names
 
 
 def verify(out: str | os.PathLike[str]) -> dict[str, int]:
