@@ -143,13 +143,19 @@ final class PlanDescriber {
         return this;
     }
 
-    /** The attributes any Filter of the plan reads (a relation with a partition column among
-     * them is pruned by Spark's own static partition pruning, which for a catalog table asks
-     * the metastore for the matching partitions only). */
+    /** The attributes any Filter of the plan reads, beyond {@code IS NOT NULL} (a relation
+     * with a partition column among them is pruned by Spark's own static partition pruning,
+     * which for a catalog table asks the metastore for the matching partitions only; an
+     * {@code IS NOT NULL} that Spark inferred from a join would still fetch them all). */
     private void collectFiltered(LogicalPlan p) {
         if (p instanceof Filter) {
-            for (Attribute a : CollectionConverters.asJava(((Filter) p).condition().references().toSeq())) {
-                filtered.add(a.exprId().id());
+            for (Expression c : conjuncts(((Filter) p).condition())) {
+                if (c instanceof org.apache.spark.sql.catalyst.expressions.IsNotNull) {
+                    continue;   // inferred from a join: the metastore would still return all
+                }
+                for (Attribute a : CollectionConverters.asJava(c.references().toSeq())) {
+                    filtered.add(a.exprId().id());
+                }
             }
         }
         for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
