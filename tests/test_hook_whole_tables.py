@@ -52,6 +52,11 @@ def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
               f"PARTITIONED BY (day) LOCATION '{sales}'")
     spark.sql("ALTER TABLE wt_sales_cat RECOVER PARTITIONS")
     spark.read.parquet(str(items)).createOrReplaceTempView("wt_items")
+    days = root / "days"
+    days.mkdir()
+    pq.write_table(pa.table({"d": pa.array(range(DAYS), pa.int32()),
+                             "label": [f"d{d}" for d in range(DAYS)]}), days / "part-0.parquet")
+    spark.read.parquet(str(days)).createOrReplaceTempView("wt_days")   # a scan, no filter
     with spark_conf(spark, {"spark.dpp.tables.wt_sales": str(sales),
                             "spark.dpp.sqlPath": "hook",
                             "spark.dpp.statsPruning.enabled": "false"}):
@@ -63,6 +68,7 @@ def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
             dpp.disable(spark)
             spark.sql("DROP TABLE IF EXISTS wt_sales_cat")
             spark.catalog.dropTempView("wt_items")
+            spark.catalog.dropTempView("wt_days")
 
 
 def _run(spark: Any, data: dict[str, Any], job: Callable[[], Any]) -> tuple[list, list, Any]:
@@ -109,6 +115,22 @@ def test_a_query_with_no_join_and_a_union_of_copies_list_once(spark: Any,
     assert report is not None, "a whole read through dpp writes its report"
     (t,) = _entries(report, fact)      # both copies: one load, one entry
     assert t.reason == WHOLE and t.files_kept == 2 * DAYS, t
+
+
+@pytest.mark.parametrize("fact", FACTS)
+def test_a_join_on_the_partition_column_that_filters_nothing_reads_whole(
+        spark: Any, data: dict[str, Any], fact: str) -> None:
+    """Every day joins: no filter worth building, yet Spark infers ``day IS NOT NULL`` from the
+    join, which would still have the metastore return every partition: read whole."""
+    def job() -> Any:
+        f, d = spark.table(fact), spark.table("wt_days")
+        return f.join(d, f["day"] == d["d"]).groupBy("label").count()
+
+    got, expected, report = _run(spark, data, job)
+    assert got == expected and len(expected) == DAYS
+    assert report is not None, "a whole read through dpp writes its report"
+    (t,) = _entries(report, fact)
+    assert t.reason == WHOLE and t.partitions_kept == DAYS, t
 
 
 def test_a_catalog_table_with_a_partition_filter_stays_sparks(spark: Any,
