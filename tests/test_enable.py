@@ -268,6 +268,8 @@ def test_spark_errors_are_sparks_own(spark, job):
 
 def test_an_internal_failure_runs_the_query_with_sparks_sql(spark, data, job, monkeypatch,
                                                               caplog):
+    """The SQL-text path (``sqlPath=text``): a failure in dpp's analysis runs the query with
+    Spark's own ``sql``."""
     expected = _plain_spark_rows(spark, data["fact"])
     session = dpp.enable(spark)
 
@@ -275,10 +277,32 @@ def test_an_internal_failure_runs_the_query_with_sparks_sql(spark, data, job, mo
         raise RuntimeError("a bug inside dpp")
 
     monkeypatch.setattr(type(session), "_run_sql", broken)   # dpp's code, not Spark's
-    with caplog.at_level(logging.WARNING, logger="dpp.enable"):
+    with spark_conf(spark, {"spark.dpp.sqlPath": "text"}), \
+            caplog.at_level(logging.WARNING, logger="dpp.enable"):
         df = spark.sql(QUERY)
     assert _rows(df) == expected
     assert "a bug inside dpp" in caplog.text
+
+
+def test_an_internal_failure_in_the_hook_keeps_sparks_plan(spark, data, job, monkeypatch,
+                                                           caplog):
+    """The default path on a classic session (the optimizer hook): a failure in dpp's
+    planning leaves Spark's own plan (same rows), said in the log."""
+    from dpp.optimizer_hook import OptimizerHook
+
+    expected = _plain_spark_rows(spark, data["fact"])
+    session = dpp.enable(spark)
+    if session.optimizer_hook is None:
+        pytest.skip(f"no optimizer hook here: {session.hook_note}")
+
+    def broken(*a: Any, **k: Any) -> Any:
+        raise RuntimeError("a bug inside dpp's hook")
+
+    monkeypatch.setattr(OptimizerHook, "on_plan", broken)   # dpp's code, not Spark's
+    with caplog.at_level(logging.WARNING, logger="dpp.optimizer_hook"):
+        df = spark.sql(QUERY)
+        assert _rows(df) == expected
+    assert "a bug inside dpp's hook" in caplog.text
 
 
 # ------------------------------------------------------------------------------ spark.dpp.tables.*
