@@ -55,6 +55,7 @@ EXPLAIN = "spark.dpp.explaining"
 _STALE_SECONDS = 900.0   # a plan optimized and never scanned (cache lookups, abandoned plans)
 _KEPT_ANSWERS = 64       # listing answers kept for copies of a relation listed later
 _POOL_THREADS = 16       # a request's pool bound (threads start only when needed)
+WHOLE = "nothing to prune: read whole through dpp's listing"
 _SUBMIT_WAIT = 5.0       # how long the rule waits for a started build side to reach Spark
 
 
@@ -118,6 +119,7 @@ class _Request:
     shapes: dict[tuple, str] = field(default_factory=dict)        # relation shape -> token
     pending: list[Callable[[], None]] = field(default_factory=list)
     listed: set[str] = field(default_factory=set)
+    whole: set[str] = field(default_factory=set)   # tokens of relations read whole
     started: bool = False
     done: bool = False
     created: float = field(default_factory=time.monotonic)
@@ -249,7 +251,10 @@ class OptimizerHook:
                 continue
             usable.append(p)
         prunes = usable
-        if not prunes:
+        pruned_rels = {p.relation for p in prunes}
+        whole_rels = [i for i, r in rels.items()
+                      if i not in pruned_rels and self._reads_whole(r, cfg)]
+        if not prunes and not whole_rels:
             return {"wrap": {}}
         nodes = {n["id"]: n for n in msg["nodes"]}
         scope = msg.get("scope")   # Spark's execution id: the optimizer runs of one query
@@ -269,6 +274,16 @@ class OptimizerHook:
             ps = [p for p in ps if not p.data or uses(table, name, p)]
             if ps:
                 targets[rel_id] = (table, name, ps)
+            elif self._reads_whole(rels[rel_id], cfg):
+                whole_rels.append(rel_id)   # only data-column keys, none worth a filter
+        whole: set[int] = set()
+        for rel_id in whole_rels:
+            table, name, _why = self._table_for(rels[rel_id], nodes[rel_id], [])
+            if table is not None:
+                targets[rel_id] = (table, name, [])
+                whole.add(rel_id)
+        if not targets and not prunes:
+            return {"wrap": {}}
         if not targets:
             with self._lock:
                 open_request = self._scopes.get(scope) if scope else None
@@ -370,6 +385,8 @@ class OptimizerHook:
                 if token is None:
                     token = request.shapes[shapes[rel_id]] = f"{qid}-{uuid.uuid4().hex[:6]}"
                     request.tokens[token] = (table, name)
+                    if not ps:
+                        request.whole.add(token)
                     filters = []
                     for p in ps:
                         spec = request.builds[signature[(p.build_node, p.build_expr)]]
@@ -428,6 +445,19 @@ class OptimizerHook:
             dyn.append(DynamicFilter(filter_id=filter_id, column=col,
                                      wait=runs.waiter(filter_id, col, deadline)))
         request.loads[token] = runs.submit(self._load, table, dyn, cfg, request.runs.rules)
+
+    @staticmethod
+    def _reads_whole(rel: dict[str, Any], cfg: Any) -> bool:
+        """Whether a relation with nothing to prune is still listed by dpp: a declared path
+        table always (its lazy index would list it with Spark's job, no cheaper), a catalog
+        table when ``spark.dpp.listWholeCatalogTables`` and no filter names a partition
+        column (Spark would then ask the metastore for the matching partitions only). Spark's
+        own dynamic pruning still applies on top (it filters the listed partitions)."""
+        kind = rel.get("kind")
+        if kind == "lazy":
+            return True
+        return (kind == "catalog" and bool(cfg.list_whole_catalog_tables)
+                and not rel.get("partitionFiltered", True) and not rel.get("bucketed"))
 
     def _data_policy(self, cfg: Any, notes: list[str]) -> Callable[[Table, str, Prune], bool]:
         """Whether a filter on a data column is worth its build side and footer reads, as the
@@ -521,6 +551,8 @@ class OptimizerHook:
             while len(self._answers) > _KEPT_ANSWERS:
                 self._answers.pop(next(iter(self._answers)))
         request.report.add_table_result(name, None, table, result)
+        if token in request.whole:
+            request.report.tables[-1].reason = WHOLE
         self._listed(request, token)
         return answer
 
@@ -769,4 +801,9 @@ def _encode(table: Table, result: LoadResult) -> list[dict[str, Any]]:
 def _plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:
     """What the report shows as the query: the optimizer's view, since there may be no text."""
     parts = sorted({f"{p.column} by {p.build_sql} ({p.join})" for p in prunes})
+    if not parts:
+        names = sorted({r.get("table") or r.get("root") or "?"
+                        for r in relation_nodes(msg).values()})
+        return "optimizer plan: read whole " + ", ".join(names)
     return "optimizer plan: prune " + "; ".join(parts)
+

@@ -49,6 +49,7 @@ final class PlanDescriber {
     private final Map<LogicalPlan, Integer> ids = new IdentityHashMap<>();
     private final ArrayNode out = JSON.createArrayNode();
     private final List<Integer> roots = new ArrayList<>();
+    private final java.util.Set<Long> filtered = new java.util.HashSet<>();
     private int candidates;
     private int joins;
 
@@ -80,8 +81,13 @@ final class PlanDescriber {
         if (found[0] && found[1]) {
             return;
         }
-        if (candidate(p) != null) {
+        HadoopFsRelation rel = candidate(p);
+        if (rel != null) {
             found[0] = true;
+            if (rel.location() instanceof LazyPathIndex
+                    || rel.location() instanceof CatalogFileIndex) {
+                found[1] = true;   // read whole, it may still be listed by dpp's lister
+            }
         }
         if (p instanceof Join) {
             found[1] = true;
@@ -132,8 +138,23 @@ final class PlanDescriber {
     }
 
     PlanDescriber walk(LogicalPlan plan) {
+        collectFiltered(plan);
         roots.add(visit(plan, null));
         return this;
+    }
+
+    /** The attributes any Filter of the plan reads (a relation with a partition column among
+     * them is pruned by Spark's own static partition pruning, which for a catalog table asks
+     * the metastore for the matching partitions only). */
+    private void collectFiltered(LogicalPlan p) {
+        if (p instanceof Filter) {
+            for (Attribute a : CollectionConverters.asJava(((Filter) p).condition().references().toSeq())) {
+                filtered.add(a.exprId().id());
+            }
+        }
+        for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
+            collectFiltered(c);
+        }
     }
 
     int candidates() {
@@ -268,6 +289,18 @@ final class PlanDescriber {
             parts.add(f.name());
         }
         r.put("bucketed", rel.bucketSpec().isDefined());
+        boolean partitionFiltered = false;
+        java.util.Set<String> partNames = new java.util.HashSet<>();
+        for (org.apache.spark.sql.types.StructField f : rel.partitionSchema().fields()) {
+            partNames.add(f.name().toLowerCase(java.util.Locale.ROOT));
+        }
+        for (Attribute a : CollectionConverters.asJava(lr.output())) {
+            if (partNames.contains(a.name().toLowerCase(java.util.Locale.ROOT))
+                    && filtered.contains(a.exprId().id())) {
+                partitionFiltered = true;
+            }
+        }
+        r.put("partitionFiltered", partitionFiltered);
     }
 
     private void passThrough(NamedExpression e, ArrayNode map) {

@@ -1,0 +1,131 @@
+"""Tables with nothing to prune, through the optimizer hook: listed by dpp, read whole.
+
+A declared path table is a lazy relation; left alone, its index lists the whole folder with
+Spark's own listing job when the scan needs it. A catalog table with no partition column in
+any filter gets Spark's metastore fetch of every partition and then the same listing job. The
+hook lists such relations with dpp's lister instead (the SQL-text path's
+``listWholeCatalogTables`` behaviour), and Spark scans the files it answers. Checked against
+Spark with every pruning off on the same folders: same rows; one listing per table however
+many times the query reads it; and where it must not happen: a partition column in a filter
+of a catalog table (Spark asks the metastore for those partitions only), the setting off.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpp
+from dpp.optimizer_hook import WHOLE
+from tests.conftest import spark_conf
+
+pytestmark = pytest.mark.spark
+
+OFF = {"spark.dpp.enabled": "false",
+       "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
+       "spark.sql.optimizer.runtime.bloomFilter.enabled": "false"}
+DAYS = 6
+FACTS = ("wt_sales", "wt_sales_cat")
+
+
+@pytest.fixture(scope="module")
+def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("whole_hook")
+    sales = root / "sales"
+    for day in range(DAYS):
+        folder = sales / f"day={day}"
+        folder.mkdir(parents=True)
+        for j in range(2):
+            pq.write_table(pa.table({"item": pa.array(range(j * 5, j * 5 + 5), pa.int32()),
+                                     "amount": pa.array([day * 100 + j * 10 + i
+                                                         for i in range(5)], pa.int64())}),
+                           folder / f"part-{j}.parquet")
+    items = root / "items"
+    items.mkdir()
+    pq.write_table(pa.table({"item_id": pa.array(range(10), pa.int32()),
+                             "cat": pa.array(["x" if i % 2 else "y" for i in range(10)])}),
+                   items / "part-0.parquet")
+    spark.sql("DROP TABLE IF EXISTS wt_sales_cat")
+    spark.sql(f"CREATE TABLE wt_sales_cat (item INT, amount BIGINT, day INT) USING parquet "
+              f"PARTITIONED BY (day) LOCATION '{sales}'")
+    spark.sql("ALTER TABLE wt_sales_cat RECOVER PARTITIONS")
+    spark.read.parquet(str(items)).createOrReplaceTempView("wt_items")
+    with spark_conf(spark, {"spark.dpp.tables.wt_sales": str(sales),
+                            "spark.dpp.sqlPath": "hook",
+                            "spark.dpp.statsPruning.enabled": "false"}):
+        session = dpp.enable(spark)
+        assert session.optimizer_hook is not None, session.hook_note
+        try:
+            yield {"session": session}
+        finally:
+            dpp.disable(spark)
+            spark.sql("DROP TABLE IF EXISTS wt_sales_cat")
+            spark.catalog.dropTempView("wt_items")
+
+
+def _run(spark: Any, data: dict[str, Any], job: Callable[[], Any]) -> tuple[list, list, Any]:
+    session = data["session"]
+    with spark_conf(spark, OFF):
+        expected = sorted(map(tuple, job().collect()))
+    session.last_report = None
+    got = sorted(map(tuple, job().collect()))
+    return got, expected, session.last_report
+
+
+def _entries(report: Any, fact: str) -> list[Any]:
+    return [t for t in report.tables if t.table == fact]
+
+
+@pytest.mark.parametrize("fact", FACTS)
+def test_a_join_on_a_data_column_reads_the_table_whole_through_dpps_listing(
+        spark: Any, data: dict[str, Any], fact: str) -> None:
+    def job() -> Any:
+        f, i = spark.table(fact), spark.table("wt_items").where("cat = 'x'")
+        return f.join(i, f["item"] == i["item_id"]).groupBy("day").agg({"amount": "sum"})
+
+    got, expected, report = _run(spark, data, job)
+    assert got == expected and len(expected) == DAYS
+    assert report is not None and report.kind == "plan", report
+    (t,) = _entries(report, fact)
+    assert t.pruning == "none" and t.reason == WHOLE, t
+    assert t.partitions_kept == t.partitions_total == DAYS, t
+    assert t.files_kept == 2 * DAYS, t
+    if fact == "wt_sales":
+        assert t.folders_listed == DAYS + 1, t      # the root and each folder, once
+
+
+@pytest.mark.parametrize("fact", FACTS)
+def test_a_query_with_no_join_and_a_union_of_copies_list_once(spark: Any,
+                                                              data: dict[str, Any],
+                                                              fact: str) -> None:
+    def job() -> Any:
+        f = spark.table(fact)
+        return f.unionAll(f).groupBy("day").count()
+
+    got, expected, report = _run(spark, data, job)
+    assert got == expected and len(expected) == DAYS
+    assert report is not None, "a whole read through dpp writes its report"
+    (t,) = _entries(report, fact)      # both copies: one load, one entry
+    assert t.reason == WHOLE and t.files_kept == 2 * DAYS, t
+
+
+def test_a_catalog_table_with_a_partition_filter_stays_sparks(spark: Any,
+                                                              data: dict[str, Any]) -> None:
+    def job() -> Any:
+        f, i = spark.table("wt_sales_cat").where("day >= 4"), spark.table("wt_items")
+        return f.join(i, f["item"] == i["item_id"]).groupBy("day").count()
+
+    got, expected, report = _run(spark, data, job)
+    assert got == expected and len(expected) == 2
+    assert report is None or not _entries(report, "wt_sales_cat"), report
+
+
+def test_the_setting_off_leaves_catalog_tables_to_spark(spark: Any,
+                                                        data: dict[str, Any]) -> None:
+    with spark_conf(spark, {"spark.dpp.listWholeCatalogTables": "false"}):
+        got, expected, report = _run(
+            spark, data, lambda: spark.table("wt_sales_cat").groupBy("day").count())
+    assert got == expected and len(expected) == DAYS
+    assert report is None or not _entries(report, "wt_sales_cat"), report
