@@ -39,11 +39,13 @@ Defaults, and why:
   in Spark's optimizer (``dpp.optimizer_hook``), so DataFrame jobs, views, writes and SQL
   commands are pruned too; read at ``enable`` (installs) and per query (``false`` then
   leaves that query to Spark). ``false``: only ``spark.sql`` queries are pruned.
-- ``sqlPath=text`` (an addition): which path a classic session's ``spark.sql("SELECT …")``
-  takes after ``dpp.enable``: ``text``, dpp's sqlglot analysis of the query string (the
-  rewritten query is left alone by the hook); ``hook``, Spark's own ``spark.sql`` with the
-  optimizer hook pruning it like any DataFrame job (one path for every query). Read per call;
-  ``hook`` without an installed hook is ``text``. Spark Connect sessions always take ``text``.
+- ``sqlPath=hook`` (an addition): which path a classic session's ``spark.sql("SELECT …")``
+  takes after ``dpp.enable``: ``hook`` (the default), Spark's own ``spark.sql`` with the
+  optimizer hook pruning it like any DataFrame job, write or view (one path for every
+  query); ``text``, dpp's sqlglot analysis of the query string (the rewritten query is left
+  alone by the hook). Read per call. A session without the hook (``optimizerHook=false``, no
+  JDK to compile it, another Spark build) takes ``text``, and so does every Spark Connect
+  session (there is no JVM in the client to hook).
 """
 from __future__ import annotations
 
@@ -179,7 +181,7 @@ class DppConfig:
     lister: str = "auto"
     list_whole_catalog_tables: bool = True
     optimizer_hook: bool = True
-    sql_path: str = "text"
+    sql_path: str = "hook"
 
     @classmethod
     def from_mapping(cls, conf: Mapping[str, str]) -> "DppConfig":
@@ -283,9 +285,9 @@ _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def sql_path_setting(conf: Mapping[str, str]) -> str:
-    """``spark.dpp.sqlPath`` alone (``text`` when unset), without reading the other keys."""
+    """``spark.dpp.sqlPath`` alone (``hook`` when unset), without reading the other keys."""
     raw = conf.get(SQL_PATH_KEY)
-    return "text" if raw is None else _parse_choice(SQL_PATHS)(SQL_PATH_KEY, str(raw))
+    return "hook" if raw is None else _parse_choice(SQL_PATHS)(SQL_PATH_KEY, str(raw))
 
 
 def enabled_setting(conf: Mapping[str, str]) -> bool:

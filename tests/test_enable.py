@@ -250,9 +250,25 @@ def test_commands_and_parameterized_sql_go_straight_to_spark(spark, data, job):
     assert n.collect()[0][0] == 3
     days = spark.read.parquet(str(data["dim"]))
     assert spark.sql("SELECT count(*) FROM {t} WHERE d_month = 1", t=days).collect()[0][0] == 3
-    # a parameterized query on a declared table: its plain view is made, no pruning, no report
+    # a parameterized query on a declared table: Spark's own sql, with no dpp analysis; the
+    # optimizer hook (the default path) reads the table whole through dpp's listing, and
+    # Spark's partition filter picks the day: nothing pruned by dpp, said in one report
     df = spark.sql(f"SELECT count(*) FROM {FACT} WHERE ss_day = ?", args=[4])
     assert df.collect()[0][0] == 5
+    if session.optimizer_hook is None:
+        assert session.last_report is None and _report_lines(job["report"]) == []
+    else:
+        from dpp.optimizer_hook import WHOLE
+
+        (line,) = _report_lines(job["report"])
+        t = _fact_entry(line)
+        assert t["pruning"] == "none" and t["reason"] == WHOLE, t
+    # on the SQL-text path it goes to Spark untouched: no pruning, no report
+    session.last_report = None
+    job["report"].unlink(missing_ok=True)
+    with spark_conf(spark, {"spark.dpp.sqlPath": "text", "spark.dpp.optimizerHook": "false"}):
+        df = spark.sql(f"SELECT count(*) FROM {FACT} WHERE ss_day = ?", args=[4])
+        assert df.collect()[0][0] == 5
     assert session.last_report is None and _report_lines(job["report"]) == []
 
 
@@ -268,6 +284,8 @@ def test_spark_errors_are_sparks_own(spark, job):
 
 def test_an_internal_failure_runs_the_query_with_sparks_sql(spark, data, job, monkeypatch,
                                                               caplog):
+    """The SQL-text path (``sqlPath=text``): a failure in dpp's analysis runs the query with
+    Spark's own ``sql``."""
     expected = _plain_spark_rows(spark, data["fact"])
     session = dpp.enable(spark)
 
@@ -275,10 +293,32 @@ def test_an_internal_failure_runs_the_query_with_sparks_sql(spark, data, job, mo
         raise RuntimeError("a bug inside dpp")
 
     monkeypatch.setattr(type(session), "_run_sql", broken)   # dpp's code, not Spark's
-    with caplog.at_level(logging.WARNING, logger="dpp.enable"):
+    with spark_conf(spark, {"spark.dpp.sqlPath": "text"}), \
+            caplog.at_level(logging.WARNING, logger="dpp.enable"):
         df = spark.sql(QUERY)
     assert _rows(df) == expected
     assert "a bug inside dpp" in caplog.text
+
+
+def test_an_internal_failure_in_the_hook_keeps_sparks_plan(spark, data, job, monkeypatch,
+                                                           caplog):
+    """The default path on a classic session (the optimizer hook): a failure in dpp's
+    planning leaves Spark's own plan (same rows), said in the log."""
+    from dpp.optimizer_hook import OptimizerHook
+
+    expected = _plain_spark_rows(spark, data["fact"])
+    session = dpp.enable(spark)
+    if session.optimizer_hook is None:
+        pytest.skip(f"no optimizer hook here: {session.hook_note}")
+
+    def broken(*a: Any, **k: Any) -> Any:
+        raise RuntimeError("a bug inside dpp's hook")
+
+    monkeypatch.setattr(OptimizerHook, "on_plan", broken)   # dpp's code, not Spark's
+    with caplog.at_level(logging.WARNING, logger="dpp.optimizer_hook"):
+        df = spark.sql(QUERY)
+        assert _rows(df) == expected
+    assert "a bug inside dpp's hook" in caplog.text
 
 
 # ------------------------------------------------------------------------------ spark.dpp.tables.*
