@@ -288,19 +288,19 @@ def test_report_line_per_pruned_query(spark: Any, data: dict[str, Any]) -> None:
 @pytest.mark.parametrize("fact", ["js_fact", "js_events"])
 def test_sql_path_hook_sends_spark_sql_through_the_optimizer_hook(spark: Any, data: dict[str, Any],
                                                                   fact: str) -> None:
-    """``spark.dpp.sqlPath``: ``text`` (the default) analyses the SQL string; ``hook`` leaves
-    ``spark.sql`` to Spark and the hook prunes it, with the same rows."""
+    """``spark.dpp.sqlPath``: ``hook`` (the default, also when unset) leaves ``spark.sql`` to
+    Spark and the hook prunes it; ``text`` analyses the SQL string; the same rows."""
     session = data["session"]
     with spark_conf(spark, OFF):
         expected = sorted(map(tuple, _sql_join(spark, data, fact)), key=repr)
     kinds = {}
-    for path in ("text", "hook"):
+    for path in ("text", "hook", None):
         with spark_conf(spark, {"spark.dpp.sqlPath": path}):
             session.last_report = None
             assert sorted(map(tuple, _sql_join(spark, data, fact)), key=repr) == expected
             kinds[path] = session.last_report.kind
             assert _fact_entries(session), (path, session.last_report.tables)
-    assert kinds["hook"] == "plan" and kinds["text"] != "plan", kinds
+    assert kinds["hook"] == kinds[None] == "plan" and kinds["text"] != "plan", kinds
     with spark_conf(spark, {"spark.dpp.sqlPath": "sideways"}):
         with pytest.raises(Exception, match="spark.dpp.sqlPath"):
             _sql_join(spark, data, fact)
