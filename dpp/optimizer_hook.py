@@ -5,9 +5,12 @@ in ``dpp/jvm/src``, compiled by :mod:`dpp.jvm_build`) and registers this module'
 :class:`OptimizerHook` as its bridge, through PySpark's py4j callback server (as
 ``foreachBatch`` does). The rule describes each plan that joins a partitioned Parquet relation
 (:mod:`dpp.plan_pairs` decides what to prune); the hook registers the dynamic filters, starts
-their build sides (Spark's own aggregation over the dimension's plan, on the session's own
-threads, marked so the rule leaves them alone) and starts a split loader per pruned relation,
-then answers at once: planning and building overlap, as in Trino. When Spark scans, the
+their build sides (Spark's own aggregation over the dimension's plan, in a clone of the
+session without adaptive execution so that each is one job that keeps its place in Spark's
+FIFO queue, on threads marked so the rule leaves them alone) and starts a split loader per
+pruned relation, then answers once the build sides' jobs are submitted: planning and building
+overlap, as in Trino. A declared path table or an unfiltered catalog table with nothing to
+prune gets a loader with no filter (read whole through dpp's lister, not Spark's listing job). When Spark scans, the
 relation's file index asks for its files; the loader, which has been waiting on the filter
 service (bounded by ``spark.dpp.waitTimeout``), answers with the surviving partitions and the
 files it listed. One job report per executed query, written when its last pruned relation has
