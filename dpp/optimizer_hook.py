@@ -10,10 +10,10 @@ session without adaptive execution so that each is one job that keeps its place 
 FIFO queue, on threads marked so the rule leaves them alone) and starts a split loader per
 pruned relation, then answers once the build sides' jobs are submitted: planning and building
 overlap, as in Trino. A declared path table or an unfiltered catalog table with nothing to
-prune gets a loader with no filter (read whole through dpp's lister, not Spark's listing job). When Spark scans, the
-relation's file index asks for its files; the loader, which has been waiting on the filter
-service (bounded by ``spark.dpp.waitTimeout``), answers with the surviving partitions and the
-files it listed. One job report per executed query, written when its last pruned relation has
+prune gets a loader with no filter (read whole through dpp's lister, not Spark's listing
+job). When Spark scans, the relation's file index asks for its files; the loader, which has
+been waiting on the filter service (bounded by ``spark.dpp.waitTimeout``), answers with the
+surviving partitions and the files it listed. One job report per executed query, written when its last pruned relation has
 been listed.
 
 Threads: the rule calls in on the optimizing thread; ``listFiles`` on whatever thread plans
@@ -279,12 +279,10 @@ class OptimizerHook:
                 targets[rel_id] = (table, name, ps)
             elif self._reads_whole(rels[rel_id], cfg):
                 whole_rels.append(rel_id)   # only data-column keys, none worth a filter
-        whole: set[int] = set()
         for rel_id in whole_rels:
             table, name, _why = self._table_for(rels[rel_id], nodes[rel_id], [])
             if table is not None:
-                targets[rel_id] = (table, name, [])
-                whole.add(rel_id)
+                targets[rel_id] = (table, name, [])   # no filter: a load that lists all
         if not targets and not prunes:
             return {"wrap": {}}
         if not targets:
