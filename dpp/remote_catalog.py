@@ -35,6 +35,16 @@ added at a location of its own. So on Connect no location is needed at all:
    lists only the admitted partitions, wherever they are. The predicate is a row filter on
    partition columns, so it is right even where Spark would not prune by it.
 
+4. **Sizing** (:func:`folder_format`, :func:`default_folders`): Spark sizes a catalog table it
+   prunes while planning by the files of the partitions it admits, so a predicate keeping a
+   few partitions can flip a join to a broadcast of the fact that Spark's own plan (which
+   admits every partition the join's ``IS NOT NULL`` admits) does not make (TPC-DS q72). When
+   the loader pruned by a join, the table is plain Parquet (no bucketing, no storage
+   options) and the files Spark serves for the predicate (``inputFiles()``: the server
+   lists the admitted partitions) are exactly those of the admitted partitions' default
+   folders ``root/k=v`` as the client lists them, the session reads those folders instead,
+   in a clone sized as the table (as a path table is). Anything else keeps the predicate.
+
 Soundness: the predicate admits every kept partition's rows (their value *is* the cast of the
 kept text), and what it leaves out are partitions the loader pruned — by the same domain
 tests that prune path tables. The snapshot is ``SHOW PARTITIONS`` at planning time: a
@@ -44,6 +54,7 @@ added after Spark's own planning is not read at all).
 from __future__ import annotations
 
 import logging
+import posixpath
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
@@ -56,7 +67,7 @@ from hive_splits.naming import parse_folder_name, partition_path
 from hive_splits.table import CatalogPartition, PartitionColumn, Table, local_path
 
 __all__ = ["ConnectPartitions", "NoListing", "Unprunable", "connect_catalog_table",
-           "is_connect_catalog", "kept_predicate", "predicate_column", "predicate_sql",
+           "default_folders", "folder_format", "is_connect_catalog", "same_files", "kept_predicate", "predicate_column", "predicate_sql",
            "quote_table", "MAX_DISJUNCTS", "SESSION_CATALOG"]
 
 log = logging.getLogger(__name__)
@@ -117,6 +128,52 @@ def _describe(sql: SqlRunner, name: str) -> tuple[dict[str, str], dict[str, str]
     return types, detail
 
 
+def folder_format(detail: dict[str, str]) -> Optional[str]:
+    """The reader a partition folder of the table ``detail`` describes (``DESCRIBE TABLE
+    EXTENDED``'s detail section) can be read with so that it gives the rows Spark's read of
+    the table gives, or None: only a Parquet data-source table with no bucketing and no
+    storage options (a Hive-format table has its serde, a bucketed one its bucket layout,
+    options change how files are read)."""
+    if detail.get("Provider", "").strip().lower() != "parquet":
+        return None
+    if detail.get("Num Buckets") or detail.get("Bucket Columns"):
+        return None
+    if detail.get("Storage Properties", "").strip().strip("[]").strip():
+        return None
+    return "parquet"
+
+
+def _norm(path: str) -> str:
+    """A path as :func:`default_folders` compares it (a URI's ``//`` after its scheme kept)."""
+    return path.rstrip("/") if "://" in path else posixpath.normpath(path)
+
+
+def same_files(folders: dict[str, set[str]], listed: Iterable[str]) -> bool:
+    """Whether the files a lister found in ``folders`` are exactly the files Spark serves
+    there (:func:`default_folders`'s answer)."""
+    return {_norm(p) for p in listed} == set().union(*folders.values())
+
+
+def default_folders(root: str, every: Sequence[Spec], served: Iterable[str]
+                    ) -> Optional[dict[str, set[str]]]:
+    """The folders of ``served`` (the files Spark lists for the admitted partitions) when
+    each file lies directly in the default folder ``root/k=v`` of one of the table's
+    partitions (``every``), as folder → its files (local paths); None when one does not (a
+    partition at a location of its own, a nested file): then the partitions' own locations
+    are needed, and the caller keeps the predicate."""
+    if not root:
+        return None
+    defaults = {_norm(child_path(root, partition_path(list(spec)))) for spec in every}
+    out: dict[str, set[str]] = {}
+    for f in served:
+        path = _norm(local_path(f))
+        folder = posixpath.dirname(path)
+        if folder not in defaults:
+            return None
+        out.setdefault(folder, set()).add(path)
+    return out
+
+
 def connect_catalog_table(sql: SqlRunner, name: str, columns: Sequence[Any],
                           manages_partitions: bool) -> Table:
     """The shape of partitioned catalog table ``name`` for pruning on Spark Connect, from
@@ -160,7 +217,8 @@ def connect_catalog_table(sql: SqlRunner, name: str, columns: Sequence[Any],
     location = local_path(detail.get("Location", "")) if detail.get("Location") else ""
     return Table(name=name, location=location, columns=tuple(data),
                  partition_columns=tuple(pcols), catalog_name=name,
-                 partition_source=ConnectPartitions(sql, name, pcols, location),
+                 partition_source=ConnectPartitions(sql, name, pcols, location,
+                                                    folder_format(detail)),
                  lister=NoListing())
 
 
@@ -200,17 +258,20 @@ class ConnectPartitions:
     texts are handed on."""
 
     def __init__(self, sql: SqlRunner, name: str, columns: Sequence[PartitionColumn],
-                 root: str) -> None:
+                 root: str, folder_format: Optional[str] = None) -> None:
         self.sql = sql
         self.name = name
         self.columns = list(columns)
         self.root = root or "/"
+        # how a partition folder can be read as the table reads it (None: it cannot)
+        self.folder_format = folder_format
         self.last_names: Optional[list[Spec]] = None   # what names() answered last
 
     def fresh(self) -> "ConnectPartitions":
         """The same source with nothing answered yet: one per load, so the partitions a load
         tested are the ones its predicate is made from."""
-        return ConnectPartitions(self.sql, self.name, self.columns, self.root)
+        return ConnectPartitions(self.sql, self.name, self.columns, self.root,
+                                 self.folder_format)
 
     def names(self) -> list[Spec]:
         """Every partition's values (raw text; None for the default partition), in column

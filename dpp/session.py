@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -35,7 +36,8 @@ from dpp.decision import (LoadGroup, PruningDecision, Stats, decide, real_column
 from dpp.filter_runs import EnvironmentNotes, FilterMemory, FilterRuns, FilterSpec
 from dpp import planner
 from dpp.planner import PruningPlan, TableInfo, TableRefPlan, rewrite
-from dpp.remote_catalog import (NoListing, Unprunable, connect_catalog_table,
+from dpp.remote_catalog import (FALSE, NoListing, Unprunable, connect_catalog_table,
+                                default_folders, same_files,
                                 is_connect_catalog, kept_predicate, predicate_column,
                                 predicate_sql, quote_table)
 from dpp.report import JobReport, append_jsonl
@@ -678,7 +680,8 @@ class DppSession:
                              wait=runs.waiter(spec.filter_id, d.probe_column, deadline))
                for d, spec in g.filters]
         if is_connect_catalog(g.table):
-            return self._connect_catalog_load(g.table, g.static, dyn, cfg, rules)
+            return self._connect_catalog_load(g.table, g.static, dyn, cfg, rules,
+                                              sized=report is not None)
         result = SplitLoader(g.table, g.static, dyn, wait_timeout=cfg.wait_timeout,
                              rules=rules, lister=self._lister(g.table.location, cfg),
                              **self._loader_stats(cfg)).load()
@@ -688,15 +691,19 @@ class DppSession:
         return result, self._handoff(g.table, result, filtered, report)
 
     def _connect_catalog_load(self, table: Table, static: TupleDomain,
-                              dyn: Sequence[DynamicFilter], cfg: DppConfig, rules: SparkRules
-                              ) -> tuple[LoadResult, DataFrame]:
+                              dyn: Sequence[DynamicFilter], cfg: DppConfig, rules: SparkRules,
+                              sized: bool = False) -> tuple[LoadResult, DataFrame]:
         """Spark Connect, a catalog table (:mod:`dpp.remote_catalog`): the loader tests every
         partition's texts (``SHOW PARTITIONS``) against the domains as it tests a path
         table's folders, lists nothing, and the kept partitions reach Spark as a predicate on
         the partition columns: ``spark.table(t).where(...)``. Spark's own partition pruning
         then fetches and lists only those, wherever they are (custom locations included).
         A partition text the loader cannot read raises :class:`Unprunable` (the reference
-        stays Spark's), never an error of the user's query."""
+        stays Spark's), never an error of the user's query.
+
+        ``sized`` (a query whose views hold the relation): where the loader pruned by a join,
+        the kept partitions' default folders may be read instead, sized as the table
+        (:meth:`_connect_catalog_sized`)."""
         source = table.partition_source.fresh()
         shaped = dataclasses.replace(table, partition_source=source)
         try:
@@ -719,8 +726,83 @@ class DppSession:
         result.metastore["note"] = (f"kept partitions handed to Spark as WHERE "
                                     f"{predicate_sql(pred, 600)}: Spark fetches and lists "
                                     f"them (not counted)")
+        if sized and pred is not None and pred is not FALSE and every is not None:
+            folders = self._connect_catalog_sized(shaped, result, df, every, cfg)
+            if folders is not None:
+                df = folders
         result.handoff_seconds = time.perf_counter() - th
         return result, df
+
+    def _connect_catalog_sized(self, table: Table, result: LoadResult, df: DataFrame,
+                               every: Sequence[Any], cfg: DppConfig) -> Optional[DataFrame]:
+        """Spark Connect, a catalog table pruned by a join: its admitted partitions' default
+        folders read in a clone sized as Spark sizes the table, or None (the predicate
+        stays).
+
+        Spark sizes a catalog table it prunes while planning by the admitted partitions'
+        files; with the predicate of a few kept partitions that is far below what Spark's
+        own plan sees (every partition the join's ``IS NOT NULL`` admits), and TPC-DS q72's
+        catalog_sales became the broadcast side of a join Spark's plan sorts and merges
+        (2.45x slower). The folders are read only when that reads what the predicate reads:
+        a plain Parquet table (:func:`~dpp.remote_catalog.folder_format`), every file Spark
+        serves for the predicate (``inputFiles()``, the server's listing) directly in the
+        default folder of one of the table's partitions, and the client's listing of those
+        folders the same files. The relation is then made as a path table's
+        (:meth:`_connect_sized`): the kept bytes scaled to the partitions Spark would admit."""
+        source = table.partition_source
+        fmt = getattr(source, "folder_format", None)
+        if fmt is None or result.pruned_dynamic <= 0 or result.partitions_kept <= 0:
+            return None
+        t0 = time.perf_counter()
+        try:
+            served = df.inputFiles()
+            folders = default_folders(table.location, every, served)
+            if folders is None:
+                result.metastore["note"] += ("; not sized as the table: a kept partition's "
+                                             "files are not in its default folder")
+                return None
+            lister = self._lister(table.location, cfg)
+            listed: set[str] = set()
+            nbytes = 0
+            for folder in folders:
+                _dirs, files = lister.list(folder)
+                listed.update(f.path for f in files)
+                nbytes += sum(f.size for f in files)
+            if not same_files(folders, listed) or nbytes <= 0:
+                result.metastore["note"] += ("; not sized as the table: its folders hold "
+                                             "other files than Spark serves for them")
+                return None
+            admitted = max(result.partitions_total - result.pruned_static,
+                           result.partitions_kept)
+            factor = admitted / result.partitions_kept
+            if round(math.log2(factor) * 8) <= 0:
+                return None
+            with _SIBLING_LOCK:
+                sib = self._connect_sibling(factor)
+                name = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(table.name)}"
+                with driver_listing(sib, len(folders)):
+                    whole_folders_dataframe(sib, table, sorted(folders))[0] \
+                        .createOrReplaceGlobalTempView(name)
+            gdb = self.spark.conf.get("spark.sql.globalTempDatabase", "global_temp")
+            sized = self.spark.table(f"`{gdb}`.`{name}`")
+            with self._lock:
+                self._globals[id(sized)] = (sib, name)
+        except Exception as exc:
+            log.warning("dpp: Spark Connect: %s not sized as the table (%s)", table.name,
+                        _first_line(exc))
+            result.metastore["note"] += f"; not sized as the table: {_first_line(exc)}"
+            return None
+        result.folders_listed = len(folders)
+        result.files_listed = result.files_kept = len(listed)
+        result.bytes_kept = nbytes
+        result.list_calls = len(folders)
+        result.lister = getattr(lister, "kind", result.lister)
+        result.metastore["note"] = (
+            f"kept partitions read from their default folders ({len(folders)} with files; "
+            f"the files Spark serves for the predicate are theirs), sized as the table "
+            f"({admitted} partitions Spark admits, factor {factor:.1f}); checked and listed "
+            f"in {time.perf_counter() - t0:.2f} s. " + result.metastore["note"])
+        return sized
 
     def _partition_filtered(self, table: Table, static: Iterable[str],
                             joined: Iterable[str]) -> bool:
@@ -1101,7 +1183,10 @@ CONNECT_NOTES = {k: JVM_NOTE_PREFIX + v for k, v in {
                          "partition pruning applies while planning: Spark fetches and lists "
                          "the kept partitions itself, so their files, bytes, folders and "
                          "storage requests are not counted (files_kept/bytes_kept 0), and "
-                         "Spark sizes the relation by the kept partitions, not the table",
+                         "Spark sizes the relation by the kept partitions, not the table; "
+                         "a plain Parquet table pruned by a join whose files all sit in its "
+                         "partitions' default folders is read as those folders instead, "
+                         "sized as the table and counted (its metastore note says so)",
     "collector": "spark.dpp.collector=arrow runs Python tasks through the RDD API, which "
                  "Spark Connect does not offer: build sides use Spark's own aggregation "
                  "(native)",

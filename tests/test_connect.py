@@ -323,17 +323,27 @@ def _catalog_query(name: str) -> str:
     return re.sub(r"\bsales\b", "cat_sales", QUERIES[name])
 
 
-def _catalog_pruned(report: dict[str, Any], table: str) -> list[dict[str, Any]]:
-    """The report's pruned entries of catalog ``table`` (kept < total), each saying that
-    Spark lists the kept partitions (the predicate in ``metastore_note``), nothing listed
-    by dpp."""
+def _catalog_pruned(report: dict[str, Any], table: str, sized: bool = False
+                    ) -> list[dict[str, Any]]:
+    """The report's pruned entries of catalog ``table`` (kept < total), each with its
+    predicate in ``metastore_note``. ``sized``: a plain Parquet table pruned by a join, its
+    partitions at their default folders — read as those folders (listed by dpp, counted),
+    sized as the table; otherwise Spark lists the kept partitions, nothing listed by dpp."""
     from dpp.session import CONNECT_NOTES
 
     entries = _pruned(report, table)
     for t in entries:
-        assert t["lister"] == "spark" and t["folders_listed"] == 0 and t["list_calls"] == 0
+        note = t["metastore_note"] or ""
         assert t["metastore_names"] == t["partitions_total"]
-        assert "handed to Spark as WHERE" in (t["metastore_note"] or "")
+        assert "handed to Spark as WHERE" in note
+        if sized:
+            assert "read from their default folders" in note, note
+            assert t["lister"] != "spark" and t["files_kept"] > 0
+            assert 0 < t["folders_listed"] <= t["partitions_kept"] == t["list_calls"] or \
+                0 < t["folders_listed"] == t["list_calls"] <= t["partitions_kept"], t
+        else:
+            assert "read from their default folders" not in note, note
+            assert t["lister"] == "spark" and t["folders_listed"] == 0 and t["list_calls"] == 0
     if entries:
         seen = dpp_notes_seen(report)
         assert CONNECT_NOTES["catalog_predicate"] in seen
@@ -360,7 +370,37 @@ def test_catalog_table_pruned_by_a_partition_predicate(connect, plain, catalog, 
         report = _same_as_plain(connect, plain, _catalog_query(name))
     finally:
         connect.conf.set("spark.sql.session.timeZone", "UTC")
-    assert _catalog_pruned(report, "cat_sales"), report["tables"]
+    assert _catalog_pruned(report, "cat_sales", sized=True), report["tables"]
+
+
+def test_catalog_table_pruned_by_a_join_is_sized_as_spark_sizes_it(connect, plain, catalog,
+                                                                   data):
+    """Spark sizes a catalog table it prunes while planning by the partitions it admits;
+    over the original query that is every partition (the join's IS NOT NULL), so the pruned
+    relation must be sized so too, or join selection flips (q72 on catalog tables: a
+    broadcast of the fact, 2.45x slower): the kept default folders are read in a clone of
+    the session whose compression factor is raised."""
+    import dpp
+
+    query = _catalog_query("star")
+    df = connect.sql(query)
+    t = _catalog_pruned(dpp.session_of(connect).last_report.to_dict(), "cat_sales",
+                        sized=True)[0]
+    assert t["partitions_kept"] * 3 < t["partitions_total"]
+    table_bytes = sum(f.stat().st_size for f in data["sales"].rglob("*.parquet"))
+    assert t["bytes_kept"] * 3 < table_bytes
+    sizes = _relation_sizes(df._explain_string(mode="cost"))
+    assert sizes and max(sizes) >= table_bytes * 0.8, sizes
+    # the predicate alone: sized by the kept partitions (what the remedy is for)
+    with_pred = connect.table("cat_sales").where(_kept_predicate(t))
+    assert max(_relation_sizes(with_pred._explain_string(mode="cost"))) < table_bytes / 2
+    assert _rows(df) == _rows(plain.sql(query))
+
+
+def _kept_predicate(entry: dict[str, Any]) -> str:
+    """The SQL of a report entry's predicate (its ``metastore_note`` shows it)."""
+    note = entry["metastore_note"]
+    return note[note.index("as WHERE ") + len("as WHERE "):note.index(": Spark fetches")]
 
 
 def test_catalog_table_of_another_format_is_pruned_too(connect, plain, catalog):
@@ -381,7 +421,7 @@ def test_catalog_timestamp_partitions_prune_in_the_session_time_zone(connect, pl
                                                 "ON hour = s_hour WHERE s_tag = 'a'")
     finally:
         connect.conf.set("spark.sql.session.timeZone", "UTC")
-    t = _catalog_pruned(report, "cat_events")
+    t = _catalog_pruned(report, "cat_events", sized=True)
     assert t and t[0]["partitions_kept"] <= 3, report["tables"]
 
 
@@ -403,7 +443,9 @@ def test_catalog_string_partitions_needing_escapes_and_nulls(connect, plain, cat
     assert "%2F" in catalog["tags_folders"] and "__HIVE_DEFAULT_PARTITION__" in \
         catalog["tags_folders"]
     report = _same_as_plain(connect, plain, TAG_QUERIES[name])
-    t = _catalog_pruned(report, "cat_tags")
+    # a join pruned it: its default folders are read (their names Hive-escaped, read back
+    # by Spark's reader); the static filter alone leaves Spark's sizing as it is
+    t = _catalog_pruned(report, "cat_tags", sized=name != "null_kept")
     assert t, report["tables"]
     if name == "null_kept":
         assert "`tag` IS NULL" in t[0]["metastore_note"]
@@ -434,6 +476,8 @@ def test_partition_added_at_a_location_of_its_own(connect, plain, data, tmp_path
         report = _same_as_plain(connect, plain, query)
         t = _catalog_pruned(report, "cat_loc")
         assert t and (t[0]["partitions_kept"], t[0]["partitions_total"]) == (2, 31)
+        # day=31's files are elsewhere: its default folder (a decoy) is not read
+        assert "not in its default folder" in t[0]["metastore_note"]
         assert (31, 2, 31.0) in _rows(connect.sql(query))
     finally:
         plain.sql("DROP TABLE IF EXISTS cat_loc")
@@ -659,3 +703,48 @@ def test_kept_predicate_admits_every_kept_partition_and_prunes(seed):
     elif len(cols) * len(kept) <= MAX_DISJUNCTS:
         # no fallback to one term per column, and under 32 ranges per column: exact
         assert sorted(admitted, key=repr) == sorted(kept, key=repr), pred
+
+
+# ------------------------------------------------------- sizing a catalog table (no server)
+
+def test_folder_format_only_for_plain_parquet_tables():
+    """Only a Parquet data-source table's folder reads as the table: not ORC, not a
+    Hive-format table (its serde), not a bucketed one, not one with storage options."""
+    from dpp.remote_catalog import folder_format
+
+    plain_parquet = {"Provider": "parquet", "Location": "file:/t"}
+    assert folder_format(plain_parquet) == "parquet"
+    for extra in ({"Provider": "orc"}, {"Provider": "hive"}, {"Num Buckets": "4"},
+                  {"Bucket Columns": "[`k`]"}, {"Storage Properties": "[mergeSchema=true]"}):
+        assert folder_format({**plain_parquet, **extra}) is None, extra
+    assert folder_format({**plain_parquet, "Storage Properties": "[]"}) == "parquet"
+
+
+def test_default_folders_accepts_only_files_directly_in_a_partitions_default_folder():
+    """A file Spark serves from anywhere but ``root/k=v`` of one of the table's partitions
+    (a partition at a location of its own, a nested folder, another root) means the folders
+    cannot stand for the partitions: None."""
+    from dpp.remote_catalog import default_folders, same_files
+
+    every = [(("day", "1"),), (("day", "2"),), (("day", None),), (("day", "a/b"),)]
+    served = ["file:/t/day=1/p0.parquet", "file:/t/day=1/p1.parquet", "/t/day=2/p0.parquet",
+              "file:/t/day=__HIVE_DEFAULT_PARTITION__/x.parquet",
+              "file:/t/day=a%252Fb/y.parquet"]   # a URI of the escaped folder day=a%2Fb
+    got = default_folders("/t", every, served)
+    assert got == {"/t/day=1": {"/t/day=1/p0.parquet", "/t/day=1/p1.parquet"},
+                   "/t/day=2": {"/t/day=2/p0.parquet"},
+                   "/t/day=__HIVE_DEFAULT_PARTITION__":
+                       {"/t/day=__HIVE_DEFAULT_PARTITION__/x.parquet"},
+                   "/t/day=a%2Fb": {"/t/day=a%2Fb/y.parquet"}}
+    assert same_files(got, ["/t/day=1/p0.parquet", "/t/day=1//p1.parquet",
+                            "/t/day=2/p0.parquet", "/t/day=__HIVE_DEFAULT_PARTITION__/x.parquet",
+                            "/t/day=a%2Fb/y.parquet"])
+    assert not same_files(got, ["/t/day=1/p0.parquet"])               # Spark serves more
+    assert not same_files(got, [*sum(map(list, got.values()), []),
+                                "/t/day=2/decoy.parquet"])           # the folder holds more
+    for bad in ("file:/elsewhere/late/p.parquet", "file:/t/day=1/sub/p.parquet",
+                "file:/t/day=3/p.parquet", "file:/u/day=1/p.parquet"):
+        assert default_folders("/t", every, [*served, bad]) is None, bad
+    assert default_folders("", every, served) is None
+    s3 = default_folders("s3a://b/t", every, ["s3a://b/t/day=1/p.parquet"])
+    assert s3 == {"s3a://b/t/day=1": {"s3a://b/t/day=1/p.parquet"}}
