@@ -183,8 +183,18 @@ def _install_hook(session: "DppSession") -> None:
 
     session.hook_note = None  # type: ignore[attr-defined]
     if is_remote(session.spark):
-        session.hook_note = ("Spark Connect: no optimizer hook (no JVM in Python); spark.sql "  # type: ignore[attr-defined]
-                             "queries are pruned by the SQL-text analysis")
+        note = ("Spark Connect: no optimizer hook (no JVM in Python); spark.sql queries are "
+                "pruned by the SQL-text analysis")
+        try:
+            from dpp.connect_frames import ConnectFrames
+
+            session.connect_frames = ConnectFrames(session)
+            note += (", DataFrame star joins over catalog tables and declared folders by "
+                     "rewriting the plan the client sends")
+        except Exception as exc:   # another client build: SQL only
+            note += f"; DataFrame plans are not ({type(exc).__name__}: {exc})"
+            log.warning("dpp: %s", note)
+        session.hook_note = note  # type: ignore[attr-defined]
         return
     if not session.config.optimizer_hook:
         session.hook_note = "spark.dpp.optimizerHook=false: only spark.sql queries are pruned"  # type: ignore[attr-defined]

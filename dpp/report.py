@@ -54,7 +54,7 @@ FILTER_OUTCOMES = tuple(o.value for o in REPORTED_OUTCOMES)
 #: Phase names the session fills, in the order a job goes through them.
 PHASES = ("analysis", "build", "wait", "split_enumeration", "execution", "total")
 _PRUNING = ("applied", "none")
-_JOB_KINDS = ("sql", "join", "plan")  # plan: a query the optimizer hook pruned
+_JOB_KINDS = ("sql", "join", "plan")  # plan: the optimizer hook, or a Connect DataFrame plan
 _SCAN_KEYS = ("files_read", "bytes_read", "partitions_read")
 _FILTER_KINDS = set(FILTER_KINDS)  # old private names, kept for callers that used them
 _OUTCOMES = set(FILTER_OUTCOMES)

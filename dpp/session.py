@@ -94,6 +94,7 @@ class DppSession:
         # the optimizer hook (dpp.enable on a classic session): declared tables become lazy
         # relations it prunes, listed by Spark only when read whole
         self.optimizer_hook: Optional[Any] = None
+        self.connect_frames: Optional[Any] = None   # Spark Connect: dpp.connect_frames
         self.last_report: Optional[JobReport] = None
         self._env_notes = EnvironmentNotes()        # environment problems, said once
         self._filter_memory = FilterMemory()        # build sides that pruned nothing
@@ -167,6 +168,9 @@ class DppSession:
         hook, self.optimizer_hook = self.optimizer_hook, None
         if hook is not None:
             hook.close()
+        frames, self.connect_frames = self.connect_frames, None
+        if frames is not None:
+            frames.uninstall()
         with self._lock:
             if self._service is not None:
                 self._service.close()
@@ -1055,7 +1059,8 @@ class DppSession:
                 self._note_once(report, "catalog")
             fact_df = whole
         elif cfg.enabled and norm_how in _PRUNABLE_HOWS:
-            fact_df = self._pruned_fact(fact, table, dim_df, on, cfg, rules, report)
+            fact_df = self._pruned_fact(fact, table, [(f, dim_df, d) for f, d in on], cfg,
+                                        rules, report)
         else:
             why = ("spark.dpp.enabled=false" if not cfg.enabled else
                    f"{norm_how} join: the fact side is preserved or anti-joined")
@@ -1069,10 +1074,13 @@ class DppSession:
         out, _ = self._finish(df, report, cfg, t0, execute=False)
         return out
 
-    def _pruned_fact(self, fact: str, table: Table, dim_df: DataFrame,
-                     on: list[tuple[str, str]], cfg: DppConfig, rules: SparkRules,
-                     report: JobReport) -> DataFrame:
-        """The fact side of ``dpp.join`` over its surviving files: one filter per key pair."""
+    def _pruned_fact(self, fact: str, table: Table,
+                     on: list[tuple[str, DataFrame, str]], cfg: DppConfig, rules: SparkRules,
+                     report: JobReport, sized: bool = False) -> DataFrame:
+        """The fact side of ``dpp.join`` over its surviving files: one filter per
+        ``(fact column, dimension DataFrame, its column)``. ``sized``: the caller holds the
+        relation in a view (Spark Connect's DataFrame plans, :mod:`dpp.connect_frames`), so
+        it is sized as the table, as a ``spark.sql`` query's is."""
         parts = {c.name.lower() for c in table.partition_columns}
         columns = dict(table_columns(table))
         qid = report.query_id[:8]
@@ -1082,14 +1090,14 @@ class DppSession:
             dyn = []
             policy = self._stats_policy(cfg, report)
             connect_catalog = is_connect_catalog(table)
-            for i, (fcol, dcol) in enumerate(on):
+            for i, (fcol, dim_df, dcol) in enumerate(on):
                 if fcol.lower() not in parts and (connect_catalog or not (
                         policy(table, real_column(table, fcol) or fcol) if callable(policy)
                         else policy)):
                     continue
                 spec = FilterSpec(filter_id=f"{qid}-j{i + 1}", build_label=f"dataframe.{dcol}",
                                   probe_type=columns.get(fcol.lower()), probe_label=fact)
-                runs.start(spec, lambda c=dcol: dim_df.select(functions_for(dim_df).col(c)),
+                runs.start(spec, lambda c=dcol, d=dim_df: d.select(functions_for(d).col(c)),
                            key=dcol)
                 col = real_column(table, fcol) or fcol  # as the table spells it
                 dyn.append(DynamicFilter(filter_id=spec.filter_id, column=col,
@@ -1097,7 +1105,7 @@ class DppSession:
             if connect_catalog:
                 try:
                     result, fact_df = self._connect_catalog_load(
-                        table, TupleDomain.all(), dyn, cfg, rules)
+                        table, TupleDomain.all(), dyn, cfg, rules, sized=sized)
                 except Unprunable as exc:
                     report.add_table_unpruned(fact, None, str(exc))
                     return self.spark.table(quote_table(table.catalog_name or fact))
@@ -1109,9 +1117,11 @@ class DppSession:
                                      **self._loader_stats(cfg)).load()
                 fact_df = self._handoff(table, result,
                                         self._partition_filtered(table, (),
-                                                                 [d.column for d in dyn]))
+                                                                 [d.column for d in dyn]),
+                                        report if sized else None)
                 if self._remote:   # dpp.join hands a DataFrame, no view: sized by its bytes
-                    self._note_once(report, "size")
+                    if not sized:
+                        self._note_once(report, "size")
                     self._note_once(report, "handoff_calls")
             report.add_table_result(fact, None, table, result)
             report.phases["handoff"] = result.handoff_seconds

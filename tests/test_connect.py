@@ -705,6 +705,123 @@ def test_kept_predicate_admits_every_kept_partition_and_prunes(seed):
         assert sorted(admitted, key=repr) == sorted(kept, key=repr), pred
 
 
+# ---------------------------------------------------------------------------- DataFrame API
+
+def _frame_report(connect: Any) -> dict[str, Any]:
+    import dpp
+
+    report = dpp.session_of(connect).last_report
+    assert report is not None and report.kind == "plan", report
+    return report.to_dict()
+
+
+FRAME_SHAPES = ["catalog_cond", "catalog_plan_ids", "catalog_using", "folder_cond",
+                "catalog_two_dims", "folder_filter_project"]
+
+
+def _frame(spark: Any, data: dict[str, Path], shape: str, fact: Any = None) -> Any:
+    """A DataFrame star join, as a job writes it (``fact``: the fact DataFrame to use)."""
+    from dpp.core.remote import functions_for
+
+    F = functions_for(spark)
+
+    days = spark.table("days").where("d_week = 1")
+    if fact is None:
+        fact = (spark.read.parquet(str(data["sales"])) if shape.startswith("folder")
+                else spark.table("cat_sales"))
+    if shape in ("catalog_cond", "folder_cond"):
+        return fact.join(days, F.col("day") == F.col("d_day")).select("day", "item", "amount")
+    if shape == "catalog_plan_ids":
+        return fact.join(days, days["d_day"] == fact["day"]).select(fact["day"], "amount")
+    if shape == "catalog_using":
+        return fact.join(days.withColumnRenamed("d_day", "day"), "day").select("day", "item")
+    if shape == "catalog_two_dims":
+        items = spark.table("items").where("i_color = 'red'")
+        return (fact.join(days, F.col("day") == F.col("d_day"))
+                .join(items, F.col("item") == F.col("i_item"))
+                .groupBy("day").agg(F.sum("amount").alias("s")))
+    if shape == "folder_filter_project":
+        f = fact.where("amount > 1").select("day", "amount")
+        return f.join(days, f["day"] == days["d_day"], "left_semi")
+    raise AssertionError(shape)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles"])
+@pytest.mark.parametrize("shape", FRAME_SHAPES)
+def test_dataframe_star_join_is_pruned_by_rewriting_the_plan(connect, plain, catalog, data,
+                                                             shape, zone):
+    """Issue 29's stretch: a Connect DataFrame is a protobuf plan on the client; the fact
+    read under the join (a catalog table by name, a declared folder by path) is replaced by
+    its pruned relation before the plan is sent. Same rows as the plain session (no dpp, no
+    Spark DPP) and as spark.dpp.enabled=false; the report says the fact was pruned."""
+    for sess in (connect, plain):
+        sess.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        expected = _rows(_frame(plain, data, shape))
+        assert expected
+        got = _rows(_frame(connect, data, shape))
+        report = _frame_report(connect)
+        assert got == expected
+        table = "sales" if shape.startswith("folder") else "cat_sales"
+        pruned = _pruned(report, table)
+        assert pruned, report["tables"]
+        assert pruned[0]["partitions_kept"] == 7, pruned   # the 7 days of week 1
+        if table == "cat_sales":
+            _catalog_pruned(report, table, sized=True)
+        else:
+            assert pruned[0]["folders_listed"] == 7 + 1
+        connect.conf.set("spark.dpp.enabled", "false")
+        try:
+            assert _rows(_frame(connect, data, shape)) == expected
+        finally:
+            connect.conf.unset("spark.dpp.enabled")
+    finally:
+        for sess in (connect, plain):
+            sess.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def test_dataframe_star_join_that_ends_in_a_write_is_pruned(connect, plain, catalog, data,
+                                                            tmp_path):
+    """A write command carries the plan too: the written rows are the plain session's."""
+    out = tmp_path / "frame_out"
+    _frame(connect, data, "catalog_cond").write.mode("overwrite").parquet(str(out))
+    report = _frame_report(connect)
+    assert _pruned(report, "cat_sales"), report["tables"]
+    assert _rows(plain.read.parquet(str(out))) == _rows(_frame(plain, data, "catalog_cond"))
+
+
+@pytest.mark.parametrize("shape", ["fact_preserved", "limit_below", "renamed_key",
+                                   "not_equality"])
+def test_dataframe_shapes_that_cannot_be_pruned_are_sent_as_built(connect, plain, catalog,
+                                                                  data, shape):
+    """Where dropping fact rows could change the answer (the fact side of a left outer join,
+    a limit under the join) or the key is not the fact's column as it is (renamed), or the
+    condition is not an equality, the plan is sent as the user built it: no report, Spark's
+    rows."""
+    import dpp
+    from dpp.core.remote import functions_for
+
+    def build(spark: Any) -> Any:
+        F = functions_for(spark)
+        fact = spark.table("cat_sales")
+        days = spark.table("days").where("d_week = 1")
+        if shape == "fact_preserved":
+            return fact.join(days, F.col("day") == F.col("d_day"), "left")
+        if shape == "limit_below":
+            return fact.orderBy("day", "item", "amount").limit(9).join(
+                days, F.col("day") == F.col("d_day"))
+        if shape == "renamed_key":
+            f = fact.select((F.col("day") + 1).alias("day"), "amount")
+            return f.join(days, F.col("day") == F.col("d_day"))
+        return fact.join(days, F.col("day") <= F.col("d_day"))
+
+    session = dpp.session_of(connect)
+    session.last_report = None
+    got = _rows(build(connect))
+    assert session.last_report is None, session.last_report.to_dict()
+    assert got == _rows(build(plain))
+
+
 # ------------------------------------------------------- sizing a catalog table (no server)
 
 def test_folder_format_only_for_plain_parquet_tables():
