@@ -26,6 +26,9 @@ such rows are used (inner, left semi with the fact on the left, right/left outer
 fact on the dropping side). Anything the walk does not recognise is left exactly as the user
 built it, and a failure anywhere sends the original plan (logged, and said in the report).
 
+Actions another thread starts while a plan is being rewritten go out as built (one rewrite
+at a time: the build sides' own actions, on dpp's worker threads, must not be rewritten).
+
 What it does not do (yet): DataFrames over declared path tables by name (a declared table has
 no Spark view until a ``spark.sql`` query makes one), a fact read with options or a schema of
 its own, joins whose condition is not a conjunction of column equalities, temporary views
@@ -177,11 +180,7 @@ class ConnectFrames:
         try:
             yield from self._original(req, observations, progress, *args, **kwargs)
         finally:
-            for v in views:
-                try:
-                    self.session.spark.catalog.dropTempView(v)
-                except Exception:  # pragma: no cover - the session may be closed
-                    log.debug("dropping %s failed", v, exc_info=True)
+            self._drop(views)
 
     def _rewrite_request(self, req: Any, views: list[str]) -> None:
         plan = req.plan
@@ -199,7 +198,34 @@ class ConnectFrames:
         cfg = self.session.config
         if not cfg.enabled:
             return
-        self._prune(facts, cfg, views)
+        saved = type(plan)()
+        saved.CopyFrom(plan)
+        t0 = time.perf_counter()
+        report = self._prune(facts, cfg, views)
+        if views:
+            # Spark must accept the rewritten plan before it is sent: a rejection (a column
+            # reference the rewrite broke) sends the user's plan as built, never a failure
+            import pyspark.sql.connect.proto as proto
+
+            try:
+                self.client.schema(proto.Plan(root=root))
+            except Exception as exc:
+                plan.CopyFrom(saved)
+                self._drop(views)
+                views.clear()
+                names = {f.name for f in facts}
+                report.tables = [t for t in report.tables if t.table not in names]
+                for name in sorted(names):
+                    report.add_table_unpruned(name, None, "Spark rejected the rewritten "
+                                              f"DataFrame plan, sent as built: {exc}")
+        self.session._finish(None, report, cfg, t0, execute=False)  # type: ignore[arg-type]
+
+    def _drop(self, views: list[str]) -> None:
+        for v in views:
+            try:
+                self.session.spark.catalog.dropTempView(v)
+            except Exception:  # pragma: no cover - the session may be closed
+                log.debug("dropping %s failed", v, exc_info=True)
 
     # ------------------------------------------------------------------ the facts
     def _fact_of(self, read: Any) -> Optional[tuple[str, set[str]]]:
@@ -237,14 +263,14 @@ class ConnectFrames:
                 return key
         return None
 
-    def _prune(self, facts: list[FactRead], cfg: Any, views: list[str]) -> None:
-        """Each fact read replaced by a view of its pruned relation; one report."""
+    def _prune(self, facts: list[FactRead], cfg: Any, views: list[str]) -> JobReport:
+        """Each fact read replaced by a view of its pruned relation; one report (finished
+        by the caller)."""
         from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
         from dpp.core.spark_rules import SparkRules
 
         s = self.session
-        t0 = time.perf_counter()
         rules = SparkRules.from_spark(s.spark)
         report = JobReport.start(
             query_text="DataFrame plan (Spark Connect): " + "; ".join(
@@ -273,7 +299,7 @@ class ConnectFrames:
                 log.warning("dpp: Spark Connect: %s not pruned in a DataFrame plan: %s",
                             fact.name, exc)
                 report.add_table_unpruned(fact.name, None, f"DataFrame plan not pruned: {exc}")
-        s._finish(None, report, cfg, t0, execute=False)  # type: ignore[arg-type]
+        return report
 
 
 class _Relation:

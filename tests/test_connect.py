@@ -822,6 +822,34 @@ def test_dataframe_shapes_that_cannot_be_pruned_are_sent_as_built(connect, plain
     assert got == _rows(build(plain))
 
 
+def test_dataframe_plan_spark_rejects_after_the_rewrite_is_sent_as_built(connect, plain,
+                                                                       catalog, data,
+                                                                       monkeypatch):
+    """The rewritten plan is analyzed by Spark before it is sent; if Spark rejects it (here
+    the rewrite is made to name a view that does not exist), the user's plan goes out as
+    built: Spark's rows, the report says why, no view left behind."""
+    import dpp
+
+    frames = dpp.session_of(connect).connect_frames
+    real = frames._prune
+
+    def broken(facts: Any, cfg: Any, views: list[str]) -> Any:
+        report = real(facts, cfg, views)
+        for f in facts:
+            f.read.read.named_table.unparsed_identifier = "__dpp_no_such_view"
+        return report
+
+    monkeypatch.setattr(frames, "_prune", broken)
+    got = _rows(_frame(connect, data, "catalog_cond"))
+    report = _frame_report(connect)
+    assert got == _rows(_frame(plain, data, "catalog_cond"))
+    entry = [t for t in report["tables"] if t["table"] == "cat_sales"]
+    assert entry and entry[0]["pruning"] == "none", report["tables"]
+    assert "Spark rejected the rewritten DataFrame plan" in entry[0]["reason"]
+    assert not [r for r in connect.sql("SHOW VIEWS").collect()
+                if r.viewName.startswith("__dpp_frame_")]
+
+
 # ------------------------------------------------------- sizing a catalog table (no server)
 
 def test_folder_format_only_for_plain_parquet_tables():
