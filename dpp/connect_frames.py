@@ -126,27 +126,31 @@ def _plan_ids(rel: Any) -> set[int]:
     return ids
 
 
-def _output_keeps(rel: Any, column: str) -> Optional[Any]:
+def _output_keeps(rel: Any, column: str) -> Optional[tuple[Any, Optional[int]]]:
     """The relation under ``rel`` whose column ``column`` reaches ``rel``'s output as it is,
-    descending one node; None when ``rel`` renames, computes or drops it."""
+    descending one node, and the ``plan_id`` the projection names it by (``df["k"]`` in a
+    ``select``), if any; None when ``rel`` renames, computes or drops it."""
     kind = rel.WhichOneof("rel_type")
     low = column.lower()
     if kind in ("filter", "subquery_alias", "hint"):
-        return getattr(rel, kind).input
+        return getattr(rel, kind).input, None
     if kind == "project":
+        star = False
         for e in rel.project.expressions:
             et = e.WhichOneof("expr_type")
             if et == "unresolved_star":
-                return rel.project.input
+                star = True
+                continue
             name = _attribute(e)
             if name is not None and name.lower() == low:
-                return rel.project.input
-        return None
+                ua = e.unresolved_attribute
+                return rel.project.input, (ua.plan_id if ua.HasField("plan_id") else None)
+        return (rel.project.input, None) if star else None
     if kind == "with_columns":
         for alias in rel.with_columns.aliases:
             if any(n.lower() == low for n in alias.name):
                 return None
-        return rel.with_columns.input
+        return rel.with_columns.input, None
     return None
 
 
@@ -228,8 +232,9 @@ class ConnectFrames:
                 log.debug("dropping %s failed", v, exc_info=True)
 
     # ------------------------------------------------------------------ the facts
-    def _fact_of(self, read: Any) -> Optional[tuple[str, set[str]]]:
-        """The dpp table a ``Read`` reads whole and its columns (lower case), or None."""
+    def _fact_of(self, read: Any) -> Optional[tuple[str, set[str], set[str]]]:
+        """The dpp table a ``Read`` reads whole, its columns and its partition columns
+        (lower case), or None."""
         from dpp.decision import table_columns
 
         rt = read.WhichOneof("read_type")
@@ -248,7 +253,8 @@ class ConnectFrames:
         table = self.session._table(name, {})
         if table is None or not table.partition_columns:
             return None
-        return norm_name(name), {c.lower() for c, _ in table_columns(table)}
+        return (norm_name(name), {c.lower() for c, _ in table_columns(table)},
+                {c.name.lower() for c in table.partition_columns})
 
     def _declared_at(self, path: str) -> Optional[str]:
         """The declared table (``spark.dpp.tables.<name>``) whose folder is ``path``."""
@@ -324,27 +330,37 @@ class _Relation:
 def find_fact_joins(root: Any, fact_of: Any) -> list[FactRead]:
     """The fact reads under ``root`` with the join keys that prune them (module docstring).
 
-    ``fact_of(read)``: ``(name, lower-case column names)`` of the dpp table a ``Read``
-    message reads whole, or None. Build sides are copies (the tree is changed afterwards)."""
+    ``fact_of(read)``: ``(name, columns, partition columns)`` (lower case) of the dpp table
+    a ``Read`` message reads whole, or None. Only keys on partition columns are kept. Build sides are copies (the tree is changed afterwards)."""
     import pyspark.sql.connect.proto as proto
 
     found: dict[Any, FactRead] = {}
-    known: dict[bytes, Optional[tuple[str, set[str]]]] = {}
+    known: dict[bytes, Optional[tuple[str, set[str], set[str]]]] = {}
 
-    def fact_name(read: Any) -> Optional[tuple[str, set[str]]]:
+    def fact_name(read: Any) -> Optional[tuple[str, set[str], set[str]]]:
         key = read.SerializeToString()
         if key not in known:
             known[key] = fact_of(read)
         return known[key]
 
-    def fact_side(rel: Any, column: str, depth: int = 0) -> Optional[Any]:
-        """The Read relation ``column`` of ``rel`` comes from, if a fact's."""
+    def fact_side(rel: Any, column: str, pid: Optional[int] = None,
+                  must_find: bool = False, depth: int = 0) -> Optional[Any]:
+        """The fact's Read relation that column ``column`` of ``rel`` is, or None.
+
+        ``pid``: the plan id the column is named by (``df["k"]``); ``must_find``: that node
+        must still be met on the way down. Below a join a bare name could be the other
+        side's column, so a join is crossed only by a column named by a plan id, and that
+        node must lie below every join crossed (on the fact's own side)."""
         if depth > 64:
             return None
+        if pid is not None and rel.HasField("common") and rel.common.plan_id == pid:
+            must_find = False
         kind = rel.WhichOneof("rel_type")
         if kind == "read":
-            return rel if fact_name(rel.read) is not None else None
+            return rel if not must_find and fact_name(rel.read) is not None else None
         if kind == "join":
+            if pid is None:
+                return None
             j = rel.join
             # through a join that keeps the fact side's rows as they are (or drops some)
             sides = []
@@ -353,12 +369,19 @@ def find_fact_joins(root: Any, fact_of: Any) -> list[FactRead]:
             if j.join_type in (_INNER, _CROSS, _RIGHT):
                 sides.append(j.right)
             for side in sides:
-                got = fact_side(side, column, depth + 1)
+                if pid not in _plan_ids(side):
+                    continue
+                got = fact_side(side, column, pid, True, depth + 1)
                 if got is not None:
                     return got
             return None
         below = _output_keeps(rel, column)
-        return None if below is None else fact_side(below, column, depth + 1)
+        if below is None:
+            return None
+        child, named_by = below
+        if named_by is not None:   # select(df["k"]): the column is that node's
+            pid, must_find = named_by, True
+        return fact_side(child, column, pid, must_find, depth + 1)
 
     def visit(rel: Any) -> None:
         if rel.WhichOneof("rel_type") == "join":
@@ -398,20 +421,21 @@ def find_fact_joins(root: Any, fact_of: Any) -> list[FactRead]:
                     a_left = pa in left_ids if pa is not None else pb not in left_ids
                     # the attribute of the probe side, the build side's
                     if (side == "left") == a_left:
-                        fcol, dcol = na, nb
+                        fcol, dcol, fpid = na, nb, pa
                     else:
-                        fcol, dcol = nb, na
+                        fcol, dcol, fpid = nb, na, pb
                 else:
                     # unqualified names: the fact's column is the one its table has (Spark
                     # resolves each name on the side that has it)
                     fcol, dcol = _orient(probe, na, nb)
+                    fpid = None
                     if fcol is None:
                         continue
-                read = fact_side(probe, fcol)
+                read = fact_side(probe, fcol, fpid, fpid is not None)
                 if read is None:
                     continue
-                name, columns = fact_name(read.read)   # type: ignore[misc]
-                if fcol.lower() not in columns:
+                name, _columns, partitions = fact_name(read.read)   # type: ignore[misc]
+                if fcol.lower() not in partitions:   # partition pruning only
                     continue
                 key = (read.common.plan_id if read.HasField("common") else None,
                        read.SerializeToString())
