@@ -74,9 +74,15 @@ MEMORY_ENV = "TPCDS_GENERATE_MEMORY"
 DEFAULT_MEMORY_LIMIT = "4GB"
 WORK_DIR = ".dsdgen"     # inside the output folder: the generator's database, spill files
 # Partitioned COPY: DuckDB buffers up to ``flush_threshold`` rows per open partition writer
-# (defaults 524,288 rows x 100 files); smaller buffers bound the writers' memory.
+# (defaults 524,288 rows x 100 files), and past ``max_open_files`` it closes a writer and
+# opens a *new file* when that partition gets rows again: a fact's ~1,800 date partitions in
+# one COPY gave store_sales 95,865 files at SF10 with the defaults, and 700,000 with 32 open
+# files. So a fact is written in chunks of :data:`_CHUNK_PARTITIONS` partitions (one COPY
+# each, every writer of a chunk open at once: one file per partition and thread), and the
+# buffers stay small enough for a chunk's writers to fit the memory bound.
+_CHUNK_PARTITIONS = 256
 _WRITE_SETTINGS = {"preserve_insertion_order": "false",
-                   "partitioned_write_max_open_files": "32",
+                   "partitioned_write_max_open_files": str(_CHUNK_PARTITIONS + 8),
                    "partitioned_write_flush_threshold": "65536"}
 
 
@@ -235,14 +241,31 @@ def _copy_table(con: Any, table: str, dest: Path, layout: Layout = Layout()) -> 
     elif layout.name == "bucketed" and table in CLUSTER_KEYS:
         _copy_bucketed(con, table, dest, layout)
     elif table in FACT_PARTITIONS:
-        # DuckDB leaves the partition column out of the files (Hive style) and names NULL
-        # partitions __HIVE_DEFAULT_PARTITION__, which Spark reads back as NULL.
-        con.execute(f"COPY {table} TO '{_sql_str(str(dest))}' (FORMAT parquet, "
-                    f"PARTITION_BY ({FACT_PARTITIONS[table]}), COMPRESSION snappy)")
+        _copy_partitioned(con, table, dest, FACT_PARTITIONS[table])
     else:
         dest.mkdir(parents=True)
         con.execute(f"COPY {table} TO '{_sql_str(str(dest / 'part-0.parquet'))}' "
                     f"(FORMAT parquet, COMPRESSION snappy)")
+
+
+def _copy_partitioned(con: Any, table: str, dest: Path, part: str) -> None:
+    """A fact by its date key, :data:`_CHUNK_PARTITIONS` partitions per COPY (see
+    :data:`_WRITE_SETTINGS`), the NULL partition last. DuckDB leaves the partition column out
+    of the files (Hive style) and names NULL partitions __HIVE_DEFAULT_PARTITION__, which
+    Spark reads back as NULL."""
+    values = [int(r[0]) for r in con.execute(
+        f"SELECT DISTINCT {part} FROM {table} WHERE {part} IS NOT NULL ORDER BY 1").fetchall()]
+    chunks = [values[i:i + _CHUNK_PARTITIONS]
+              for i in range(0, len(values), _CHUNK_PARTITIONS)]
+    conds = [f"{part} BETWEEN {c[0]} AND {c[-1]}" for c in chunks] + [f"{part} IS NULL"]
+    for cond in conds:
+        if con.execute(f"SELECT count(*) FROM {table} WHERE {cond}").fetchone()[0] == 0:
+            continue
+        con.execute(f"COPY (SELECT * FROM {table} WHERE {cond}) TO '{_sql_str(str(dest))}' "
+                    f"(FORMAT parquet, PARTITION_BY ({part}), COMPRESSION snappy, "
+                    f"OVERWRITE_OR_IGNORE true)")
+    if not dest.exists():   # no rows at all: an empty table is an empty folder
+        dest.mkdir(parents=True)
 
 
 def _copy_clustered(con: Any, table: str, dest: Path, layout: Layout) -> None:
