@@ -306,3 +306,31 @@ def test_bucketed_catalog_tables_are_declared_bucketed(spark, bucketed: Path) ->
     assert table_from_catalog(spark, f"{db}.item", partitions=False).bucketing is None
     assert spark.table(f"{db}.catalog_sales").count() == \
         gen.read_manifest(bucketed)["tables"]["catalog_sales"]["rows"]
+
+
+def test_facts_are_written_in_chunks_one_file_per_partition(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """Past DuckDB's open-writer bound a partitioned COPY closes a writer and starts a new
+    file when its partition gets rows again (700,000 files for store_sales at SF10 with 32
+    open writers): a fact is written in chunks of partitions whose writers are all open at
+    once, so each partition folder holds one file (here 100 dates + NULL in chunks of 16, the
+    rows interleaved across dates as dsdgen's are), and every row is written once."""
+    import duckdb
+
+    monkeypatch.setattr(gen, "_CHUNK_PARTITIONS", 16)
+    con = duckdb.connect()
+    con.execute("SET threads = 1")
+    con.execute("SET partitioned_write_max_open_files = 24")
+    con.execute("SET partitioned_write_flush_threshold = 1024")   # (one COPY: 7,570 files)
+    con.execute("CREATE TABLE t AS SELECT i AS v, CASE WHEN i % 97 = 0 THEN NULL "
+                "ELSE 2450000 + i % 100 END AS d FROM range(200000) r(i)")
+    dest = tmp_path / "t"
+    gen._copy_partitioned(con, "t", dest, "d")
+    folders = sorted(p.name for p in dest.iterdir())
+    assert len(folders) == 101 and "d=__HIVE_DEFAULT_PARTITION__" in folders
+    assert all(len(list((dest / f).glob("*.parquet"))) == 1 for f in folders), \
+        {f: len(list((dest / f).glob("*.parquet"))) for f in folders}
+    got = con.execute(f"SELECT count(*), count(DISTINCT v), sum(v) FROM "
+                      f"read_parquet('{dest}/*/*.parquet')").fetchone()
+    assert got == (200000, 200000, sum(range(200000)))
