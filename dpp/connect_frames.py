@@ -411,13 +411,13 @@ def find_fact_joins(root: Any, fact_of: Any) -> list[FactRead]:
         # which side may be pruned by the other: the one whose unmatched rows are dropped
         prunable = {_INNER: ("left", "right"), _SEMI: ("left",), _RIGHT: ("left",),
                     _LEFT: ("right",)}.get(j.join_type, ())
-        left_ids = right_ids = None
+        left_ids: Optional[set[int]] = None
         for side in prunable:
             probe, build = (j.left, j.right) if side == "left" else (j.right, j.left)
             for na, nb, pa, pb in pairs:
                 if pa is not None or pb is not None:
                     if left_ids is None:
-                        left_ids, right_ids = _plan_ids(j.left), _plan_ids(j.right)
+                        left_ids = _plan_ids(j.left)
                     a_left = pa in left_ids if pa is not None else pb not in left_ids
                     # the attribute of the probe side, the build side's
                     if (side == "left") == a_left:

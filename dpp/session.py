@@ -781,16 +781,9 @@ class DppSession:
             factor = admitted / result.partitions_kept
             if round(math.log2(factor) * 8) <= 0:
                 return None
-            with _SIBLING_LOCK:
-                sib = self._connect_sibling(factor)
-                name = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(table.name)}"
-                with driver_listing(sib, len(folders)):
-                    whole_folders_dataframe(sib, table, sorted(folders))[0] \
-                        .createOrReplaceGlobalTempView(name)
-            gdb = self.spark.conf.get("spark.sql.globalTempDatabase", "global_temp")
-            sized = self.spark.table(f"`{gdb}`.`{name}`")
-            with self._lock:
-                self._globals[id(sized)] = (sib, name)
+            sized = self._global_in_sibling(
+                table, factor, len(folders),
+                lambda sib: whole_folders_dataframe(sib, table, sorted(folders))[0])
         except Exception as exc:
             log.warning("dpp: Spark Connect: %s not sized as the table (%s)", table.name,
                         _first_line(exc))
@@ -884,20 +877,29 @@ class DppSession:
                 or estimate <= result.bytes_kept:
             return None
         try:
-            with _SIBLING_LOCK:
-                sib = self._connect_sibling(float(estimate) / float(result.bytes_kept))
-                name = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(table.name)}"
-                with driver_listing(sib, len(result.splits)):
-                    to_dataframe(sib, table, result).createOrReplaceGlobalTempView(name)
-            gdb = self.spark.conf.get("spark.sql.globalTempDatabase", "global_temp")
-            df = self.spark.table(f"`{gdb}`.`{name}`")
-            with self._lock:
-                self._globals[id(df)] = (sib, name)
-            return df
+            return self._global_in_sibling(
+                table, float(estimate) / float(result.bytes_kept), len(result.splits),
+                lambda sib: to_dataframe(sib, table, result))
         except Exception as exc:
             log.warning("dpp: Spark Connect: size of %s not adjusted (%s)", table.name,
                         _first_line(exc))
             return None
+
+    def _global_in_sibling(self, table: Table, factor: float, paths: int,
+                           make: Callable[[SparkSession], DataFrame]) -> DataFrame:
+        """``make(sibling)`` shown to the user's session through a global view of a clone
+        whose compression factor is ``factor`` times the user's (the view is dropped by
+        :meth:`_release_global` once a temporary view holds the resolved plan)."""
+        with _SIBLING_LOCK:
+            sib = self._connect_sibling(factor)
+            name = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}_{_safe(table.name)}"
+            with driver_listing(sib, paths):
+                make(sib).createOrReplaceGlobalTempView(name)
+        gdb = self.spark.conf.get("spark.sql.globalTempDatabase", "global_temp")
+        df = self.spark.table(f"`{gdb}`.`{name}`")
+        with self._lock:
+            self._globals[id(df)] = (sib, name)
+        return df
 
     def _connect_sibling(self, factor: float) -> SparkSession:
         """A clone of the user's Connect session with the compression factor times
