@@ -96,7 +96,7 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
             if not _is_partition_column(table, dyn.probe_column):
                 if not uses(table, dyn.probe_column):
                     continue
-                facts = [b for b in dyn.build_tables if tables.get(norm_name(b)) is not None]
+                facts = [b for b in dyn.build_tables if _is_fact(tables.get(norm_name(b)))]
                 if facts and stats_pruning is not True:
                     # a data column only skips files; paying a scan of another fact for it
                     # (TPC-DS q40: catalog_returns by catalog_sales' order numbers, 11 s of
@@ -146,6 +146,12 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
                    for k, refs in grouped.items())
     return PruningDecision(tuple(unpruned), tuple(specs.values()), groups, frozenset(plain),
                            tuple(notes))
+
+
+def _is_fact(table: Optional[Table]) -> bool:
+    """A partitioned table, or one registered by path: a catalog table with no partition
+    column that dpp reads by its files is a dimension to build from as much as a probe."""
+    return table is not None and (bool(table.partition_columns) or table.catalog_name is None)
 
 
 def _group(key: str, refs: list[TableRefPlan], table: Table,

@@ -66,6 +66,9 @@ class TableInfo:
     name: str
     columns: dict[str, Optional[DataType]]
     partition_columns: tuple[str, ...]
+    # a table dpp reads itself although it has no partition column (registered, or a catalog
+    # table dpp can list): probed too, its joins on data columns filter files and row groups
+    data_only: bool = False
 
 
 Resolver = Callable[[str], Optional[TableInfo]]
@@ -93,6 +96,9 @@ class TableRefPlan:
     static: TupleDomain
     dynamic: list[DynamicFilterSpec] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # a table with no partition column (TableInfo.data_only): a reference only when a join
+    # gives it a dynamic filter; its static predicates are Spark's alone
+    data_only: bool = False
 
 
 @dataclass
@@ -439,7 +445,8 @@ class _Analyzer:
         if sc is None:
             return
         for p in sc.sources.values():
-            if p.prunable and p.info.partition_columns:  # type: ignore[union-attr]
+            if p.prunable and (p.info.partition_columns  # type: ignore[union-attr]
+                               or p.info.data_only):  # type: ignore[union-attr]
                 self._probe(p, sc)
 
     def _sources(self, sel: exp.Select) -> dict[str, _Source]:
@@ -496,8 +503,12 @@ class _Analyzer:
         ref = p.node.meta.get(_REF)
         info = p.info
         assert info is not None
-        plan = TableRefPlan(ref, info.name, p.node.alias or None, False, None, TupleDomain.all())
+        plan = TableRefPlan(ref, info.name, p.node.alias or None, False, None, TupleDomain.all(),
+                            data_only=not info.partition_columns)
         self.refs[ref] = plan
+        if plan.data_only:
+            self._probe_data_only(p, sc, plan)
+            return
         cols = {c.lower(): t for c, t in info.columns.items()}
 
         def owner(c: exp.Column) -> Optional[str]:
@@ -570,6 +581,28 @@ class _Analyzer:
                 plan.reason = "preserved side of an outer join, and no other usable predicate"
             else:
                 plan.reason = plan.notes[-1] if plan.notes else "no usable predicate"
+
+    def _probe_data_only(self, p: _Source, sc: _Scope, plan: TableRefPlan) -> None:
+        """A table with no partition column: only its inner (or semi-joined) equi-joins to a
+        filtered side count, as dynamic filters on its data columns. Anything less and it is
+        no reference at all (the query reads it as written; nothing to report)."""
+        def owner(c: exp.Column) -> Optional[str]:
+            return sc.owner(c, probe=p)
+
+        simple = not (p.semi_right or p.null_supplied or p.full or sc.sel.meta.get(EMPTY))
+        alias_node = p.node.args.get("alias")
+        if simple and not (alias_node is not None and alias_node.args.get("columns")) and \
+                not any(p.node.args.get(k) for k in ("sample", "version", "when", "pivots",
+                                                     "joins", "laterals")):
+            for c in sc.where + sc.inner_on:
+                self._equi(c, p, sc, owner, plan, "inner",
+                           allow_build=lambda s: not s.null_supplied)
+            for c in sc.where:
+                self._subquery_semi(c, p, owner, plan)
+        if plan.dynamic:
+            plan.pruning = True
+        else:
+            del self.refs[plan.ref_id]
 
     def _static_conjunct(self, c: exp.Expression, p: _Source, cols: dict[str, Any],
                          owner: Callable[[exp.Column], Optional[str]]) -> Optional[TupleDomain]:

@@ -127,6 +127,9 @@ class TableReport:
     footers_read: int = 0
     stats_seconds: float = 0.0            # footers awaited and tested after the filters came
     stats_note: Optional[str] = None      # why statistics stopped early (statsPruning=auto)
+    # the data-column filters' values as the predicate handed with the kept files, which
+    # Parquet's row groups are tested against (dpp.row_groups)
+    row_group_filter: Optional[str] = None
     wait_seconds: float = 0.0
     enumeration_seconds: float = 0.0
     handoff_seconds: float = 0.0
@@ -195,7 +198,8 @@ class JobReport:
                          result: Any) -> None:
         """From a hive_splits LoadResult: the counters, copied as they are."""
         pruned = (result.pruned_static + result.pruned_dynamic + result.files_pruned_stats
-                  + getattr(result, "files_pruned_buckets", 0)) > 0
+                  + getattr(result, "files_pruned_buckets", 0)) > 0 or \
+            bool(getattr(result, "row_group_filter", None))
         filt = [{"filter_id": f.filter_id, "arrived": bool(f.arrived), "outcome": f.outcome,
                  "reason": f.reason} for f in result.filters]
         reason = None
@@ -221,6 +225,7 @@ class JobReport:
             footers_read=getattr(result, "footers_read", 0),
             stats_seconds=getattr(result, "stats_seconds", 0.0),
             stats_note=getattr(result, "stats_note", None),
+            row_group_filter=getattr(result, "row_group_filter", None),
             wait_seconds=result.wait_seconds,
             enumeration_seconds=max(0.0, result.elapsed_seconds - result.wait_seconds),
             handoff_seconds=getattr(result, "handoff_seconds", 0.0), filters=filt,
@@ -326,6 +331,8 @@ def _table_phrase(t: TableReport) -> str:
                 f"({t.files_pruned_buckets} files skipped)")
     if t.bytes_skipped:
         out += f", {human_bytes(t.bytes_skipped)} skipped"
+    if t.row_group_filter:
+        out += f", row groups tested against {t.row_group_filter}"
     return out
 
 
@@ -553,6 +560,7 @@ _TABLE_SPEC: dict[str, _Check] = {
     "footers_read": _count,
     "stats_seconds": _seconds,
     "stats_note": _optional(_str),
+    "row_group_filter": _optional(_str),
     "wait_seconds": _seconds,
     "enumeration_seconds": _seconds,
     "handoff_seconds": _seconds,

@@ -41,6 +41,7 @@ from dpp.remote_catalog import (FALSE, NoListing, Unprunable, connect_catalog_ta
                                 is_connect_catalog, kept_predicate, predicate_column,
                                 predicate_sql, quote_table)
 from dpp.report import JobReport, append_jsonl
+from dpp.row_groups import domain_predicate
 from dpp.schema_cache import SchemaCache
 from dpp.spark_metrics import scan_metrics
 from dpp.views import PlainViews, norm_name
@@ -248,6 +249,8 @@ class DppSession:
             return None
         if shape is None:
             return None
+        if not shape.partition_columns:
+            return shape   # read by its files (_unpartitioned_shape)
         # partitions are fetched by the loader, per query (one added since is never missed):
         # names of all, full objects only for those the domains admit
         return dataclasses.replace(shape, partition_source=MetastorePartitions(
@@ -296,13 +299,53 @@ class DppSession:
         meta = catalog_metadata(self.spark, key)
         if metas is not None:
             metas[key] = meta
-        if meta is None or not catalog_partition_names(self.spark, meta):
+        if meta is None:
             return None
+        if not catalog_partition_names(self.spark, meta):
+            return self._unpartitioned_shape(key, meta)
         shape = table_from_catalog(self.spark, key, partitions=False, meta=meta)
         # resolving the table makes Spark cache its relation, whose identity then vouches
         # for the kept shape (the rewritten query reads our view, so Spark would not)
         self.spark.table(key)
         return shape
+
+    def _unpartitioned_shape(self, key: str, meta: Any) -> Optional[Table]:
+        """An unpartitioned catalog table dpp may read by its files, as a table with no
+        partition column (its joins on data columns then filter files and row groups:
+        :mod:`dpp.row_groups`), or None. Only plain Parquet tables (no bucketing, no storage
+        options, one folder): reading their files with the catalog's schema is reading the
+        table. Nothing is listed here."""
+        try:
+            provider = meta.provider()
+            if not provider.isDefined() or str(provider.get()).lower() != "parquet":
+                return None
+            if meta.bucketSpec().isDefined() or str(meta.tableType().name()) == "VIEW":
+                return None
+            text = str(meta.storage().properties().keys().mkString("\u0001"))
+            keys = {k.lower() for k in text.split("\u0001") if k}
+            if keys - {"path", "serialization.format"}:
+                return None
+            shape = table_from_catalog(self.spark, key, partitions=False, meta=meta)
+        except LayoutError:
+            return None
+        except Exception as exc:   # another Spark build: not ours to read
+            log.debug("dpp: %s not read by its files: %s", key, exc)
+            return None
+        if shape.bucketing is not None or not shape.location:
+            return None
+        # a dimension Spark broadcasts is not worth a filter; a cached table is read faster
+        # from its cache than by any file
+        size = self._catalog_estimate(key)
+        if size is None or size < _broadcast_threshold(self.spark):
+            return None
+        try:
+            if self.spark.catalog.isCached(key):
+                return None
+        except Exception:
+            return None
+        # a path table in all but name: the loader lists its folder, the handoff reads its
+        # files with the catalog's schema, sized by the catalog's estimate
+        return dataclasses.replace(shape, catalog_partitions=None, partition_source=None)
 
     def _is_temp_view(self, name: str) -> bool:
         if "." in name:
@@ -339,7 +382,8 @@ class DppSession:
             t = cache[key]
             if t is not None:
                 return TableInfo(name=key, columns=dict(table_columns(t)),
-                                 partition_columns=tuple(c.name for c in t.partition_columns))
+                                 partition_columns=tuple(c.name for c in t.partition_columns),
+                                 data_only=not t.partition_columns)
             return self._schemas.get_or_compute(
                 "columns", key, lambda: self._columns_of(key, metas))
 
@@ -464,7 +508,8 @@ class DppSession:
                           stats_pruning=stats, mentions=self._mentions)
         report.analysis_notes.extend(decision.notes)
         for ref, why in decision.unpruned:
-            report.add_table_unpruned(ref.table, ref.alias, why)
+            if not ref.data_only:   # a table without partitions is reported when filtered
+                report.add_table_unpruned(ref.table, ref.alias, why)
         self._views.ensure(sorted(decision.plain_tables))
         whole = (whole_catalog_refs(plan, decision.unpruned, tables)
                  if cfg.list_whole_catalog_tables else {})
@@ -692,7 +737,26 @@ class DppSession:
         filtered = self._partition_filtered(
             g.table, () if g.static.is_none() else g.static.columns,
             [d.probe_column for d, _ in g.filters])
-        return result, self._handoff(g.table, result, filtered, report)
+        df = self._handoff(g.table, result, filtered, report)
+        return result, (self._row_group_filter(df, result) if cfg.row_group_filter else df)
+
+    def _row_group_filter(self, df: DataFrame, result: LoadResult) -> DataFrame:
+        """The kept files' relation filtered by the data-column filters' values
+        (:mod:`dpp.row_groups`): Spark pushes the predicate into Parquet, which skips the row
+        groups it rules out. The predicate's text goes into the report."""
+        if not result.data_domains or not result.splits:
+            return df
+        F = functions_for(self.spark)
+        texts = []
+        for column, domain in sorted(result.data_domains.items()):
+            made = domain_predicate(F, column, domain)
+            if made is None:
+                continue
+            df = df.where(made[0])
+            texts.append(made[1])
+        if texts:
+            result.row_group_filter = " AND ".join(texts)
+        return df
 
     def _connect_catalog_load(self, table: Table, static: TupleDomain,
                               dyn: Sequence[DynamicFilter], cfg: DppConfig, rules: SparkRules,
@@ -960,7 +1024,8 @@ class DppSession:
             listed = result.bytes_kept + result.bytes_skipped
             admitted = max(result.partitions_total - result.pruned_static, result.partitions_kept)
             return int(listed * admitted / result.partitions_kept)
-        if table.is_catalog and table.catalog_name:
+        if table.catalog_name and (table.is_catalog or not table.partition_columns):
+            # an unpartitioned catalog table read by its files too: the catalog's figure
             return self._catalog_estimate(table.catalog_name)
         if result.partitions_kept <= 0:
             return None
@@ -1232,6 +1297,23 @@ def _first_line(exc: BaseException) -> str:
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)[:40]
+
+
+def _broadcast_threshold(spark: SparkSession) -> int:
+    """Spark's ``autoBroadcastJoinThreshold`` in bytes (10 MB when unset or disabled)."""
+    try:
+        raw = spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760") or ""
+        value = int(float(raw)) if raw.strip().lstrip("-").isdigit() else _size_bytes(raw)
+    except Exception:
+        value = -1
+    return value if value > 0 else 10 * 1024 * 1024
+
+
+def _size_bytes(raw: str) -> int:
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", raw.lower())
+    if not m:
+        return -1
+    return int(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " ")
 
 
 def _temp_view(df: DataFrame, table: str, temp_views: list[str],

@@ -162,6 +162,11 @@ class LoadResult:
     listings: dict = field(default_factory=dict)
     # kept folder -> Hadoop's FileStatus[] for it (Hadoop lister only): handed to Spark as is
     jvm_statuses: dict = field(default_factory=dict)
+    # data column -> the dynamic filter's domain the kept files were tested against (static
+    # domain included): rows outside it cannot match either, so whoever hands the splits to
+    # Spark may filter them (Parquet then skips row groups)
+    data_domains: dict = field(default_factory=dict)
+    row_group_filter: Optional[str] = None   # set by the handoff: the predicate it added
     filters: list[FilterStatus] = field(default_factory=list)
     levels: list[LevelStats] = field(default_factory=list)
     static_ignored: list[str] = field(default_factory=list)
@@ -178,7 +183,7 @@ class LoadResult:
         """Counters only (no splits), JSON-ready."""
         d = {k: v for k, v in self.__dict__.items()
              if k not in ("splits", "partitions", "partial_folders", "listings",
-                          "jvm_statuses")}
+                          "jvm_statuses", "data_domains")}
         d["filters"] = [f.to_dict() for f in self.filters]
         d["levels"] = [dict(lv.__dict__) for lv in self.levels]
         return d
@@ -761,6 +766,7 @@ class SplitLoader:
                     left.append((kp, fe, fut))
             entries = left
         domains = self._data_domains() if self.stats_pruning and entries else {}
+        res.data_domains = {c: d for c, d in domains.items() if c in self._pending}
         t0 = time.monotonic()
         metas: dict[int, Any] = {}
 

@@ -13,7 +13,13 @@ sample, before any build side is started:
 * for each sampled file, the share of the *sampled* key range its [min, max] spans; the median
   share is the column's **spread**: about 1.0 for files in arrival order, about 1/k for a
   partition sorted by the key and cut into k files;
-* statistics can pay when the spread is at most :data:`SPREAD_LIMIT`.
+* statistics can pay when the spread is at most :data:`SPREAD_LIMIT`;
+* the same share per **row group** (every row group of the sampled footers): a table kept in
+  few files sorted by the key (TPC-DS ``inventory``: one file, each row group one date) has a
+  file spread of 1.0 but narrow row groups. A filter on such a column still pays: the pruned
+  relation carries the filter's values as a range predicate that Spark pushes into Parquet,
+  which then skips the row groups (``dpp.session``'s handoff). At least
+  :data:`MIN_ROW_GROUPS` sampled row groups are needed for that verdict.
 
 Values are compared through a numeric proxy of their order (strings by their first 8 bytes),
 which is all a spread needs. The verdict only chooses whether to *try* statistics: the loader
@@ -34,8 +40,8 @@ from hive_splits.footers import FooterCache, read_footer
 from hive_splits.listing import FileEntry, Lister, LocalLister
 from hive_splits.table import Table
 
-__all__ = ["KeyProfile", "SPREAD_LIMIT", "SAMPLE_FILES", "sample_files", "key_profile",
-           "profile_column"]
+__all__ = ["KeyProfile", "SPREAD_LIMIT", "MIN_ROW_GROUPS", "SAMPLE_FILES", "sample_files",
+           "key_profile", "profile_column"]
 
 # A file spanning three quarters of the key range can still be skipped by a filter with a few
 # values; above that (arrival order: ~0.99) a skip is luck. The loader's own sample bounds the
@@ -43,6 +49,9 @@ __all__ = ["KeyProfile", "SPREAD_LIMIT", "SAMPLE_FILES", "sample_files", "key_pr
 SPREAD_LIMIT = 0.75
 SAMPLE_FOLDERS = 4
 SAMPLE_FILES = 8
+# fewer row groups than this skip too little to repay a build side (a dimension written as
+# one file of a few row groups)
+MIN_ROW_GROUPS = 16
 
 
 @dataclass(frozen=True)
@@ -54,18 +63,38 @@ class KeyProfile:
     files_sampled: int
     spread: Optional[float]          # median share of the sampled range one file spans
     why: Optional[str] = None        # when spread is None: why it is unknown
+    # median share one row group spans, over the sampled footers' row groups (None: fewer
+    # than MIN_ROW_GROUPS of them had min/max)
+    row_group_spread: Optional[float] = None
+    row_groups: int = 0
+
+    @property
+    def files_can_pay(self) -> bool:
+        return self.spread is not None and self.spread <= SPREAD_LIMIT
+
+    @property
+    def row_groups_can_pay(self) -> bool:
+        return self.row_group_spread is not None and self.row_group_spread <= SPREAD_LIMIT
 
     @property
     def can_pay(self) -> bool:
-        return self.spread is not None and self.spread <= SPREAD_LIMIT
+        return self.files_can_pay or self.row_groups_can_pay
 
     def describe(self) -> str:
         head = f"{self.table}.{self.column}"
-        if self.spread is None:
-            return f"{head}: not used ({self.why})"
         verdict = "used" if self.can_pay else f"not used (above {SPREAD_LIMIT:.0%})"
-        return (f"{head}: a file spans {self.spread:.0%} of the key range (median of "
-                f"{self.files_sampled} sampled footers): {verdict}")
+        parts = []
+        if self.spread is not None:
+            parts.append(f"a file spans {self.spread:.0%} of the key range (median of "
+                         f"{self.files_sampled} sampled footers)")
+        if self.row_group_spread is not None:
+            parts.append(f"a row group spans {self.row_group_spread:.0%} (median of "
+                         f"{self.row_groups})")
+        if not parts:
+            return f"{head}: not used ({self.why})"
+        if self.spread is None:
+            parts.insert(0, f"files: {self.why}")
+        return f"{head}: {'; '.join(parts)}: {verdict}"
 
 
 def _spread_picks(items: Sequence[Any], k: int) -> list[Any]:
@@ -152,6 +181,38 @@ def _file_range(meta: Any, column: str) -> Optional[tuple[Any, Any]]:
     return None if lo is None or hi is None else (lo, hi)
 
 
+def _row_group_ranges(meta: Any, column: str) -> list[tuple[Any, Any]]:
+    """[min, max] of ``column`` in each row group that has both."""
+    schema = meta.schema
+    idx = next((i for i in range(meta.num_columns) if schema.column(i).path == column), None)
+    if idx is None:
+        return []
+    out = []
+    for r in range(meta.num_row_groups):
+        stats = meta.row_group(r).column(idx).statistics
+        if stats is not None and stats.has_min_max:
+            out.append((stats.min, stats.max))
+    return out
+
+
+def _median_share(raw: Sequence[tuple[Any, Any]]) -> Optional[float]:
+    """The median share of the whole range one [min, max] of ``raw`` spans (None: fewer than
+    two comparable ranges)."""
+    skip = _shared_prefix([v for r in raw for v in r])
+    ranges = []
+    for lo, hi in raw:
+        a, b = _order_proxy(lo, skip), _order_proxy(hi, skip)
+        if a is not None and b is not None:
+            ranges.append((a, b))
+    if len(ranges) < 2:
+        return None
+    lo = min(a for a, _ in ranges)
+    hi = max(b for _, b in ranges)
+    if hi <= lo:  # every range holds one and the same value
+        return 0.0
+    return statistics.median((b - a) / (hi - lo) for a, b in ranges)
+
+
 def _shared_prefix(values: Sequence[Any]) -> int:
     """Bytes every string/bytes value starts with (0 for other types)."""
     raw = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
@@ -162,23 +223,19 @@ def _shared_prefix(values: Sequence[Any]) -> int:
 
 def key_profile(table: str, column: str, metas: Sequence[Any]) -> KeyProfile:
     """The spread of ``column`` over the footers ``metas`` (see the module docstring)."""
+    try:
+        groups = [r for m in metas for r in _row_group_ranges(m, column)]
+        rg_spread = _median_share(groups) if len(groups) >= MIN_ROW_GROUPS else None
+    except TypeError:   # values that do not order (should not happen within one column)
+        groups, rg_spread = [], None
+    extra = {"row_group_spread": rg_spread, "row_groups": len(groups)}
     raw = [r for r in (_file_range(m, column) for m in metas) if r is not None]
-    skip = _shared_prefix([v for r in raw for v in r])
-    ranges = []
-    for lo, hi in raw:
-        a, b = _order_proxy(lo, skip), _order_proxy(hi, skip)
-        if a is not None and b is not None:
-            ranges.append((a, b))
-    if len(ranges) < 2:
+    spread = _median_share(raw)
+    if spread is None:
         return KeyProfile(table, column, len(metas), None,
-                          f"{len(ranges)} of {len(metas)} sampled footers have min/max for it; "
-                          f"at least 2 needed")
-    lo = min(a for a, _ in ranges)
-    hi = max(b for _, b in ranges)
-    if hi <= lo:  # every sampled file holds one and the same value
-        return KeyProfile(table, column, len(ranges), 0.0)
-    spread = statistics.median((b - a) / (hi - lo) for a, b in ranges)
-    return KeyProfile(table, column, len(ranges), spread)
+                          f"{len(raw)} of {len(metas)} sampled footers have min/max for it; "
+                          f"at least 2 needed", **extra)
+    return KeyProfile(table, column, len(raw), spread, **extra)
 
 
 def profile_column(table: Table, column: str, lister: Optional[Lister] = None,

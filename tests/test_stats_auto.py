@@ -17,7 +17,8 @@ from dpp.decision import decide
 from dpp.planner import analyze
 from hive_splits import DynamicFilter, FooterCache, SplitLoader, table_from_path
 from hive_splits.listing import LocalLister
-from hive_splits.profile import SPREAD_LIMIT, key_profile, profile_column, sample_files
+from hive_splits.profile import (MIN_ROW_GROUPS, SPREAD_LIMIT, key_profile, profile_column,
+                                 sample_files)
 from tests.conftest import answer
 from tests.test_decision import SALES, resolve
 
@@ -29,13 +30,16 @@ ROWS = 40          # rows per file
 def _write(root: Path, clustered: bool, key_type: pa.DataType = pa.int64(),
            convert=lambda k: k) -> Path:
     """PARTS partitions of FILES files; keys 0..FILES*ROWS-1 in every partition, either sorted
-    and cut into FILES slices (clustered) or dealt round-robin (every file spans them all)."""
+    and cut into FILES slices (clustered) or dealt round-robin in arrival order (every file,
+    and every row group of it, spans them all)."""
     keys = list(range(FILES * ROWS))
     for p in range(PARTS):
         folder = root / f"d={p}"
         folder.mkdir(parents=True)
         for f in range(FILES):
             part = keys[f * ROWS:(f + 1) * ROWS] if clustered else keys[f::FILES]
+            if not clustered:   # 7 is prime to ROWS: a permutation, neighbours far apart
+                part = [part[(i * 7) % len(part)] for i in range(len(part))]
             pq.write_table(pa.table({"k": pa.array([convert(k) for k in part], key_type),
                                      "v": list(range(len(part)))}),
                            folder / f"part-{f:05d}.parquet", row_group_size=10)
@@ -74,6 +78,30 @@ def test_unknown_columns_and_empty_tables_are_not_used_and_say_why(tmp_path):
     assert not p.can_pay and p.spread is None and "at least 2 needed" in p.why
     meta = pq.read_metadata(next((tmp_path / "t" / "d=0").iterdir()))
     assert key_profile("t", "k", [meta]).spread is None        # one file is no evidence
+
+
+def test_one_file_sorted_into_many_row_groups_can_pay_by_its_row_groups(tmp_path):
+    """An unpartitioned table of one file sorted by the key (TPC-DS inventory by date): no
+    file-level evidence, but each row group holds one slice, so a filter pays (its values
+    reach Parquet's row groups); the same file in arrival order does not."""
+    keys = list(range(40 * MIN_ROW_GROUPS))
+    for name, order in (("sorted", keys), ("mixed", [keys[(i * 97) % len(keys)]
+                                                      for i in range(len(keys))])):
+        (tmp_path / name).mkdir()
+        pq.write_table(pa.table({"k": pa.array(order, pa.int64())}),
+                       tmp_path / name / "part-0.parquet", row_group_size=40)
+    good = profile_column(table_from_path(str(tmp_path / "sorted")), "k")
+    bad = profile_column(table_from_path(str(tmp_path / "mixed")), "k")
+    assert good.spread is None and good.row_groups == MIN_ROW_GROUPS, good
+    assert good.row_group_spread is not None and good.row_group_spread < 0.1, good
+    assert good.can_pay and "a row group spans" in good.describe() and ": used" in good.describe()
+    assert not bad.can_pay and bad.row_group_spread > SPREAD_LIMIT, bad
+    # fewer row groups than MIN_ROW_GROUPS are no evidence
+    (tmp_path / "few").mkdir()
+    pq.write_table(pa.table({"k": pa.array(keys[:40 * 3], pa.int64())}),
+                   tmp_path / "few" / "part-0.parquet", row_group_size=40)
+    few = profile_column(table_from_path(str(tmp_path / "few")), "k")
+    assert few.row_group_spread is None and not few.can_pay, few
 
 
 def _filter(values):

@@ -43,6 +43,8 @@ MODES = ("off", "spark", "dpp", "dpp-nostats", "hook")
 # ``hook``: the query as plain ``spark.sql`` with dpp's optimizer hook installed (the path
 # DataFrame jobs take), instead of dpp's SQL-text analysis
 DPP_MODES = ("dpp", "dpp-nostats", "hook")
+# fact tables written without partitions, registered with dpp's SQL-text path all the same
+UNPARTITIONED_FACTS = ("inventory",)
 HOOK_KEY = "spark.dpp.optimizerHook"
 STATS_KEY = "spark.dpp.statsPruning.enabled"
 TABLE_KINDS = ("path", "catalog")
@@ -248,11 +250,13 @@ class Runner:
         elif kind == "path":
             if mode in DPP_MODES:
                 dpp = self.dpp_session()
-                facts = [t for t in tables if t in FACT_PARTITIONS]
+                # the facts, inventory included: unpartitioned, its joins on inv_date_sk
+                # filter its row groups (dpp.row_groups)
+                facts = [t for t in tables if t in FACT_PARTITIONS or t in UNPARTITIONED_FACTS]
                 for t in facts:
                     dpp.register_table(t, str(Path(self.data_dir) / t))
                 open_path_tables(self.spark, self.data_dir,
-                                 [t for t in tables if t not in FACT_PARTITIONS])
+                                 [t for t in tables if t not in facts])
             else:
                 open_path_tables(self.spark, self.data_dir, tables)
         else:
