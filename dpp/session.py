@@ -180,7 +180,9 @@ class DppSession:
     # ------------------------------------------------------------------ tables
     def register_table(self, name: str, path: str, *,
                        partition_types: Optional[dict[str, str]] = None) -> Table:
-        """Registers a Hive-partitioned Parquet folder under ``name``.
+        """Registers a Hive-partitioned Parquet folder under ``name`` (or a fact with no
+        partition column: its joins on data columns then filter its files and row groups,
+        :mod:`dpp.row_groups`).
 
         Nothing is listed beyond the first partition path and one footer; the Spark view of the
         same name is created only when a query needs the whole table (``spark.sql`` fallback).
@@ -250,7 +252,12 @@ class DppSession:
         if shape is None:
             return None
         if not shape.partition_columns:
-            return shape   # read by its files (_unpartitioned_shape)
+            # read by its files (_unpartitioned_shape), unless cached since: its cache is
+            # faster than any file
+            try:
+                return None if self.spark.catalog.isCached(key) else shape
+            except Exception:
+                return None
         # partitions are fetched by the loader, per query (one added since is never missed):
         # names of all, full objects only for those the domains admit
         return dataclasses.replace(shape, partition_source=MetastorePartitions(
@@ -333,15 +340,9 @@ class DppSession:
             return None
         if shape.bucketing is not None or not shape.location:
             return None
-        # a dimension Spark broadcasts is not worth a filter; a cached table is read faster
-        # from its cache than by any file
+        # a dimension Spark broadcasts is not worth a filter
         size = self._catalog_estimate(key)
         if size is None or size < _broadcast_threshold(self.spark):
-            return None
-        try:
-            if self.spark.catalog.isCached(key):
-                return None
-        except Exception:
             return None
         # a path table in all but name: the loader lists its folder, the handoff reads its
         # files with the catalog's schema, sized by the catalog's estimate

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import make_partitioned_table, write_parquet
@@ -228,6 +229,33 @@ def test_dpp_session_register_table_sql_collect_explain_join(connect_server, dat
                                       "JOIN days ON day = d_day WHERE d_week = 1"))
     finally:
         spark.stop()
+
+
+def test_fact_without_partitions_filters_its_row_groups_on_connect(connect_server, data,
+                                                                     plain, tmp_path):
+    """A registered table with no partition column, one file sorted by day (one row group per
+    day): the join's days reach Parquet as a predicate on the handed files (dpp.row_groups)."""
+    from dpp import DppSession
+
+    days = [d for d in range(1, 31) for _ in range(20)]
+    pq.write_table(pa.table({"day": pa.array(days, pa.int32()),
+                             "qty": pa.array(range(len(days)), pa.int64())}),
+                   tmp_path / "stock.parquet", row_group_size=20)
+    plain.read.parquet(str(tmp_path)).createOrReplaceTempView("stock")
+    query = ("SELECT d_week, count(*) AS n, sum(qty) AS q FROM stock JOIN days ON day = d_day "
+             "WHERE d_week = 2 GROUP BY d_week")
+    spark = _client(connect_server.url)
+    try:
+        _dims(spark, data)
+        session = DppSession(spark)
+        session.register_table("stock", str(tmp_path))
+        expected = _rows(plain.sql(query))
+        assert expected and _rows(session.sql(query)) == expected
+        (entry,) = [t for t in session.last_report.to_dict()["tables"] if t["table"] == "stock"]
+        assert entry["row_group_filter"] == "`day` IN (15, 16, 17, 18, 19, 20, 21)", entry
+    finally:
+        spark.stop()
+        plain.catalog.dropTempView("stock")
 
 
 def _relation_sizes(explained: str) -> list[int]:
