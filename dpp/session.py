@@ -749,15 +749,20 @@ class DppSession:
             return df
         F = functions_for(self.spark)
         texts = []
+        out = df
         for column, domain in sorted(result.data_domains.items()):
             made = domain_predicate(F, column, domain)
             if made is None:
                 continue
-            df = df.where(made[0])
+            out = out.where(made[0])
             texts.append(made[1])
         if texts:
             result.row_group_filter = " AND ".join(texts)
-        return df
+            with self._lock:   # the global view behind df (Connect) is now out's to release
+                held = self._globals.pop(id(df), None)
+                if held is not None:
+                    self._globals[id(out)] = held
+        return out
 
     def _connect_catalog_load(self, table: Table, static: TupleDomain,
                               dyn: Sequence[DynamicFilter], cfg: DppConfig, rules: SparkRules,

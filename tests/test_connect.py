@@ -253,6 +253,10 @@ def test_fact_without_partitions_filters_its_row_groups_on_connect(connect_serve
         assert expected and _rows(session.sql(query)) == expected
         (entry,) = [t for t in session.last_report.to_dict()["tables"] if t["table"] == "stock"]
         assert entry["row_group_filter"] == "`day` IN (15, 16, 17, 18, 19, 20, 21)", entry
+        # the sized relation's global view is dropped once the query holds the filtered one
+        gdb = spark.conf.get("spark.sql.globalTempDatabase", "global_temp")
+        assert not [r for r in spark.sql(f"SHOW VIEWS IN {gdb}").collect()
+                    if r.namespace == gdb and r.viewName.startswith("__dpp_")]
     finally:
         spark.stop()
         plain.catalog.dropTempView("stock")
