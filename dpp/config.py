@@ -130,6 +130,10 @@ def _parse_size(key: str, raw: str) -> int:
     return v
 
 
+# sizes in Spark's own settings are read with the same rule (dpp.session: the broadcast threshold)
+parse_size = _parse_size
+
+
 def _parse_coordinator(key: str, raw: str) -> str:
     v = raw.strip()
     if v.lower() == "embedded":

@@ -26,7 +26,7 @@ from pyspark.sql.types import DataType as SparkDataType
 from pyspark.sql.types import StructType
 
 from coordinator import FilterService, make_service
-from dpp.config import DppConfig, redact_url
+from dpp.config import DppConfig, parse_size, redact_url
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import ConfigError, DppError, LayoutError
 from dpp.core.remote import JVM_NOTE_PREFIX, functions_for, is_remote
@@ -1307,19 +1307,13 @@ def _safe(name: str) -> str:
 
 def _broadcast_threshold(spark: SparkSession) -> int:
     """Spark's ``autoBroadcastJoinThreshold`` in bytes (10 MB when unset or disabled)."""
+    raw = (spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760") or "").strip()
     try:
-        raw = spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760") or ""
-        value = int(float(raw)) if raw.strip().lstrip("-").isdigit() else _size_bytes(raw)
-    except Exception:
+        value = int(raw) if raw.lstrip("-").isdigit() else parse_size(
+            "spark.sql.autoBroadcastJoinThreshold", raw)
+    except (ConfigError, ValueError):
         value = -1
     return value if value > 0 else 10 * 1024 * 1024
-
-
-def _size_bytes(raw: str) -> int:
-    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", raw.lower())
-    if not m:
-        return -1
-    return int(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " ")
 
 
 def _temp_view(df: DataFrame, table: str, temp_views: list[str],
