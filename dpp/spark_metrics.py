@@ -16,6 +16,7 @@ off, Spark's DPP, this runtime handing Spark a list of kept files):
 """
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Optional
@@ -23,6 +24,7 @@ from typing import Any, Iterable, Optional
 log = logging.getLogger(__name__)
 
 SCAN_CLASSES = ("FileSourceScanExec",)
+_WALKERS: dict[int, Any] = {}   # id(driver JVM view) -> dpp.spark.PlanScans, or None
 
 
 # ------------------------------------------------------------------------- plan walking
@@ -144,9 +146,37 @@ class ScanInfo:
         return d
 
 
+def _jvm_walker(spark: Any) -> Any:
+    """``dpp.spark.PlanScans`` in the driver JVM (the hook's jar, loaded once), or None where
+    it cannot be loaded (no JDK): the plan is then walked through py4j, node by node."""
+    from dpp.jvm_build import load_into
+
+    jvm = spark.sparkContext._jvm
+    key = id(jvm)
+    if key not in _WALKERS:
+        try:
+            load_into(spark)
+            _WALKERS[key] = jvm.dpp.spark.PlanScans
+        except Exception:   # HookUnavailable, or a JVM that refuses the jar
+            log.debug("PlanScans unavailable, walking the plan through py4j", exc_info=True)
+            _WALKERS[key] = None
+    return _WALKERS[key]
+
+
 def file_scans(df: Any) -> list[ScanInfo]:
-    """The file scans of an executed DataFrame's plan (call after an action ran)."""
+    """The file scans of an executed DataFrame's plan (call after an action ran): one call
+    into the JVM (:func:`_jvm_walker`), else the same walk through py4j."""
     plan = df._jdf.queryExecution().executedPlan()
+    walker = _jvm_walker(df.sparkSession)
+    if walker is not None:
+        try:
+            return [ScanInfo(**s) for s in json.loads(walker.describe(plan))]
+        except Exception:
+            log.debug("PlanScans failed, walking the plan through py4j", exc_info=True)
+    return _file_scans_py4j(df, plan)
+
+
+def _file_scans_py4j(df: Any, plan: Any) -> list[ScanInfo]:
     scans = []
     for node in iter_plan(plan, df.sparkSession.sparkContext._jvm):
         if _simple_name(node) not in SCAN_CLASSES:

@@ -193,3 +193,30 @@ def test_one_log_line_per_query(env, caplog):
     lines = [r.getMessage() for r in caplog.records if r.name == "dpp.session"
              and r.getMessage().startswith("dpp:")]
     assert lines == [env.last_report.summary_line()]
+
+
+@pytest.mark.parametrize("spark_dpp", ["true", "false"])
+def test_the_jvm_plan_walk_reads_what_the_py4j_walk_reads(spark, layout, spark_dpp) -> None:
+    """``file_scans`` reads the executed plan in one JVM call (``dpp.spark.PlanScans``); the
+    node-by-node py4j walk it replaced stays as the fallback, and both give the same scans, in
+    the same order, on a plan with AQE stages, a reused exchange, a scalar subquery and (with
+    Spark's DPP on) a pruning subquery."""
+    from dpp import spark_metrics as M
+    from tests.conftest import spark_conf
+
+    spark.read.parquet(str(layout["fact"])).createOrReplaceTempView("cnt_walk_fact")
+    spark.read.parquet(str(layout["dim"])).createOrReplaceTempView("cnt_walk_dim")
+    with spark_conf(spark, {"spark.sql.optimizer.dynamicPartitionPruning.enabled": spark_dpp,
+                            "spark.sql.adaptive.enabled": "true"}):
+        df = spark.sql(
+            "SELECT a.k, count(*) AS n FROM cnt_walk_fact a JOIN cnt_walk_dim d ON a.k = d.dk "
+            "WHERE d.flag AND a.v > (SELECT min(v) FROM cnt_walk_fact) GROUP BY a.k "
+            "UNION ALL SELECT b.k, count(*) FROM cnt_walk_fact b JOIN cnt_walk_dim d2 "
+            "ON b.k = d2.dk WHERE d2.flag GROUP BY b.k")
+        df.collect()
+        assert M._jvm_walker(spark) is not None, "the hook's jar should load in the test JVM"
+        fast = M.file_scans(df)
+        slow = M._file_scans_py4j(df, df._jdf.queryExecution().executedPlan())
+    assert fast == slow
+    assert len(fast) >= 3 and {s.table for s in fast} >= {str(layout["dim"])}
+    assert sum(s.files_read for s in fast) > 0 and all(s.root_paths for s in fast)
