@@ -310,14 +310,17 @@ def _copy_bucketed(con: Any, table: str, dest: Path, layout: Layout) -> None:
     part, key = FACT_PARTITIONS[table], CLUSTER_KEYS[table]
     src = dest.parent / f".{table}.src"
     shutil.rmtree(src, ignore_errors=True)
-    con.execute(f"COPY {table} TO '{_sql_str(str(src))}' (FORMAT parquet, "
-                f"PARTITION_BY ({part}), COMPRESSION snappy)")
+    src.mkdir(parents=True)
+    # one file, the date key a column in it: Spark reads it without listing ~1,800 folders
+    # (a partitioned source cost a fifth more here); the file name itself is not hidden
+    con.execute(f"COPY {table} TO '{_sql_str(str(src / 'rows.parquet'))}' (FORMAT parquet, "
+                f"COMPRESSION snappy)")
     spark = SparkSession.getActiveSession() or (
         SparkSession.builder.master("local[2]").appName("tpcds-generate")
         .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     name = f"tpcds_generate_{table}_{os.getpid()}"
     try:
-        df = spark.read.option("basePath", str(src)).parquet(str(src))
+        df = spark.read.parquet(str(src / "rows.parquet"))
         # one task per date partition: each partition gets at most `buckets` files
         (df.repartition(part).write.format("parquet").partitionBy(part)
          .bucketBy(layout.buckets, key).sortBy(key).option("path", str(dest))
