@@ -123,7 +123,18 @@ def dpp_env(request, spark, star):
     return dpp
 
 
+_REFERENCE_ROWS: dict[str, list[tuple]] = {}
+
+
 def _reference(spark, query: str) -> list[tuple]:
+    """Spark's rows for the query, pruning off; once per query (each lister compares against
+    the same reference: the views are the same folders every time)."""
+    if query not in _REFERENCE_ROWS:
+        _REFERENCE_ROWS[query] = _reference_rows(spark, query)
+    return _REFERENCE_ROWS[query]
+
+
+def _reference_rows(spark, query: str) -> list[tuple]:
     import re
 
     q = query
