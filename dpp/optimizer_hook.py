@@ -41,7 +41,7 @@ from dpp.core.spark_rules import SparkRules
 from dpp.decision import is_bucket_column, real_column, table_columns
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.jvm_build import HookUnavailable, load_into
-from dpp.plan_pairs import Prune, find_prunes, relation_nodes
+from dpp.plan_pairs import Prune, find_prunes, relation_nodes, unstable_relations
 from dpp.report import JobReport
 from hive_splits import (DynamicFilter, KeyExpression, LoadResult, SplitLoader, Table,
                          table_from_path)
@@ -255,8 +255,10 @@ class OptimizerHook:
             usable.append(p)
         prunes = usable
         pruned_rels = {p.relation for p in prunes}
+        unstable = unstable_relations(msg)   # pruned by no one (find_prunes refused them)
         whole_rels = [i for i, r in rels.items()
-                      if i not in pruned_rels and self._reads_whole(r, cfg)]
+                      if i not in pruned_rels and i not in unstable
+                      and self._reads_whole(r, cfg)]
         if not prunes and not whole_rels:
             return {"wrap": {}}
         nodes = {n["id"]: n for n in msg["nodes"]}
@@ -543,7 +545,8 @@ class OptimizerHook:
             self._listed(request, token)
             return {"status": "none", "reason": str(exc)[:300]}
         t0 = time.perf_counter()
-        answer = {"status": "ok", "partitions": _encode(table, result)}
+        answer = {"status": "ok", "partitions": _encode(table, result),
+                  **_ruled_out(table, result)}
         result.handoff_seconds = time.perf_counter() - t0
         with self._lock:
             if token in self._answers:   # a copy listed it meanwhile: its answer, reported once
@@ -650,6 +653,11 @@ class OptimizerHook:
                 table = self._path_table(path)
                 if table is None:
                     return None, path, "not a Hive-partitioned Parquet folder dpp can list"
+        if len({c.lower() for c in rel.get("partitionColumns", [])}) \
+                != len(rel.get("partitionColumns", [])):
+            return None, table.name, (f"partition columns {rel.get('partitionColumns')} differ "
+                                      f"only in case (a case-sensitive session): dpp keys "
+                                      f"partitions by name case-insensitively")
         spark_parts = [c.lower() for c in rel.get("partitionColumns", [])]
         table_parts = [c.name.lower() for c in table.partition_columns]
         if spark_parts != table_parts:
@@ -797,6 +805,26 @@ def _encode(table: Table, result: LoadResult) -> list[dict[str, Any]]:
         out.append({"values": values,
                     "files": [[_uri(s.path), s.size, mtimes.get(s.path, 0)] for s in splits]})
     return out
+
+
+def _ruled_out(table: Table, result: LoadResult) -> dict[str, Any]:
+    """What the load ruled out, for an index that already holds Spark's own listing (a path
+    relation): folders relative to the table root, and per kept folder the names of files
+    skipped (statistics, buckets). Everything else Spark listed is kept, so a folder the
+    loader spells otherwise or never saw is read, never lost."""
+    kept: dict[str, set[str]] = {}
+    for s in result.splits:
+        kept.setdefault(os.path.dirname(s.path), set()).add(os.path.basename(s.path))
+    dropped: dict[str, list[str]] = {}
+    for kp in result.partitions:
+        if kp.relative is None:
+            continue
+        names = kept.get(kp.path, set())
+        gone = [os.path.basename(f.path) for f in result.listings.get(kp.path, [])
+                if os.path.basename(f.path) not in names]
+        if gone:
+            dropped[kp.relative] = gone
+    return {"prunedFolders": list(result.pruned_folders), "droppedFiles": dropped}
 
 
 def _plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:

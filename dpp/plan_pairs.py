@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-__all__ = ["Prune", "find_prunes", "relation_nodes"]
+__all__ = ["Prune", "find_prunes", "relation_nodes", "unstable_relations"]
 
 # unary operators a row filter on a column may be pushed below unchanged
 _ROW_PRESERVING = {"Filter", "Sort", "Repartition", "RepartitionByExpression",
@@ -28,6 +28,10 @@ _PRUNE_RIGHT = {"INNER", "LEFT SEMI", "LEFT OUTER"}
 # a fact-side cast Spark adds to compare with a wider dimension key: every value the wider
 # type holds that equals a fact value is that fact value, so the domain maps back exactly
 _INTEGRAL = ["tinyint", "smallint", "int", "bigint"]
+# operators that keep some rows only (a sample, a limit): they filter, but not
+# deterministically, so such a build side is refused for that (a clearer reason than "filters
+# nothing")
+_ROW_DROPPING = {"Sample", "GlobalLimit", "LocalLimit", "Tail", "Offset"}
 # leaves that hold local rows: a dimension made with createDataFrame, or cached
 _LOCAL_LEAVES = {"LocalRelation", "LogicalRDD", "InMemoryRelation", "Range"}
 
@@ -73,6 +77,53 @@ class _Plan:
     def __init__(self, desc: dict[str, Any]) -> None:
         self.nodes = {n["id"]: n for n in desc["nodes"]}
         self.outputs = {i: [c[0] for c in n["output"]] for i, n in self.nodes.items()}
+        self.parents: dict[int, list[int]] = {}
+        for i, n in self.nodes.items():
+            for c in self.below(i):
+                self.parents.setdefault(c, []).append(i)
+        self._above: dict[int, Optional[str]] = {}
+
+    def below(self, node: int) -> list[int]:
+        """A node's children and the plans of its IN-subqueries."""
+        n = self.nodes[node]
+        return list(n["children"]) + [s["query"] for s in n.get("inSubqueries", [])]
+
+    def unstable_above(self, node: int) -> Optional[str]:
+        """Why the rows coming out of the plan over ``node`` depend on which files it reads in
+        what order (a nondeterministic expression, a sample, a limit not decided by a sort, an
+        order-dependent window function above it), or None. Pruning below such an operator
+        changes its answer — fewer files are packed into other tasks, ``rand`` and
+        ``monotonically_increasing_id`` are seeded per task — so nothing below is pruned, and
+        nothing is listed in another order."""
+        if node in self._above:
+            return self._above[node]
+        self._above[node] = None   # a cycle (a node shared by two parents) ends here
+        why: Optional[str] = None
+        for parent in self.parents.get(node, []):
+            n = self.nodes[parent]
+            if n.get("nondeterministic") and not n.get("ordered"):
+                why = f"{n['op']} ({n['nondeterministic']})"
+            else:
+                why = self.unstable_above(parent)
+            if why:
+                break
+        self._above[node] = why
+        return why
+
+    def unstable_within(self, node: int, depth: int = 0) -> Optional[str]:
+        """Why a build side's keys may differ when it is run again (in a clone of the
+        session, in another layout): any nondeterministic expression, sample, limit, offset
+        or order-dependent window function in it, ordered or not (ties), or None."""
+        if depth > 200:
+            return "a plan too deep to check"
+        n = self.nodes[node]
+        if n.get("nondeterministic"):
+            return f"{n['op']} ({n['nondeterministic']})"
+        for c in self.below(node):
+            why = self.unstable_within(c, depth + 1)
+            if why:
+                return why
+        return None
 
     def trace(self, node: int, attr: int, depth: int = 0, data: bool = False
               ) -> Optional[list[tuple[int, str]]]:
@@ -134,6 +185,8 @@ class _Plan:
         if n["op"] == "Filter" and (n.get("selective") or n.get("inSubqueries")):
             return True
         if not n["children"] and n["op"] in _LOCAL_LEAVES:
+            return True
+        if n["op"] in _ROW_DROPPING:   # it filters (though the determinism rule refuses it)
             return True
         if n["op"] == "Join" and n.get("joinType") in ("INNER", "LEFT SEMI"):
             return any(self.selective(c, depth + 1) for c in n["children"])
@@ -218,10 +271,28 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
     notes: list[str] = []
     seen: set[tuple[int, str, int, int]] = set()
 
+    def unstable(rel: int, build_node: int, sql: Any) -> bool:
+        """Notes and refuses a pair whose probe or build side is not deterministic."""
+        why = plan.unstable_above(rel)
+        if why:
+            note = f"{sql}: the fact is read below {why}, whose rows depend on the files " \
+                   f"read, not pruned"
+        else:
+            why = plan.unstable_within(build_node)
+            if not why:
+                return False
+            note = f"{sql}: the build side is not deterministic ({why}): run again it may " \
+                   f"give other keys, not pruned"
+        if note not in notes:
+            notes.append(note)
+        return True
+
     def add(targets: Optional[list[tuple[int, str]]], build_node: int, build_key: dict,
             how: str) -> None:
         for rel, col in targets or []:
             if rel == build_node:
+                continue
+            if unstable(rel, build_node, build_key.get("sql", "?")):
                 continue
             k = (rel, col.lower(), build_node, build_key["expr"])
             if k in seen:
@@ -236,6 +307,8 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
                        build_node: int, build_key: dict, how: str) -> None:
         rel, pairs = target
         if rel == build_node:
+            return
+        if unstable(rel, build_node, fact.get("sql", "?")):
             return
         k = (rel, f"expr{fact['expr']}", build_node, build_key["expr"])
         if k in seen:
@@ -309,3 +382,15 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
                 if data:
                     add(data, build, sub["queryKey"], "IN subquery")
     return out, notes
+
+
+def unstable_relations(desc: dict[str, Any]) -> dict[int, str]:
+    """Relation node -> why the plan's answer depends on the order in which its files are
+    read (see ``_Plan.unstable_above``): such a relation is left to Spark entirely."""
+    plan = _Plan(desc)
+    out = {}
+    for rel in relation_nodes(desc):
+        why = plan.unstable_above(rel)
+        if why:
+            out[rel] = why
+    return out

@@ -158,6 +158,9 @@ class LoadResult:
     # kept partitions some of whose listed files were skipped: the handoff gives Spark their
     # files; every other kept folder is given whole (Spark lists it in one call)
     partial_folders: set = field(default_factory=set)
+    # folders ruled out (relative to the table root, at whichever level): what an index that
+    # already holds Spark's own listing takes away from it
+    pruned_folders: list = field(default_factory=list)
     # kept folder -> its listed files (what the handoff can give Spark without listing again)
     listings: dict = field(default_factory=dict)
     # kept folder -> Hadoop's FileStatus[] for it (Hadoop lister only): handed to Spark as is
@@ -183,7 +186,7 @@ class LoadResult:
         """Counters only (no splits), JSON-ready."""
         d = {k: v for k, v in self.__dict__.items()
              if k not in ("splits", "partitions", "partial_folders", "listings",
-                          "jvm_statuses", "data_domains")}
+                          "jvm_statuses", "data_domains", "pruned_folders")}
         d["filters"] = [f.to_dict() for f in self.filters]
         d["levels"] = [dict(lv.__dict__) for lv in self.levels]
         return d
@@ -589,6 +592,8 @@ class SplitLoader:
                 if self._count(depth, verdict):
                     kept.append((path, {**values, pc.name: value},
                                  f"{rel}/{name}" if rel else name, texts))
+                else:
+                    self._res.pruned_folders.append(f"{rel}/{name}" if rel else name)
             current = kept
             if not current:
                 break

@@ -2,8 +2,11 @@ package dpp.spark;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Function;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -25,6 +28,8 @@ import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
 import org.apache.spark.sql.catalyst.expressions.Predicate$;
 import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
+import org.apache.spark.sql.execution.datasources.InMemoryFileIndex;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Metadata;
@@ -53,6 +58,10 @@ public final class DppFileIndex implements FileIndex {
     private final Function<String, String> bridge;
     private final double timeoutSeconds;
     private volatile List<PartitionDirectory> loaded;   // every kept partition, unfiltered
+    // what the loader ruled out, for a base index that holds Spark's own listing: folders
+    // (relative paths, any level) and, per kept folder, file names skipped by statistics
+    private volatile Set<String> prunedFolders;
+    private volatile Map<String, Set<String>> droppedFiles;
     private volatile boolean fellBack;
 
     DppFileIndex(SparkSession session, FileIndex base, String token,
@@ -84,6 +93,13 @@ public final class DppFileIndex implements FileIndex {
         if (all == null) {
             return base.listFiles(partitionFilters, dataFilters);
         }
+        if (base instanceof InMemoryFileIndex) {
+            // a relation that holds Spark's own listing (spark.read.parquet, a path table):
+            // its files, order, reader options (pathGlobFilter, modifiedAfter...), snapshot,
+            // partition values and types are Spark's; dpp only takes away what it ruled out
+            return CollectionConverters.asScala(
+                subtract(base.listFiles(partitionFilters, dataFilters))).toList();
+        }
         List<PartitionDirectory> kept = prune(all, partitionFilters);
         return CollectionConverters.asScala(kept).toList();
     }
@@ -112,6 +128,20 @@ public final class DppFileIndex implements FileIndex {
                 if (!"ok".equals(a.path("status").asText())) {
                     fellBack = true;
                     return null;
+                }
+                prunedFolders = new HashSet<>();
+                for (JsonNode f : a.path("prunedFolders")) {
+                    prunedFolders.add(f.asText());
+                }
+                droppedFiles = new HashMap<>();
+                Iterator<Map.Entry<String, JsonNode>> it = a.path("droppedFiles").fields();
+                while (it.hasNext()) {
+                    Map.Entry<String, JsonNode> e = it.next();
+                    Set<String> names = new HashSet<>();
+                    for (JsonNode f : e.getValue()) {
+                        names.add(f.asText());
+                    }
+                    droppedFiles.put(e.getKey(), names);
                 }
                 loaded = decode(a);
                 return loaded;
@@ -152,6 +182,77 @@ public final class DppFileIndex implements FileIndex {
             out.add(PartitionDirectory.apply(new GenericInternalRow(row), statuses));
         }
         return out;
+    }
+
+    /** Spark's own listing less what the loader ruled out. A partition is matched to the
+     * loader's verdicts by its folder path relative to the table root; one that does not
+     * match (another spelling, a folder the loader never saw) is kept: dpp may fail to skip,
+     * never skip what it did not rule out. */
+    private List<PartitionDirectory> subtract(Seq<PartitionDirectory> listed) {
+        List<Path> roots = CollectionConverters.asJava(base.rootPaths());
+        List<PartitionDirectory> out = new ArrayList<>();
+        String root = roots.size() == 1 ? trimmed(roots.get(0)) : null;
+        for (PartitionDirectory pd : CollectionConverters.asJava(listed)) {
+            List<FileStatusWithMetadata> files = CollectionConverters.asJava(pd.files());
+            String rel = root == null || files.isEmpty() ? null
+                : relative(files.get(0).getPath().getParent(), root);
+            if (rel == null) {
+                out.add(pd);
+                continue;
+            }
+            if (ruledOut(rel)) {
+                continue;
+            }
+            Set<String> dropped = droppedFiles.get(rel);
+            if (dropped == null || dropped.isEmpty()) {
+                out.add(pd);
+                continue;
+            }
+            List<FileStatusWithMetadata> kept = new ArrayList<>();
+            for (FileStatusWithMetadata f : files) {
+                if (!dropped.contains(f.getPath().getName())) {
+                    kept.add(f);
+                }
+            }
+            if (!kept.isEmpty()) {
+                out.add(pd.copy(pd.values(), CollectionConverters.asScala(kept).toList()));
+            }
+        }
+        return out;
+    }
+
+    private boolean ruledOut(String rel) {
+        int at = rel.indexOf('/');
+        while (true) {
+            String prefix = at < 0 ? rel : rel.substring(0, at);
+            if (prunedFolders.contains(prefix)) {
+                return true;
+            }
+            if (at < 0) {
+                return false;
+            }
+            at = rel.indexOf('/', at + 1);
+        }
+    }
+
+    private static String trimmed(Path p) {
+        String s = p.toUri().getPath();
+        while (s.length() > 1 && s.endsWith("/")) {
+            s = s.substring(0, s.length() - 1);
+        }
+        return s;
+    }
+
+    /** {@code dir} relative to {@code root} as folder names joined by '/', or null when it
+     * is not below it. */
+    private static String relative(Path dir, String root) {
+        List<String> names = new ArrayList<>();
+        Path cur = dir;
+        while (cur != null && !trimmed(cur).equals(root)) {
+            names.add(0, cur.getName());
+            cur = cur.getParent();
+        }
+        return cur == null || names.isEmpty() ? null : String.join("/", names);
     }
 
     /** A partition's folder text as a value of its column's type, cast as Spark casts a
@@ -208,6 +309,11 @@ public final class DppFileIndex implements FileIndex {
         List<PartitionDirectory> all = loaded;
         if (all == null) {
             return base.inputFiles();
+        }
+        if (base instanceof InMemoryFileIndex) {
+            scala.collection.immutable.Seq<Expression> none =
+                CollectionConverters.asScala(new ArrayList<Expression>()).toList();
+            all = subtract(base.listFiles(none, none));
         }
         List<String> names = new ArrayList<>();
         for (PartitionDirectory p : all) {

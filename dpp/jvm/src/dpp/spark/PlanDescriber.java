@@ -182,6 +182,13 @@ final class PlanDescriber {
         out.add(n);  // placeholder filled below (children first need ids)
         n.put("id", id);
         n.put("op", p.getClass().getSimpleName());
+        String nondeterministic = nondeterminism(p);
+        if (nondeterministic != null) {
+            n.put("nondeterministic", nondeterministic);
+            if (overSort(p)) {
+                n.put("ordered", true);
+            }
+        }
         ArrayNode children = n.putArray("children");
         for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
             children.add(visit(c, null));
@@ -266,6 +273,92 @@ final class PlanDescriber {
             n.put("selective", selective);
         }
         return id;
+    }
+
+    /** Operators whose rows depend on which rows arrive where and in what order: run again in
+     * another layout (a clone of the session, fewer files after pruning) they keep other rows. */
+    private static final java.util.Set<String> ORDER_DEPENDENT = new java.util.HashSet<>(
+        java.util.Arrays.asList("Sample", "GlobalLimit", "LocalLimit", "Limit", "Tail", "Offset",
+            "LimitAndOffset", "OffsetAndLimit", "GlobalLimitAndOffset"));
+    /** Window functions whose value for a row depends on the order of rows that tie. */
+    private static final java.util.Set<String> ORDER_DEPENDENT_WINDOW = new java.util.HashSet<>(
+        java.util.Arrays.asList("RowNumber", "NTile", "Lag", "Lead", "NthValue"));
+
+    /** Why the rows of {@code p} itself (not its children) may differ between two runs over
+     * the same input — a nondeterministic expression (Spark's own flag: rand, nondeterministic
+     * UDFs, first/last, monotonically_increasing_id...), a sample, a limit or offset, an
+     * order-dependent window function — or null when they cannot. */
+    static String nondeterminism(LogicalPlan p) {
+        String op = p.getClass().getSimpleName();
+        if (ORDER_DEPENDENT.contains(op)) {
+            return op;
+        }
+        for (Expression e : CollectionConverters.asJava(p.expressions())) {
+            if (!e.deterministic()) {
+                String sql = e.sql();
+                return sql.length() > 120 ? sql.substring(0, 120) + "..." : sql;
+            }
+            if (op.equals("Window") || op.equals("WindowGroupLimit")) {
+                final String[] found = new String[1];
+                e.exists(new scala.runtime.AbstractFunction1<Expression, Object>() {
+                    @Override
+                    public Object apply(Expression x) {
+                        String name = x.getClass().getSimpleName();
+                        if (ORDER_DEPENDENT_WINDOW.contains(name)) {
+                            found[0] = name;
+                            return true;
+                        }
+                        if (x instanceof org.apache.spark.sql.catalyst.expressions.WindowExpression) {
+                            org.apache.spark.sql.catalyst.expressions.WindowExpression w =
+                                (org.apache.spark.sql.catalyst.expressions.WindowExpression) x;
+                            if (ORDER_DEPENDENT_WINDOW.contains(
+                                    w.windowFunction().getClass().getSimpleName())) {
+                                found[0] = w.windowFunction().getClass().getSimpleName();
+                                return true;
+                            }
+                            Object frame = w.windowSpec().frameSpecification();
+                            if (frame instanceof org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame
+                                    && !w.windowSpec().orderSpec().isEmpty()) {
+                                org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame f =
+                                    (org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame) frame;
+                                boolean rows = f.frameType().getClass().getSimpleName()
+                                    .startsWith("RowFrame");
+                                boolean whole = f.lower().getClass().getSimpleName()
+                                    .startsWith("UnboundedPreceding")
+                                    && f.upper().getClass().getSimpleName()
+                                    .startsWith("UnboundedFollowing");
+                                if (rows && !whole) {
+                                    found[0] = "a ROWS frame over ordered rows";
+                                    return true;
+                                }
+                            }
+                        }
+                        return false;
+                    }
+                });
+                if (found[0] != null) {
+                    return found[0];
+                }
+            }
+        }
+        return null;
+    }
+
+    /** A limit, offset or tail right above a sort (through projections and other limits):
+     * which rows it keeps is the sort's choice, not the scan's file order (ties aside). */
+    static boolean overSort(LogicalPlan p) {
+        LogicalPlan c = p;
+        for (int i = 0; i < 8 && c.children().size() == 1; i++) {
+            c = c.children().head();
+            String op = c.getClass().getSimpleName();
+            if (op.equals("Sort")) {
+                return true;
+            }
+            if (!op.equals("Project") && !ORDER_DEPENDENT.contains(op) || op.equals("Sample")) {
+                return false;
+            }
+        }
+        return false;
     }
 
     private void describeRelation(LogicalRelation lr, ObjectNode n) {
