@@ -53,6 +53,14 @@ Defaults, and why:
   alone by the hook). Read per call. A session without the hook (``optimizerHook=false``, no
   JDK to compile it, another Spark build) takes ``text``, and so does every Spark Connect
   session (there is no JVM in the client to hook).
+- ``connect.dataFrames=false`` (an addition): on a Spark Connect client, whether DataFrame
+  star joins are pruned by rewriting the protobuf plan the client sends
+  (``dpp.connect_frames``). Off by default: the rewrite replaces a fact read by a view
+  over kept folders on the client, where Spark's own analysis cannot see what it stands
+  for, so it is kept to shapes proven against the server's resolved schemas and refuses
+  the rest (a fact read used twice, writes to tables, cached plans, nondeterministic build
+  sides); correctness beats pruning. ``spark.sql`` queries take the SQL-text path either
+  way. Read per action.
 """
 from __future__ import annotations
 
@@ -197,6 +205,7 @@ class DppConfig:
 
     @classmethod
     def from_mapping(cls, conf: Mapping[str, str]) -> "DppConfig":
+    connect_dataframes: bool = False     # Spark Connect: the DataFrame plan rewrite
         """Reads the ``spark.dpp.*`` entries of ``conf``; warns about unknown ones."""
         values: dict[str, Any] = {}
         for key, raw in conf.items():
@@ -364,3 +373,4 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
 }
 
 KNOWN_KEYS = tuple(_KEYS)
+    "spark.dpp.connect.dataFrames": ("connect_dataframes", _parse_bool),

@@ -189,8 +189,9 @@ def _install_hook(session: "DppSession") -> None:
             from dpp.connect_frames import ConnectFrames
 
             session.connect_frames = ConnectFrames(session)
-            note += (", DataFrame star joins over catalog tables and declared folders by "
-                     "rewriting the plan the client sends")
+            note += ("; DataFrame star joins over catalog tables and declared folders only "
+                     "with spark.dpp.connect.dataFrames=true (off by default: the client-side "
+                     "plan rewrite keeps only shapes it can prove and sends the rest as built)")
         except Exception as exc:   # another client build: SQL only
             note += f"; DataFrame plans are not ({type(exc).__name__}: {exc})"
             log.warning("dpp: %s", note)

@@ -173,6 +173,13 @@ class DppSession:
         if frames is not None:
             frames.uninstall()
         with self._lock:
+        if self._remote:   # this session's clones end with it (bounded: the server may be gone)
+            from dpp.connect_frames import lifecycle_of
+
+            with _SIBLING_LOCK:
+                clones, self._siblings = list(self._siblings.values()), {}
+            if clones:
+                lifecycle_of(self.spark).end_clones(clones)
             if self._service is not None:
                 self._service.close()
                 self._service = None
@@ -472,7 +479,11 @@ class DppSession:
                     df = self._plan_and_rewrite(query, cfg, report, temp_views)
                 out = self._finish(df, report, cfg, t0, execute)
                 if self._remote and not execute and temp_views:
-                    _drop_views_with(df, self.spark, temp_views)
+        if self._remote:   # views whose DataFrames are garbage, queued by their finalizers
+            from dpp.connect_frames import lifecycle_of
+
+            lifecycle_of(self.spark).drain()
+                    _drop_views_with(df, self.spark, temp_views, query)
                     temp_views = []
                 return out
             finally:
@@ -527,7 +538,10 @@ class DppSession:
         with FilterRuns(self.spark, self._filter_service(cfg), cfg, rules, workers,
                         self._env_notes, self._filter_memory) as runs:
             for spec in decision.filters:  # every build side at once, each in its thread
-                runs.start(spec, lambda q=spec.build_query: self._spark_sql(q))
+                build = spec.build_query
+                if self._remote:
+                    spec = self._connect_cache_key(spec, cfg)
+                runs.start(spec, lambda q=build: self._spark_sql(q))
             # tables read whole are listed while the build sides run
             whole_views = (runs.submit(self._read_whole, whole, cfg, rules, report, temp_views)
                            if whole else None)
@@ -991,7 +1005,11 @@ class DppSession:
                     pass
             for k, v in mine.items():
                 if theirs.get(k) != v:
+            from dpp.connect_frames import lifecycle_of
+
                     try:
+            # ended with the user's session and at exit, never left to hold the process
+            lifecycle_of(self.spark).add_clone(sib)
                         sib.conf.set(k, v)
                     except Exception:
                         pass
@@ -1021,6 +1039,23 @@ class DppSession:
         it admits: the listed bytes scaled to those partitions (undoing only the dynamic
         pruning, which Spark's own DPP does at run time). Sizing it by the catalog's figure
         instead (``defaultSizeInBytes`` for a table without statistics) made Spark inject
+    def _connect_cache_key(self, spec: FilterSpec, cfg: DppConfig) -> FilterSpec:
+        """Spark Connect: the build side's filter-cache key made of what it computes, not
+        its text. A build query names views and tables, and a temporary view redefined with
+        another filter keeps its name (and its files): keyed by text, the old filter's keys
+        would come back. The key is the server's semantic hash of the resolved build plan
+        (``DataFrame.semanticHash()``: the analyzed plan, views expanded, made canonical);
+        where it cannot be had, the build side is not cached (no text to key it by)."""
+        if not cfg.filter_cache or spec.build_query is None:
+            return spec
+        query = spec.build_query
+        try:
+            resolved = self._spark_sql(query).semanticHash()
+        except Exception as exc:
+            log.debug("no semantic hash for %s: %s", spec.build_label, exc)
+            return dataclasses.replace(spec, build_query=None)
+        return dataclasses.replace(spec, build_query=f"{query}\n-- resolved plan {resolved}")
+
         runtime bloom filters it does not inject over the original (q72: 20 of them, 18-21 s
         against 16-18 s). A catalog table filtered on data columns only keeps the catalog's
         figure. A path table (pruned by Spark only at run time): the listed partitions'
@@ -1333,21 +1368,38 @@ def _temp_view(df: DataFrame, table: str, temp_views: list[str],
     return view
 
 
-def _drop_views_with(df: DataFrame, spark: SparkSession, views: list[str]) -> None:
+def _drop_views_with(df: DataFrame, spark: SparkSession, views: list[str],
+                     query: Optional[str] = None) -> None:
     """Drops ``views`` once nothing refers to ``df``'s plan any more (Spark Connect).
 
     A Connect DataFrame is a plan the server resolves at every execution, so the views a
     rewritten query reads must live as long as the DataFrame — and as every DataFrame made
     from it (``df.groupBy(...)``), which hold its plan node, not ``df``: the views go when that
-    node is garbage. (A classic DataFrame holds its resolved plan; its views go at once.)"""
+    node is garbage. (A classic DataFrame holds its resolved plan; its views go at once.)
+
+    The finalizer makes no remote call: garbage collection can run it inside the client's
+    own calls (``ThreadPoolExecutor.submit`` holding its lock), where a ``dropTempView``
+    would wait on that lock forever. It only queues the names; they are dropped at the next
+    action or dpp call on the session, and go with it at ``spark.stop()``
+    (:class:`dpp.connect_frames.ConnectLifecycle`). ``query``: the user's SQL, which commands
+    (writes, views) send instead of the rewritten text while ``df`` lives."""
     import weakref
 
-    def drop(names: tuple[str, ...] = tuple(views)) -> None:
-        for v in names:
-            try:
-                spark.catalog.dropTempView(v)
-            except Exception:  # the session may be closed by now
-                log.debug("dropping %s failed", v, exc_info=True)
+    from dpp.connect_frames import lifecycle_of
+
+    life = lifecycle_of(spark)
+    names = tuple(views)
+    text = _sql_text(df)
+    if query is not None and isinstance(text, str) and text != query:
+        life.rewritten[text] = query
+    else:
+        text = None
+
+    def drop(life: Any = life, names: tuple[str, ...] = names, text: Optional[str] = text
+             ) -> None:
+        if text is not None:
+            life.rewritten.pop(text, None)
+        life.queue_views(names)
 
     weakref.finalize(getattr(df, "_plan", df), drop)
 
@@ -1363,6 +1415,22 @@ def full_dataframe(spark: SparkSession, table: Table) -> DataFrame:
         return root_dataframe(spark, table)
     return to_dataframe(spark, table,
                         SplitLoader(table, rules=SparkRules.from_spark(spark)).load())
+def _sql_text(df: DataFrame) -> Optional[str]:
+    """The SQL text a Connect ``spark.sql`` DataFrame's plan sends (the server answers a
+    query with a ``SQL`` relation holding it), or None."""
+    plan = getattr(df, "_plan", None)
+    text = getattr(plan, "_query", None)
+    if isinstance(text, str):
+        return text
+    rel = getattr(plan, "_plan", None)   # CachedRelation: the server's relation
+    try:
+        if rel is not None and rel.WhichOneof("rel_type") == "sql":
+            return str(rel.sql.query)
+    except Exception:
+        return None
+    return None
+
+
 
 
 def _spark_type_to_domain(dt: SparkDataType) -> Optional[DataType]:
