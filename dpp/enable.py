@@ -9,7 +9,15 @@ returned is a plain PySpark DataFrame. ``dpp.disable(spark)`` puts the session's
 
 Path tables are declared by configuration, ``spark.dpp.tables.<name>=<path>`` (what
 ``DppSession.register_table`` does), read when enabling and again on every call, so a job
-needs no other code change.
+needs no other code change. A name the job's session already holds (its own temporary view, or
+a table of the current database) stays the job's: dpp makes no view over it and says so once
+(a warning, and a note in the next report), see :mod:`dpp.views`.
+
+While ``spark.dpp.enabled`` is false dpp touches nothing: declared tables are not read or
+registered, no view is made, and ``spark.sql`` is the function ``enable`` replaced, called as
+it is — so a bad ``spark.dpp.tables.*`` entry cannot break a job that has dpp switched off.
+Views dpp made while it was on are left as they are (removing them would be a change too);
+they go with ``dpp.disable`` or when the declaration is removed while dpp is on.
 
 How the wrapper is installed
 ----------------------------
@@ -47,6 +55,13 @@ wrapper logs it and runs the query with Spark's own ``sql``, so the rows are tho
 Spark's own errors (the query's: a missing table, a syntax error) and the errors a user must
 fix (``ConfigError`` for a bad ``spark.dpp.*`` value or table path, ``LayoutError`` for a
 folder that is not a readable Hive-partitioned table) are raised as they are.
+
+Every ``spark.dpp.*`` value is checked by ``enable`` and again, while dpp is on, before each
+query (``SELECT``/``WITH``/``FROM``, ``EXPLAIN``), whichever path then prunes it: the optimizer
+hook cannot fail a plan (a bad value there only means Spark's own plan, with a warning), so a
+value set later with ``spark.conf.set`` is a ``ConfigError`` naming the key and the value at
+the next ``spark.sql`` query, not a silently unpruned run. ``SET`` and ``RESET`` statements go
+to Spark untouched, so a bad value can be fixed with SQL too.
 """
 from __future__ import annotations
 
@@ -56,7 +71,8 @@ import re
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from dpp.config import enabled_setting, spark_settings, sql_path_setting, table_settings
+from dpp.config import (DppConfig, enabled_setting, spark_settings, sql_path_setting,
+                        table_settings)
 from dpp.core.errors import ConfigError, LayoutError
 
 if TYPE_CHECKING:  # the session (and Spark) load on the first enable(), not on import
@@ -72,6 +88,7 @@ _MISSING = object()
 # leading blanks, comments and parentheses, then the statement's first word
 _LEAD = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.S)
 _QUERY_WORDS = ("select", "with", "from")
+_CONF_WORDS = ("set", "reset")
 
 
 def is_query(text: object) -> bool:
@@ -81,6 +98,14 @@ def is_query(text: object) -> bool:
     rest = text[_LEAD.match(text).end():]  # type: ignore[union-attr]  (always matches)
     word = re.match(r"[A-Za-z]+", rest)
     return bool(word) and word.group(0).lower() in _QUERY_WORDS
+
+
+def _first_word(text: object) -> str:
+    if not isinstance(text, str):
+        return ""
+    rest = text[_LEAD.match(text).end():]  # type: ignore[union-attr]  (always matches)
+    word = re.match(r"[A-Za-z]+", rest)
+    return word.group(0).lower() if word else ""
 
 
 def is_explain(text: object) -> bool:
@@ -106,7 +131,10 @@ class _Enabled:
 
     def sync_tables(self, conf: dict[str, str]) -> None:
         """Registers declared tables that are new or moved, forgets ones no longer declared.
-        A path that cannot be registered is a ConfigError naming the key and the path."""
+        A path that cannot be registered is a ConfigError naming the key and the path. While
+        ``spark.dpp.enabled`` is false nothing is read, registered or made (module docstring)."""
+        if not enabled_setting(conf):
+            return
         wanted = table_settings(conf)
         with self.lock:
             if {n: s.path for n, s in wanted.items()} == self.tables:
@@ -154,7 +182,9 @@ def enable(spark: Any) -> "DppSession":
     with _LOCK:
         state = _state(spark)
         if state is not None:
-            state.sync_tables(spark_settings(spark))
+            conf = spark_settings(spark)
+            DppConfig.from_mapping(conf)   # every value, even while dpp is switched off
+            state.sync_tables(conf)
             return state.session
         from dpp.session import DppSession
 
@@ -230,14 +260,21 @@ def _wrapper(state: _Enabled, original: Callable[..., Any]) -> Callable[..., Any
 
     @functools.wraps(original)
     def sql(sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
+        if _first_word(sqlQuery) in _CONF_WORDS:
+            return original(sqlQuery, args, **kwargs)   # SET/RESET: how a bad value is fixed
         conf = spark_settings(state.spark)
+        if not enabled_setting(conf):
+            return original(sqlQuery, args, **kwargs)   # dpp off: Spark's own, untouched
+        if is_query(sqlQuery) or is_explain(sqlQuery):
+            # the hook cannot fail a plan: a bad value is said here, not run unpruned silently
+            DppConfig.from_mapping(conf)
         state.sync_tables(conf)
         if session.optimizer_hook is not None and is_explain(sqlQuery):
             from dpp.optimizer_hook import explaining
 
             with explaining(state.spark):   # planned, never run: no build side starts
                 return session.plain_sql(sqlQuery, args, **kwargs)
-        if args is not None or kwargs or not enabled_setting(conf) or not is_query(sqlQuery):
+        if args is not None or kwargs or not is_query(sqlQuery):
             return session.plain_sql(sqlQuery, args, **kwargs)
         if session.optimizer_hook is not None and sql_path_setting(conf) == "hook":
             return session.plain_sql(sqlQuery)   # the optimizer hook prunes it

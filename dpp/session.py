@@ -91,7 +91,8 @@ class DppSession:
         self._lock = threading.RLock()
         self._service: Optional[FilterService] = None
         self._service_spec: Optional[tuple] = None
-        self._views = PlainViews(spark, self._registered, self._whole_table)
+        self._views = PlainViews(spark, self._registered_any, self._whole_table,
+                                 remote=is_remote(spark))
         # the optimizer hook (dpp.enable on a classic session): declared tables become lazy
         # relations it prunes, listed by Spark only when read whole
         self.optimizer_hook: Optional[Any] = None
@@ -172,7 +173,6 @@ class DppSession:
         frames, self.connect_frames = self.connect_frames, None
         if frames is not None:
             frames.uninstall()
-        with self._lock:
         if self._remote:   # this session's clones end with it (bounded: the server may be gone)
             from dpp.connect_frames import lifecycle_of
 
@@ -180,6 +180,7 @@ class DppSession:
                 clones, self._siblings = list(self._siblings.values()), {}
             if clones:
                 lifecycle_of(self.spark).end_clones(clones)
+        with self._lock:
             if self._service is not None:
                 self._service.close()
                 self._service = None
@@ -202,6 +203,7 @@ class DppSession:
             self._tables[key] = table
         self._views.forget(key)  # a view over the previous registration must not outlive it
         self._schemas.forget(key)
+        self._views.usable(key)  # a user's object of that name wins: said now, once
         return table
 
     def _lister(self, location: str, cfg: DppConfig) -> Any:
@@ -222,6 +224,14 @@ class DppSession:
             self._note_once(report, "collector")
 
     def _registered(self, key: str) -> Optional[Table]:
+        """The registered table of that name, unless a view or table of the user's session
+        holds the name (the user's object wins; :mod:`dpp.views`)."""
+        t = self._registered_any(key)
+        if t is None or not self._views.usable(key):
+            return None
+        return t
+
+    def _registered_any(self, key: str) -> Optional[Table]:
         with self._lock:
             return self._tables.get(key)
 
@@ -449,7 +459,7 @@ class DppSession:
         if not cfg.enabled:
             head.append("spark.dpp.enabled=false: the query runs as spark.sql(query), unpruned")
         plan = planner.analyze(query, self._resolver({}), rules=SparkRules.from_spark(self.spark))
-        return "\n".join(head + [plan.explain()])
+        return "\n".join(head + self._views.declined() + [plan.explain()])
 
     def join(self, fact: str, dim_df: DataFrame, on: Sequence[tuple[str, str]],
              how: str = "inner") -> DataFrame:
@@ -469,6 +479,10 @@ class DppSession:
         self._remote_notes(cfg, report)
         t0 = time.perf_counter()
         temp_views: list[str] = []
+        if self._remote:   # views whose DataFrames are garbage, queued by their finalizers
+            from dpp.connect_frames import lifecycle_of
+
+            lifecycle_of(self.spark).drain()
         with self._views.query():
             try:
                 if not cfg.enabled:
@@ -479,10 +493,6 @@ class DppSession:
                     df = self._plan_and_rewrite(query, cfg, report, temp_views)
                 out = self._finish(df, report, cfg, t0, execute)
                 if self._remote and not execute and temp_views:
-        if self._remote:   # views whose DataFrames are garbage, queued by their finalizers
-            from dpp.connect_frames import lifecycle_of
-
-            lifecycle_of(self.spark).drain()
                     _drop_views_with(df, self.spark, temp_views, query)
                     temp_views = []
                 return out
@@ -995,7 +1005,11 @@ class DppSession:
         sib = self._siblings.get(bucket)
         mine = {k: v for k, v in self.spark.conf.getAll.items() if k != _FACTOR_KEY}
         if sib is None:
+            from dpp.connect_frames import lifecycle_of
+
             sib = self._siblings[bucket] = self.spark.cloneSession()
+            # ended with the user's session and at exit, never left to hold the process
+            lifecycle_of(self.spark).add_clone(sib)
         else:
             theirs = sib.conf.getAll
             for k in set(theirs) - set(mine) - {_FACTOR_KEY}:
@@ -1005,11 +1019,7 @@ class DppSession:
                     pass
             for k, v in mine.items():
                 if theirs.get(k) != v:
-            from dpp.connect_frames import lifecycle_of
-
                     try:
-            # ended with the user's session and at exit, never left to hold the process
-            lifecycle_of(self.spark).add_clone(sib)
                         sib.conf.set(k, v)
                     except Exception:
                         pass
@@ -1029,16 +1039,6 @@ class DppSession:
             except Exception:
                 log.debug("dropping global view %s failed", name, exc_info=True)
 
-    def _unpruned_estimate(self, table: Table, result: LoadResult,
-                           partition_filtered: bool = False) -> Optional[int]:
-        """What Spark would estimate the table at before any runtime pruning.
-
-        A catalog table that the query filters on a partition column — statically, or by the
-        ``IS NOT NULL`` Spark infers from an equi-join on it — is pruned by Spark while
-        optimizing (``PruneFileSourcePartitions``) and sized by the files of the partitions
-        it admits: the listed bytes scaled to those partitions (undoing only the dynamic
-        pruning, which Spark's own DPP does at run time). Sizing it by the catalog's figure
-        instead (``defaultSizeInBytes`` for a table without statistics) made Spark inject
     def _connect_cache_key(self, spec: FilterSpec, cfg: DppConfig) -> FilterSpec:
         """Spark Connect: the build side's filter-cache key made of what it computes, not
         its text. A build query names views and tables, and a temporary view redefined with
@@ -1056,6 +1056,16 @@ class DppSession:
             return dataclasses.replace(spec, build_query=None)
         return dataclasses.replace(spec, build_query=f"{query}\n-- resolved plan {resolved}")
 
+    def _unpruned_estimate(self, table: Table, result: LoadResult,
+                           partition_filtered: bool = False) -> Optional[int]:
+        """What Spark would estimate the table at before any runtime pruning.
+
+        A catalog table that the query filters on a partition column — statically, or by the
+        ``IS NOT NULL`` Spark infers from an equi-join on it — is pruned by Spark while
+        optimizing (``PruneFileSourcePartitions``) and sized by the files of the partitions
+        it admits: the listed bytes scaled to those partitions (undoing only the dynamic
+        pruning, which Spark's own DPP does at run time). Sizing it by the catalog's figure
+        instead (``defaultSizeInBytes`` for a table without statistics) made Spark inject
         runtime bloom filters it does not inject over the original (q72: 20 of them, 18-21 s
         against 16-18 s). A catalog table filtered on data columns only keeps the catalog's
         figure. A path table (pruned by Spark only at run time): the listed partitions'
@@ -1265,6 +1275,7 @@ class DppSession:
         """A finished job's report: this session's ``last_report``, the log, and one line of
         ``spark.dpp.report.path`` (both paths, SQL text and the optimizer hook, end here)."""
         self.last_report = report
+        report.analysis_notes.extend(self._views.take_notes())   # names the user's objects hold
         report.log(log)
         if cfg.report_path:
             try:
@@ -1404,17 +1415,6 @@ def _drop_views_with(df: DataFrame, spark: SparkSession, views: list[str],
     weakref.finalize(getattr(df, "_plan", df), drop)
 
 
-def full_dataframe(spark: SparkSession, table: Table) -> DataFrame:
-    """The whole table through the split loader (no domains): Spark's reader, all files.
-    On Spark Connect the server lists the paths again when the view is made, so listing
-    them here first only adds a listing and hands it one path per folder: the table's root
-    goes to Spark's reader instead (its own discovery, as a job reading the folder does)."""
-    if is_connect_catalog(table):   # Spark Connect: the catalog's own relation
-        return spark.table(quote_table(table.catalog_name or table.name))
-    if is_remote(spark) and not table.is_catalog:
-        return root_dataframe(spark, table)
-    return to_dataframe(spark, table,
-                        SplitLoader(table, rules=SparkRules.from_spark(spark)).load())
 def _sql_text(df: DataFrame) -> Optional[str]:
     """The SQL text a Connect ``spark.sql`` DataFrame's plan sends (the server answers a
     query with a ``SQL`` relation holding it), or None."""
@@ -1431,6 +1431,17 @@ def _sql_text(df: DataFrame) -> Optional[str]:
     return None
 
 
+def full_dataframe(spark: SparkSession, table: Table) -> DataFrame:
+    """The whole table through the split loader (no domains): Spark's reader, all files.
+    On Spark Connect the server lists the paths again when the view is made, so listing
+    them here first only adds a listing and hands it one path per folder: the table's root
+    goes to Spark's reader instead (its own discovery, as a job reading the folder does)."""
+    if is_connect_catalog(table):   # Spark Connect: the catalog's own relation
+        return spark.table(quote_table(table.catalog_name or table.name))
+    if is_remote(spark) and not table.is_catalog:
+        return root_dataframe(spark, table)
+    return to_dataframe(spark, table,
+                        SplitLoader(table, rules=SparkRules.from_spark(spark)).load())
 
 
 def _spark_type_to_domain(dt: SparkDataType) -> Optional[DataType]:

@@ -127,9 +127,16 @@ def test_on_same_rows_as_plain_spark_and_pruning_reported(spark, data, job):
 
 
 def test_off_from_the_start_is_plain_spark_no_report(spark, data, job):
+    from pyspark.errors import AnalysisException
+
     expected = _plain_spark_rows(spark, data["fact"])
     spark.conf.set("spark.dpp.enabled", "false")
     session = dpp.enable(spark)
+    # off, dpp touches nothing: a table only declared is unknown, as to Spark alone
+    assert not spark.catalog.tableExists(FACT)
+    with pytest.raises(AnalysisException):
+        spark.sql(QUERY)
+    spark.read.parquet(str(data["fact"])).createOrReplaceTempView(FACT)   # the job's own
     df = spark.sql(QUERY)
     assert _rows(df) == expected
     # Spark reads every partition itself (its own pruning is not dpp's), and no dpp report
