@@ -90,11 +90,14 @@ def _parse_bool(key: str, raw: str) -> bool:
     raise ConfigError(f"{key}={raw!r}: expected true or false")
 
 
+_INT = re.compile(r"^\s*\+?\d+\s*$")
+
+
 def _parse_positive_int(key: str, raw: str) -> int:
-    try:
-        v = int(raw.strip())
-    except ValueError:
-        raise ConfigError(f"{key}={raw!r}: expected a positive integer") from None
+    # digits only: Python's int() also takes "1_000" and non-ASCII digits, Spark does not
+    if not _INT.match(raw) or not raw.strip().lstrip("+").isascii():
+        raise ConfigError(f"{key}={raw!r}: expected a positive integer")
+    v = int(raw.strip())
     if v < 1:
         raise ConfigError(f"{key}={raw!r}: expected a positive integer")
     return v
@@ -202,10 +205,10 @@ class DppConfig:
     list_whole_catalog_tables: bool = True
     optimizer_hook: bool = True
     sql_path: str = "hook"
+    connect_dataframes: bool = False     # Spark Connect: the DataFrame plan rewrite
 
     @classmethod
     def from_mapping(cls, conf: Mapping[str, str]) -> "DppConfig":
-    connect_dataframes: bool = False     # Spark Connect: the DataFrame plan rewrite
         """Reads the ``spark.dpp.*`` entries of ``conf``; warns about unknown ones."""
         values: dict[str, Any] = {}
         for key, raw in conf.items():
@@ -333,7 +336,7 @@ def table_settings(conf: Mapping[str, str]) -> dict[str, TableSetting]:
             continue
         name = key[len(TABLES_PREFIX):]
         if not _TABLE_NAME.match(name):
-            raise ConfigError(f"{key}: expected {TABLES_PREFIX}<name> with a table name of "
+            raise ConfigError(f"{key}={raw!r}: expected {TABLES_PREFIX}<name> with a table name of "
                               f"letters, digits and _ (not starting with a digit)")
         path = str(raw).strip()
         if not path:
@@ -370,7 +373,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.listWholeCatalogTables": ("list_whole_catalog_tables", _parse_bool),
     "spark.dpp.optimizerHook": ("optimizer_hook", _parse_bool),
     SQL_PATH_KEY: ("sql_path", _parse_choice(SQL_PATHS)),
+    "spark.dpp.connect.dataFrames": ("connect_dataframes", _parse_bool),
 }
 
 KNOWN_KEYS = tuple(_KEYS)
-    "spark.dpp.connect.dataFrames": ("connect_dataframes", _parse_bool),

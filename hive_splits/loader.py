@@ -571,13 +571,9 @@ class SplitLoader:
                         f"folders of column {pc.name!r}, expected only {pc.name}=... folders")
                 for e in dirs:
                     parsed = parse_folder_name(e.name)
-                    if parsed is None:
-                        raise LayoutError(f"table {t.name}: folder {e.path!r} is not a "
-                                          f"key=value folder; expected column {pc.name!r}")
-                    if parsed[0] != pc.name:
-                        raise LayoutError(f"table {t.name}: folder {e.path!r} is a partition "
-                                          f"of column {parsed[0]!r}, expected column "
-                                          f"{pc.name!r} at this level")
+                    if parsed is None or parsed[0] != pc.name:
+                        self._stray_folder(e.path, parsed, pc.name)
+                        continue   # empty: no files to read, as in Spark's discovery
                     children.append((e.path, values, rel, texts, e.name, parsed[1]))
             # values of this level are known; wait (bounded) for this column's filters
             test = self._tester(depth)
@@ -598,6 +594,31 @@ class SplitLoader:
             if not current:
                 break
         return [KeptPartition(p, v, r) for p, v, r, _t in current]
+
+    def _stray_folder(self, path: str, parsed: Optional[tuple[str, Optional[str]]],
+                      column: str) -> None:
+        """A folder among ``column=...`` folders that is not one of them (``aaa_tmp``, or
+        another column's). Spark's partition discovery only looks at folders holding files:
+        one with no file anywhere below contributes nothing and is passed over; one holding a
+        file makes Spark refuse the table (conflicting directory structures or partition
+        column names), so it is an error here too, naming the folder and the file."""
+        t = self.table
+        pending = [path]
+        while pending:
+            try:
+                listings = self._scan_many(pending)
+            except FileNotFoundError:
+                return   # removed meanwhile: it holds nothing now
+            pending = []
+            for dirs, files in listings:
+                if files:
+                    what = ("is not a key=value folder" if parsed is None else
+                            f"is a partition of column {parsed[0]!r}")
+                    raise LayoutError(
+                        f"table {t.name}: folder {path!r} {what}, expected column {column!r} "
+                        f"at this level, and holds data file {files[0].path!r} (Spark's "
+                        f"partition discovery rejects such a layout too)")
+                pending.extend(d.path for d in dirs)
 
     def _enumerate_catalog(self) -> list[KeptPartition]:
         t = self.table

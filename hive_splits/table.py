@@ -276,20 +276,56 @@ def spark_struct_type(table: Table) -> Any:
 # ------------------------------------------------------------------ path tables
 
 def _discover_columns(lister: Lister, root: str) -> list[str]:
-    """Partition column names along the first folder path (the loader checks the rest)."""
-    names: list[str] = []
+    """Partition column names along the first folder path that holds a data file (the loader
+    checks the rest); along the first ``key=value`` path when no folder holds one.
+
+    As in Spark's partition discovery, which only looks at folders holding files, a folder
+    that is not ``key=value`` and holds no file anywhere below (``aaa_tmp/`` left by a tool)
+    is passed over; one that holds a file is an error naming it (Spark refuses such a table:
+    conflicting directory structures). Nothing is listed beyond that first path in the usual
+    case, besides such stray folders."""
+    def walk(path: str, names: list[str]) -> Optional[list[str]]:
+        dirs, files = _list(lister, path, root)
+        for d in dirs:  # sorted by name
+            parsed = parse_folder_name(d.name)
+            if parsed is None:
+                _check_stray(lister, root, d.path)
+                continue
+            found = walk(d.path, names + [parsed[0]])
+            if found is not None:
+                return found
+        return names if files else None
+
+    found = walk(root, [])
+    if found is not None:
+        return found
+    names: list[str] = []   # no data file anywhere: the first key=value path
     path = root
     while True:
         dirs, _ = _list(lister, path, root)
-        if not dirs:
+        first = next((d for d in dirs if parse_folder_name(d.name) is not None), None)
+        if first is None:
             return names
-        first = dirs[0]  # sorted by name
-        parsed = parse_folder_name(first.name)
-        if parsed is None:
-            raise LayoutError(f"folder {first.path!r} is not a key=value partition folder "
-                              f"(table root {root!r})")
-        names.append(parsed[0])
+        names.append(parse_folder_name(first.name)[0])  # type: ignore[index]
         path = first.path
+
+
+def _check_stray(lister: Lister, root: str, path: str, column: Optional[str] = None) -> None:
+    """A folder where a ``key=value`` one (of ``column``, when known) is expected: passed over
+    when it holds no file anywhere below (it contributes nothing, as in Spark's partition
+    discovery); a ``LayoutError`` naming it and the file when it holds one (Spark refuses the
+    table too)."""
+    pending = [path]
+    while pending:
+        folder = pending.pop()
+        dirs, files = _list(lister, folder, root)
+        if files:
+            expected = ("a key=value partition folder" if column is None
+                        else f"a partition folder of column {column!r}")
+            raise LayoutError(f"folder {path!r} is not {expected} (table root {root!r}) and "
+                              f"holds data file {files[0].path!r}; Spark's partition "
+                              f"discovery rejects such a layout too")
+        pending.extend(d.path for d in dirs)
 
 
 def _list(lister: Lister, folder: str, root: str) -> tuple[list[DirEntry], list[FileEntry]]:
@@ -317,8 +353,8 @@ def _infer_types(lister: Lister, root: str, names: Sequence[str], wanted: set[st
             for e in dirs:
                 parsed = parse_folder_name(e.name)
                 if parsed is None or parsed[0] != names[depth]:
-                    raise LayoutError(f"folder {e.path!r}: expected a partition folder of "
-                                      f"column {names[depth]!r}")
+                    _check_stray(lister, root, e.path, names[depth])
+                    continue   # holds no file: contributes no value, as in Spark
                 values[names[depth]].append(parsed[1])
                 nxt.append(e.path)
         level = nxt
@@ -332,6 +368,8 @@ def _first_parquet(lister: Lister, root: str, depth: int) -> Optional[FileEntry]
         if d == depth:
             return next((f for f in files if f.size > 0), None)
         for sub in dirs:
+            if parse_folder_name(sub.name) is None:
+                continue   # not a partition folder: its files are not the table's
             found = walk(sub.path, d + 1)
             if found:
                 return found
