@@ -20,6 +20,7 @@ __all__ = ["HookUnavailable", "hook_jar", "load_into"]
 _SOURCES = Path(__file__).parent / "jvm" / "src"
 _LOCK = threading.Lock()
 _LOADED: dict[int, str] = {}   # id(jvm) -> jar loaded into it
+_JVMS: dict[int, Any] = {}     # id(jvm) -> that JVM's py4j view
 
 
 class HookUnavailable(RuntimeError):
@@ -47,6 +48,22 @@ def hook_jar(cache_dir: Optional[str] = None) -> Path:
                       salt=pyspark.__version__)
 
 
+def loaded_hook() -> Any:
+    """The ``dpp.spark.DppHook`` class of the driver JVM (one per Python process) if
+    :func:`load_into` loaded it, else None (nothing is compiled or loaded here)."""
+    from py4j.java_gateway import JavaClass
+
+    with _LOCK:
+        for jvm_id in _LOADED:
+            jvm = _JVMS.get(jvm_id)
+            if jvm is None:
+                continue
+            found = jvm.dpp.spark.DppHook
+            if isinstance(found, JavaClass):
+                return found
+    return None
+
+
 def load_into(spark: Any) -> Any:
     """The ``dpp.spark.DppHook`` class in ``spark``'s driver JVM, loading the jar if needed."""
     jvm = spark._jvm
@@ -65,4 +82,5 @@ def load_into(spark: Any) -> Any:
                         f"--driver-class-path {jar}")
                 loader.addURL(jvm.java.io.File(str(jar)).toURI().toURL())
             _LOADED[id(jvm)] = "loaded"
+            _JVMS[id(jvm)] = jvm
         return jvm.dpp.spark.DppHook

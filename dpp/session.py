@@ -33,6 +33,7 @@ from dpp.core.remote import JVM_NOTE_PREFIX, functions_for, is_remote
 from dpp.core.spark_rules import SparkRules
 from dpp.decision import (LoadGroup, PruningDecision, Stats, decide, real_column,
                           table_columns)
+from dpp.determinism import nondeterminism
 from dpp.filter_runs import EnvironmentNotes, FilterMemory, FilterRuns, FilterSpec
 from dpp import planner
 from dpp.planner import PruningPlan, TableInfo, TableRefPlan, rewrite
@@ -1209,6 +1210,13 @@ class DppSession:
             policy = self._stats_policy(cfg, report)
             connect_catalog = is_connect_catalog(table)
             for i, (fcol, dim_df, dcol) in enumerate(on):
+                unstable = nondeterminism(dim_df)
+                if unstable:
+                    # run again for its keys, it may keep others than the join sees
+                    report.analysis_notes.append(
+                        f"{fcol}: the build side is not deterministic ({unstable}): run "
+                        f"again it may give other keys, not pruned")
+                    continue
                 if fcol.lower() not in parts and (connect_catalog or not (
                         policy(table, real_column(table, fcol) or fcol) if callable(policy)
                         else policy)):

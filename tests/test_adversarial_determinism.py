@@ -156,3 +156,27 @@ def test_ordered_limit_above_the_join_still_prunes(spark: Any, env: dict[str, An
     got, report = dpp_rows(spark, env["session"], run, ordered=True)
     assert got == expected and len(expected) == 10
     assert applied(report), report
+
+
+@pytest.mark.parametrize("shape", sorted(BUILDS))
+def test_dpp_join_refuses_a_nondeterministic_dimension(spark: Any, env: dict[str, Any],
+                                                       shape: str) -> None:
+    """``DppSession.join``: the dimension DataFrame is run once for its keys and once in the
+    join; a nondeterministic one is not used to prune (its deterministic twin is)."""
+    nondet, det = BUILDS[shape]
+    session = env["session"]
+    for build, prunes in ((nondet, False), (det, True)):
+        dim = build(_cal(spark, env)).select("day", "wk")
+
+        def run(dim: Any = dim) -> Any:
+            return session.join("adv_det_sales", dim, [("day", "day")]) \
+                .select("id", "amount", "wk")
+
+        expected = spark_rows(spark, lambda: spark.table("adv_det_sales")
+                              .join(dim, "day").select("id", "amount", "wk"))
+        got, _ = dpp_rows(spark, session, run)
+        report = session.last_report
+        assert got == expected
+        assert bool(applied(report)) == prunes, (shape, prunes, report)
+        if not prunes:
+            assert "not deterministic" in notes(report)

@@ -211,6 +211,25 @@ public final class DppHook {
      * places, in one optimizer run or in the runs of one query's subqueries, get one filter,
      * one load, and one file index that Spark's exchange and subquery reuse see as the same.
      */
+    /** Why the rows of {@code plan} may differ when it is run again (the describer's rule on
+     * every node: nondeterministic expressions, samples, limits, order-dependent windows), or
+     * null: what {@code dpp.determinism} asks of a DataFrame handed over as a build side. */
+    public static String nondeterminism(LogicalPlan plan) {
+        java.util.ArrayDeque<LogicalPlan> stack = new java.util.ArrayDeque<>();
+        stack.push(plan);
+        while (!stack.isEmpty()) {
+            LogicalPlan p = stack.pop();
+            String why = PlanDescriber.nondeterminism(p);
+            if (why != null) {
+                return p.getClass().getSimpleName() + " (" + why + ")";
+            }
+            for (LogicalPlan c : scala.jdk.javaapi.CollectionConverters.asJava(p.children())) {
+                stack.push(c);
+            }
+        }
+        return null;
+    }
+
     public static int buildSignature(String request, int node, int expr, String scope) {
         PlanDescriber d = REQUESTS.get(request);
         if (d == null) {

@@ -1,0 +1,71 @@
+"""Whether a DataFrame gives the same rows when it is run again.
+
+A build side handed over as a DataFrame (``dpp.join``'s dimension, a Connect DataFrame
+join's dimension) is run twice: once by dpp to collect its keys, once inside the user's
+join. Anything whose result depends on evaluation order or layout — ``rand``, a sample, a
+limit, ``monotonically_increasing_id``, a nondeterministic UDF — can keep other keys the
+second time, and pruning by the first run's keys then loses rows. Such a build side is not
+used (the optimizer hook reads the same from Spark's own flags in ``PlanDescriber``).
+
+On a classic session the DataFrame's analyzed plan is asked (Spark's ``deterministic`` on
+every expression, and the operators that drop rows by position). On Spark Connect there is no
+JVM in Python: the client's plan is read instead, conservatively
+(``dpp.connect_frames.deterministic_relation``).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+__all__ = ["nondeterminism"]
+
+# plan operators whose rows depend on position or a random draw
+_POSITIONAL = {"Sample", "GlobalLimit", "LocalLimit", "Limit", "Tail", "Offset",
+               "LimitAndOffset", "OffsetAndLimit", "GlobalLimitAndOffset"}
+_MAX_NODES = 5000
+
+
+def nondeterminism(df: Any) -> Optional[str]:
+    """Why ``df`` may give other rows when run again, or None when it cannot."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is not None:
+        return _classic(jdf)
+    plan = getattr(df, "_plan", None)
+    session = getattr(df, "sparkSession", None)
+    if plan is None or session is None:
+        return "a DataFrame dpp cannot inspect"
+    try:
+        rel = plan.plan(session.client)
+    except Exception as exc:  # noqa: BLE001 - an unreadable plan is not trusted
+        return f"its plan could not be read ({type(exc).__name__})"
+    from dpp.connect_frames import deterministic_relation   # the Connect plan's reader
+
+    return None if deterministic_relation(rel) else \
+        "a sample, limit, or function drawn per run in its plan"
+
+
+def _classic(jdf: Any) -> Optional[str]:
+    plan = jdf.queryExecution().analyzed()
+    from dpp.jvm_build import loaded_hook
+
+    hook = loaded_hook()
+    if hook is not None:   # the describer's own rule, node by node
+        return hook.nondeterminism(plan)
+    # no JVM part (no JDK to build it): Spark's expression flags and the positional operators
+    if not plan.deterministic():
+        return "a nondeterministic expression"
+    stack = [plan]
+    seen = 0
+    while stack:
+        p = stack.pop()
+        seen += 1
+        if seen > _MAX_NODES:
+            return "a plan too large to check"
+        op = p.getClass().getSimpleName()
+        if op in _POSITIONAL:
+            return op
+        kids = p.children()
+        for i in range(kids.size()):
+            stack.append(kids.apply(i))
+    return None
+
+
