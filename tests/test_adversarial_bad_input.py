@@ -206,7 +206,8 @@ def test_an_invalid_setting_set_later_fails_the_next_query(spark, session_state,
                                                            key, value, sql_path):
     root = _fact(tmp_path / "sales")
     expected = _spark_rows(spark, root)
-    with spark_conf(spark, {KEY: str(root), "spark.dpp.sqlPath": sql_path}):
+    with spark_conf(spark, {KEY: str(root), "spark.dpp.sqlPath": sql_path, key: None}):
+        spark.conf.set("spark.dpp.sqlPath", sql_path)   # (the key under test may be it)
         session = dpp.enable(spark)
         assert _rows(spark.sql(QUERY)) == expected
         spark.conf.set(key, value)

@@ -158,10 +158,13 @@ def test_dropping_the_users_view_gives_the_declared_table_back(spark, data, job,
     assert _rows(spark.sql(QUERY)) == job["refs"]["users"]
 
 
+@pytest.mark.parametrize("sql_path", SQL_PATHS)
 @pytest.mark.parametrize("view, declared", [("AN_Events", "an_events"),
                                             ("an_events", "An_Events")])
-def test_names_differing_in_case_are_the_same_name(spark, data, job, view, declared):
+def test_names_differing_in_case_are_the_same_name(spark, data, job, view, declared,
+                                                   sql_path):
     spark.conf.unset(KEY)
+    spark.conf.set("spark.dpp.sqlPath", sql_path)
     _users_view(spark, data, view)
     with spark_conf(spark, {f"spark.dpp.tables.{declared}": str(data["declared"])}):
         dpp.enable(spark)
