@@ -546,6 +546,7 @@ class ConnectFrames:
         self.lifecycle = lifecycle_of(session.spark)
         self._original = self.client._execute_and_fetch_as_iterator
         self._busy = threading.Lock()
+        self._report: Any = None   # the action being rewritten (under _busy)
         self.client._execute_and_fetch_as_iterator = self._execute   # instance attribute
 
     def uninstall(self) -> None:
@@ -634,7 +635,8 @@ class ConnectFrames:
             kind="plan", settings=cfg.as_settings(), enabled=True)
         facts = self._provable(root, facts, target, report)
         if facts:
-            self._rewrite(root, plan, facts, cfg, views, report)
+            self._report = report
+            report = self._rewrite(root, plan, facts, cfg, views)
         self.session._finish(None, report, cfg, t0, execute=False)  # type: ignore[arg-type]
 
     def _provable(self, root: Any, facts: list["FactRead"], target: Optional[str],
@@ -678,10 +680,10 @@ class ConnectFrames:
         return None
 
     def _rewrite(self, root: Any, plan: Any, facts: list["FactRead"], cfg: Any,
-                 views: list[str], report: JobReport) -> None:
+                 views: list[str]) -> JobReport:
         saved = type(plan)()
         saved.CopyFrom(plan)
-        self._prune(facts, cfg, views, report)
+        report = self._prune(facts, cfg, views)
         if views:
             # Spark must accept the rewritten plan before it is sent: a rejection (a column
             # reference the rewrite broke) sends the user's plan as built, never a failure
@@ -698,6 +700,7 @@ class ConnectFrames:
                 for name in sorted(names):
                     report.add_table_unpruned(name, None, "Spark rejected the rewritten "
                                               f"DataFrame plan, sent as built: {exc}")
+        return report
 
     def _drop(self, views: list[str]) -> None:
         for v in views:
@@ -750,10 +753,10 @@ class ConnectFrames:
                 return key
         return None
 
-    def _prune(self, facts: list[FactRead], cfg: Any, views: list[str],
-               report: JobReport) -> None:
+    def _prune(self, facts: list[FactRead], cfg: Any, views: list[str]) -> JobReport:
         """Each fact read replaced by a view of its pruned relation, when Spark resolves
-        the view to the same columns (names, order, types) as the read it replaces."""
+        the view to the same columns (names, order, types) as the read it replaces. The
+        action's report (made by the caller) is returned, to be finished by it."""
         from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
         import pyspark.sql.connect.proto as proto
 
@@ -761,6 +764,7 @@ class ConnectFrames:
         from dpp.core.spark_rules import SparkRules
 
         s = self.session
+        report = self._report
         F = functions_for(s.spark)
         rules = SparkRules.from_spark(s.spark)
         s._remote_notes(cfg, report)
@@ -803,6 +807,7 @@ class ConnectFrames:
                 log.warning("dpp: Spark Connect: %s not pruned in a DataFrame plan: %s",
                             fact.name, exc)
                 report.add_table_unpruned(fact.name, None, f"DataFrame plan not pruned: {exc}")
+        return report
 
 
 class _Relation:

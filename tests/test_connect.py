@@ -739,6 +739,15 @@ def test_kept_predicate_admits_every_kept_partition_and_prunes(seed):
 
 # ---------------------------------------------------------------------------- DataFrame API
 
+@pytest.fixture
+def frames(connect: Any) -> Iterator[Any]:
+    """The DataFrame plan rewrite switched on (``spark.dpp.connect.dataFrames``, off by
+    default) for one test."""
+    connect.conf.set("spark.dpp.connect.dataFrames", "true")
+    yield connect
+    connect.conf.unset("spark.dpp.connect.dataFrames")
+
+
 def _frame_report(connect: Any) -> dict[str, Any]:
     import dpp
 
@@ -784,7 +793,7 @@ def _frame(spark: Any, data: dict[str, Path], shape: str, fact: Any = None) -> A
 
 @pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles"])
 @pytest.mark.parametrize("shape", FRAME_SHAPES)
-def test_dataframe_star_join_is_pruned_by_rewriting_the_plan(connect, plain, catalog, data,
+def test_dataframe_star_join_is_pruned_by_rewriting_the_plan(connect, frames, plain, catalog, data,
                                                              shape, zone):
     """Issue 29's stretch: a Connect DataFrame is a protobuf plan on the client; the fact
     read under the join (a catalog table by name, a declared folder by path) is replaced by
@@ -816,7 +825,7 @@ def test_dataframe_star_join_is_pruned_by_rewriting_the_plan(connect, plain, cat
             sess.conf.set("spark.sql.session.timeZone", "UTC")
 
 
-def test_dataframe_star_join_that_ends_in_a_write_is_pruned(connect, plain, catalog, data,
+def test_dataframe_star_join_that_ends_in_a_write_is_pruned(connect, frames, plain, catalog, data,
                                                             tmp_path):
     """A write command carries the plan too: the written rows are the plain session's."""
     out = tmp_path / "frame_out"
@@ -828,7 +837,7 @@ def test_dataframe_star_join_that_ends_in_a_write_is_pruned(connect, plain, cata
 
 @pytest.mark.parametrize("shape", ["fact_preserved", "limit_below", "renamed_key",
                                    "not_equality", "another_tables_key", "bare_name_above_join"])
-def test_dataframe_shapes_that_cannot_be_pruned_are_sent_as_built(connect, plain, catalog,
+def test_dataframe_shapes_that_cannot_be_pruned_are_sent_as_built(connect, frames, plain, catalog,
                                                                   data, shape):
     """Where dropping fact rows could change the answer (the fact side of a left outer join,
     a limit under the join) or the key is not the fact's column as it is (renamed), or the
@@ -870,7 +879,7 @@ def test_dataframe_shapes_that_cannot_be_pruned_are_sent_as_built(connect, plain
         assert expected and {r[2] for r in expected} - set(range(8, 15)), expected
 
 
-def test_dataframe_plan_spark_rejects_after_the_rewrite_is_sent_as_built(connect, plain,
+def test_dataframe_plan_spark_rejects_after_the_rewrite_is_sent_as_built(connect, frames, plain,
                                                                        catalog, data,
                                                                        monkeypatch):
     """The rewritten plan is analyzed by Spark before it is sent; if Spark rejects it (here
