@@ -13,7 +13,7 @@ the dimension is a Parquet folder given as ``--dates``. Run it with::
         examples/dataframe_job.py --dates /data/dates --year 2024 --month 2 --table daily_sales
 
 It writes one row per day of the month to table ``--table`` (``saveAsTable``, overwritten)
-and prints dpp's summary of what the write's scan skipped.. With
+and prints dpp's summary of what the write's scan skipped. With
 ``--conf spark.dpp.enabled=false`` dpp does nothing at all, declaring no table either: the
 name ``sales`` is then unknown to Spark. Plain Spark's rows for the same job come from a
 catalog table over the folder, or from ``spark.read.parquet(<path>)`` in place of the name.

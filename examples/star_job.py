@@ -12,7 +12,7 @@ folder given as ``--dates``. Run it with::
         examples/star_job.py --dates /data/dates --year 2024 --month 2
 
 (the driver's Python needs this package installed; executors need nothing beyond Spark.)
-It prints one JSON line per result row, then dpp's summary of what it skipped.. With
+It prints one JSON line per result row, then dpp's summary of what it skipped. With
 ``--conf spark.dpp.enabled=false`` dpp does nothing at all, declaring no table either: the
 name ``sales`` is then unknown to Spark. Plain Spark's rows for the same job come from a
 catalog table over the folder, or from ``spark.read.parquet(<path>)`` in place of the name.
