@@ -259,7 +259,7 @@ class OptimizerHook:
         whole_rels = [i for i, r in rels.items()
                       if i not in pruned_rels and i not in unstable
                       and self._reads_whole(r, cfg)]
-        if not prunes and not whole_rels:
+        if not prunes and not whole_rels and not notes:
             return {"wrap": {}}
         nodes = {n["id"]: n for n in msg["nodes"]}
         scope = msg.get("scope")   # Spark's execution id: the optimizer runs of one query
@@ -285,9 +285,9 @@ class OptimizerHook:
             table, name, _why = self._table_for(rels[rel_id], nodes[rel_id], [])
             if table is not None:
                 targets[rel_id] = (table, name, [])   # no filter: a load that lists all
-        if not targets and not prunes:
+        if not targets and not prunes and not notes:
             return {"wrap": {}}
-        if not targets:
+        if not targets:   # nothing to wrap: the report says why (refusals, unusable tables)
             with self._lock:
                 open_request = self._scopes.get(scope) if scope else None
             if open_request is not None and not open_request.done:
@@ -830,6 +830,9 @@ def _ruled_out(table: Table, result: LoadResult) -> dict[str, Any]:
 def _plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:
     """What the report shows as the query: the optimizer's view, since there may be no text."""
     parts = sorted({f"{p.column} by {p.build_sql} ({p.join})" for p in prunes})
+    if not parts and not any(r.get("kind") in ("lazy", "catalog")
+                             for r in relation_nodes(msg).values()):
+        return "optimizer plan: nothing pruned (see the notes)"
     if not parts:
         names = sorted({r.get("table") or r.get("root") or "?"
                         for r in relation_nodes(msg).values()})

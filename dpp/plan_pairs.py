@@ -68,6 +68,12 @@ class Prune:
             else (self.column,)
 
 
+def _what(node: dict[str, Any]) -> str:
+    """A nondeterministic node as notes name it: ``Filter (rand(3) < 0.5)``, ``GlobalLimit``."""
+    why = node["nondeterministic"]
+    return node["op"] if why == node["op"] else f"{node['op']} ({why})"
+
+
 def relation_nodes(desc: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """Node id -> the relation description of every partitioned relation in the plan."""
     return {n["id"]: n["relation"] for n in desc["nodes"] if n.get("relation")}
@@ -102,7 +108,7 @@ class _Plan:
         for parent in self.parents.get(node, []):
             n = self.nodes[parent]
             if n.get("nondeterministic") and not n.get("ordered"):
-                why = f"{n['op']} ({n['nondeterministic']})"
+                why = _what(n)
             else:
                 why = self.unstable_above(parent)
             if why:
@@ -118,7 +124,7 @@ class _Plan:
             return "a plan too deep to check"
         n = self.nodes[node]
         if n.get("nondeterministic"):
-            return f"{n['op']} ({n['nondeterministic']})"
+            return _what(n)
         for c in self.below(node):
             why = self.unstable_within(c, depth + 1)
             if why:
