@@ -304,19 +304,23 @@ def _relation_children(rel: Any) -> list[Any]:
     return out
 
 
-def _all_relations(msg: Any) -> Iterator[Any]:
-    """Every Relation message in ``msg`` (a Relation, a Command, any message), depth first."""
+def _all_messages(msg: Any) -> Iterator[Any]:
+    """``msg`` and every message inside it (repeated fields and maps too), depth first."""
     stack = [msg]
     while stack:
         m = stack.pop()
-        if m.DESCRIPTOR.full_name == "spark.connect.Relation":
-            yield m
+        yield m
         for fd, value in m.ListFields():
             if fd.message_type is None:
                 continue
             values = [value] if hasattr(value, "DESCRIPTOR") else (
                 list(value.values()) if hasattr(value, "values") else list(value))
             stack.extend(v for v in values if hasattr(v, "DESCRIPTOR"))
+
+
+def _all_relations(msg: Any) -> Iterator[Any]:
+    """Every Relation message in ``msg`` (a Relation, a Command, any message), depth first."""
+    return (m for m in _all_messages(msg) if m.DESCRIPTOR.full_name == "spark.connect.Relation")
 
 
 def _name_parts(ident: str) -> Optional[list[str]]:
@@ -501,9 +505,7 @@ def deterministic_relation(rel: Any) -> bool:
             return False
         if kind == "sql" and not _sql_deterministic(r.sql.query, query=True):
             return False
-    stack = [rel]
-    while stack:
-        m = stack.pop()
+    for m in _all_messages(rel):
         name = m.DESCRIPTOR.full_name
         if name == "spark.connect.Expression":
             et = m.WhichOneof("expr_type")
@@ -519,12 +521,6 @@ def deterministic_relation(rel: Any) -> bool:
             if et == "common_inline_user_defined_function" and (
                     not m.common_inline_user_defined_function.deterministic):
                 return False
-        for fd, value in m.ListFields():
-            if fd.message_type is None:
-                continue
-            values = [value] if hasattr(value, "DESCRIPTOR") else (
-                list(value.values()) if hasattr(value, "values") else list(value))
-            stack.extend(v for v in values if hasattr(v, "DESCRIPTOR"))
     return True
 
 

@@ -22,7 +22,8 @@ FILES_PER_DAY = 3
 ROWS_PER_FILE = 20
 OFF = {"spark.dpp.enabled": "false",
        "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
-       "spark.sql.optimizer.runtime.bloomFilter.enabled": "false"}
+       "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
+       "spark.sql.optimizer.runtimeFilter.semiJoinReduction.enabled": "false"}
 
 
 def fact_file(day: int, k: int, rows: int = ROWS_PER_FILE) -> pa.Table:
@@ -60,6 +61,17 @@ def spark_rows(spark: Any, run: Callable[[], Any], ordered: bool = False) -> lis
     with spark_conf(spark, OFF):
         df = run()
         return [tuple(r) for r in df.collect()] if ordered else rows(df)
+
+
+def spark_rows_over(spark: Any, folder: Path, view: str, query: str) -> list[tuple]:
+    """Spark alone over a view of ``folder`` named ``view``: dpp not enabled, pruning off."""
+    assert dpp.session_of(spark) is None
+    spark.read.parquet(str(folder)).createOrReplaceTempView(view)
+    try:
+        with spark_conf(spark, OFF):
+            return rows(spark.sql(query))
+    finally:
+        spark.catalog.dropTempView(view)
 
 
 def dpp_rows(spark: Any, session: Any, run: Callable[[], Any], ordered: bool = False

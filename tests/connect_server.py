@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Iterator, Optional
 
 import pyspark
 
@@ -84,3 +84,19 @@ class ConnectServer:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def serve(tmp_path_factory: Any, name: str) -> Iterator[ConnectServer]:
+    """A module fixture's body: one server in a fresh folder ``name``, stopped afterwards."""
+    server = ConnectServer(tmp_path_factory.mktemp(name)).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def client(url: str) -> Any:
+    """A plain Spark Connect client session of ``url`` (a new session each call)."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    return RemoteSparkSession.builder.remote(url).create()

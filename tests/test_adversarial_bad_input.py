@@ -22,6 +22,7 @@ import pytest
 
 import dpp
 from dpp.core.errors import ConfigError
+from tests.adversarial_support import OFF as PRUNING_OFF, rows as _rows, spark_rows_over
 from tests.conftest import make_partitioned_table, spark_conf, write_parquet
 
 FACT, DIM = "ab_sales", "ab_days"
@@ -29,10 +30,6 @@ KEY = f"spark.dpp.tables.{FACT}"
 DAYS = list(range(1, 9))
 QUERY = (f"SELECT s.day, sum(s.amount) AS amount, count(*) AS n FROM {FACT} s "
          f"JOIN {DIM} d ON s.day = d.day_sk WHERE d.tag = 'x' GROUP BY s.day")
-PRUNING_OFF = {"spark.dpp.enabled": "false",
-               "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
-               "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
-               "spark.sql.optimizer.runtimeFilter.semiJoinReduction.enabled": "false"}
 KEPT = 3   # days tagged x
 
 
@@ -43,19 +40,9 @@ def dim(tmp_path_factory: pytest.TempPathFactory) -> Path:
                          ).parent
 
 
-def _rows(df: Any) -> list[tuple]:
-    return sorted(tuple(r) for r in df.collect())
-
-
 def _spark_rows(spark: Any, folder: Path, query: str = QUERY) -> list[tuple]:
     """Spark alone over ``folder`` as FACT: dpp not enabled, pruning off."""
-    assert dpp.session_of(spark) is None
-    spark.read.parquet(str(folder)).createOrReplaceTempView(FACT)
-    try:
-        with spark_conf(spark, PRUNING_OFF):
-            return _rows(spark.sql(query))
-    finally:
-        spark.catalog.dropTempView(FACT)
+    return spark_rows_over(spark, folder, FACT, query)
 
 
 @pytest.fixture

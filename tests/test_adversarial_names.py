@@ -17,6 +17,7 @@ import pytest
 
 import dpp
 from dpp.core.errors import ConfigError
+from tests.adversarial_support import OFF as PRUNING_OFF, rows as _rows, spark_rows_over
 from tests.conftest import make_partitioned_table, spark_conf, write_parquet
 
 FACT, DIM = "an_events", "an_days"
@@ -24,10 +25,6 @@ KEY = f"spark.dpp.tables.{FACT}"
 DAYS = list(range(1, 9))
 QUERY = (f"SELECT e.day, sum(e.amount) AS amount, count(*) AS n FROM {FACT} e "
          f"JOIN {DIM} d ON e.day = d.day_sk WHERE d.tag = 'x' GROUP BY e.day")
-PRUNING_OFF = {"spark.dpp.enabled": "false",
-               "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
-               "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
-               "spark.sql.optimizer.runtimeFilter.semiJoinReduction.enabled": "false"}
 SQL_PATHS = ["hook", "text"]
 
 
@@ -45,19 +42,9 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"declared": declared, "users": users, "dim": dim, "root": root}
 
 
-def _rows(df: Any) -> list[tuple]:
-    return sorted(tuple(r) for r in df.collect())
-
-
 def _spark_rows(spark: Any, folder: Path, query: str = QUERY) -> list[tuple]:
     """Spark alone over a view of ``folder`` named FACT: dpp not enabled, pruning off."""
-    assert dpp.session_of(spark) is None
-    spark.read.parquet(str(folder)).createOrReplaceTempView(FACT)
-    try:
-        with spark_conf(spark, PRUNING_OFF):
-            return _rows(spark.sql(query))
-    finally:
-        spark.catalog.dropTempView(FACT)
+    return spark_rows_over(spark, folder, FACT, query)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import make_partitioned_table, write_parquet
+from tests.connect_server import client as _client, serve
 
 
 SPARK_DPP_OFF = "spark.sql.optimizer.dynamicPartitionPruning.enabled"
@@ -30,19 +31,7 @@ UTC = dt.timezone.utc
 
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.connect_server import ConnectServer
-
-    server = ConnectServer(tmp_path_factory.mktemp("connect-server")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def _client(url: str) -> Any:
-    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
-
-    return RemoteSparkSession.builder.remote(url).create()
+    yield from serve(tmp_path_factory, "connect-server")
 
 
 @pytest.fixture(scope="module")

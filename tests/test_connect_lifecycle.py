@@ -30,6 +30,7 @@ from typing import Any, Iterator
 import pytest
 
 from tests.conftest import make_partitioned_table, write_parquet
+from tests.connect_server import client as _client, serve
 
 SPARK_DPP_OFF = "spark.sql.optimizer.dynamicPartitionPruning.enabled"
 QUERY = ("SELECT day, count(*) AS n FROM sales JOIN days ON day = d_day WHERE d_week = 1 "
@@ -39,13 +40,7 @@ EXIT_BOUND = 5.0   # seconds: the one time bound the tests hold (an exit that ha
 
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.connect_server import ConnectServer
-
-    server = ConnectServer(tmp_path_factory.mktemp("connect-lifecycle")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serve(tmp_path_factory, "connect-lifecycle")
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +52,6 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     write_parquet(root / "days" / "part-0.parquet",
                   {"d_day": list(range(1, 31)), "d_week": [(d - 1) // 7 for d in range(1, 31)]})
     return {"sales": root / "sales", "days": root / "days"}
-
-
-def _client(url: str) -> Any:
-    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
-
-    return RemoteSparkSession.builder.remote(url).create()
 
 
 def _stop(spark: Any, server: Any) -> None:

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pytest
 
 from tests.conftest import make_partitioned_table, write_parquet
+from tests.connect_server import client as _client, serve
 
 SPARK_DPP_OFF = "spark.sql.optimizer.dynamicPartitionPruning.enabled"
 FRAMES = "spark.dpp.connect.dataFrames"
@@ -31,13 +32,7 @@ INFERENCE = "spark.sql.sources.partitionColumnTypeInference.enabled"
 
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.connect_server import ConnectServer
-
-    server = ConnectServer(tmp_path_factory.mktemp("connect-identity")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serve(tmp_path_factory, "connect-identity")
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +59,6 @@ def _dims(spark: Any, data: dict[str, Path]) -> None:
     cal = spark.read.parquet(str(data["days"]))
     cal.createOrReplaceTempView("caldays")
     cal.select("d_day", "d_week").createOrReplaceTempView("days")
-
-
-def _client(url: str) -> Any:
-    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
-
-    return RemoteSparkSession.builder.remote(url).create()
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,8 @@ from typing import Any, Iterator
 
 import pytest
 
+from tests.connect_server import client as _client, serve
+
 SPARK_DPP_OFF = "spark.sql.optimizer.dynamicPartitionPruning.enabled"
 ROWS = 300          # the table's rows, 10 in each of 30 day partitions
 REFUSALS = ("UNSUPPORTED_OVERWRITE", "CANNOT_OVERWRITE", "being read from")
@@ -25,19 +27,7 @@ REFUSALS = ("UNSUPPORTED_OVERWRITE", "CANNOT_OVERWRITE", "being read from")
 
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.connect_server import ConnectServer
-
-    server = ConnectServer(tmp_path_factory.mktemp("connect-overwrite")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def _client(url: str) -> Any:
-    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
-
-    return RemoteSparkSession.builder.remote(url).create()
+    yield from serve(tmp_path_factory, "connect-overwrite")
 
 
 @pytest.fixture(scope="module")
