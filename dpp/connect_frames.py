@@ -483,15 +483,9 @@ def _sql_deterministic(text: str, query: bool) -> bool:
                 else sqlglot.parse_one(f"SELECT {text}", read="spark"))
     except Exception:
         return False
-    if tree is None or not deterministic(tree):
+    if tree is None or not deterministic(tree, _NONDETERMINISTIC):
         return False
-    if any(True for _ in tree.find_all(exp.Limit, exp.Offset, exp.TableSample)):
-        return False
-    for f in tree.find_all(exp.Func):
-        name = (f.name if isinstance(f, exp.Anonymous) else f.sql_name()).lower()
-        if name in _NONDETERMINISTIC:
-            return False
-    return True
+    return not any(True for _ in tree.find_all(exp.Limit, exp.Offset, exp.TableSample))
 
 
 def deterministic_relation(rel: Any) -> bool:

@@ -45,14 +45,15 @@ _NONDETERMINISTIC = frozenset({
     "java_method", "randstr", "uniform", "try_aes_decrypt"})
 
 
-def deterministic(node: exp.Expression) -> bool:
+def deterministic(node: exp.Expression, names: Optional[frozenset] = None) -> bool:
     """No random or per-run function anywhere below ``node`` (Spark evaluates those per row
-    and per run: a filter moved past them could change which rows they see)."""
+    and per run: a filter moved past them could change which rows they see). ``names``: the
+    function names that count (a wider set where a plan is run again at another instant)."""
     if any(True for _ in node.find_all(exp.Rand, exp.Randn, exp.TableSample)):
         return False
     for f in node.find_all(exp.Func):
         name = (f.name if isinstance(f, exp.Anonymous) else f.sql_name()).lower()
-        if name in _NONDETERMINISTIC:
+        if name in (names or _NONDETERMINISTIC):
             return False
     return True
 
