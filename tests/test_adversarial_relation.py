@@ -205,3 +205,32 @@ def test_partition_type_inference_off(spark: Any, env: dict[str, Any]) -> None:
         expected = spark_rows(spark, run)
         got, _report = dpp_rows(spark, env["session"], run)
     assert got == expected and len(expected) == 2 * 3 * 20
+
+
+@pytest.mark.parametrize("how", ["union", "join"])
+@pytest.mark.parametrize("kind", ["path", "catalog"])
+def test_one_dataframe_in_two_star_joins(spark: Any, env: dict[str, Any], how: str,
+                                         kind: str) -> None:
+    """The same fact DataFrame in two star joins with other weeks: each read is pruned by its
+    own join, never by the two filters' intersection or one read's filter for both."""
+    fact = _fresh_fact(env, f"twice_{kind}")
+    name = catalog_table(spark, "adv_twice", fact) if kind == "catalog" else None
+    try:
+        f = spark.table(name) if name else spark.read.parquet(str(fact))
+        cal = spark.read.parquet(env["cal"])
+
+        def run() -> Any:
+            a = f.join(cal.where("wk = 1"), "day").select("id", "day")
+            b = f.join(cal.where("wk = 2"), "day").select("id", "day")
+            if how == "union":
+                return a.union(b)
+            b2 = b.withColumnRenamed("id", "id2").withColumnRenamed("day", "day2")
+            return a.join(b2, a["day"] + 7 == b2["day2"])
+
+        expected = spark_rows(spark, run)
+        got, report = dpp_rows(spark, env["session"], run)
+        assert got == expected and expected
+        assert applied(report), report
+    finally:
+        if name:
+            spark.sql(f"DROP TABLE IF EXISTS {name}")
