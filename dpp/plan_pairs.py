@@ -96,8 +96,9 @@ class _Plan:
 
     def unstable_above(self, node: int) -> Optional[str]:
         """Why the rows coming out of the plan over ``node`` depend on which files it reads in
-        what order (a nondeterministic expression, a sample, a limit not decided by a sort, an
-        order-dependent window function above it), or None. Pruning below such an operator
+        what order (a nondeterministic expression, a sample, a limit not decided by a sort
+        above it), or None. (A window function over tied rows is left open by Spark itself
+        whatever is read: it does not stop pruning.) Pruning below such an operator
         changes its answer — fewer files are packed into other tasks, ``rand`` and
         ``monotonically_increasing_id`` are seeded per task — so nothing below is pruned, and
         nothing is listed in another order."""
@@ -118,13 +119,16 @@ class _Plan:
 
     def unstable_within(self, node: int, depth: int = 0) -> Optional[str]:
         """Why a build side's keys may differ when it is run again (in a clone of the
-        session, in another layout): any nondeterministic expression, sample, limit, offset
-        or order-dependent window function in it, ordered or not (ties), or None."""
+        session, in another layout): any nondeterministic expression, sample, limit or
+        offset in it, ordered or not (ties), or a window function whose values depend on the
+        order of ties; or None."""
         if depth > 200:
             return "a plan too deep to check"
         n = self.nodes[node]
         if n.get("nondeterministic"):
             return _what(n)
+        if n.get("tieOrder"):
+            return f"{n['op']} ({n['tieOrder']})"
         for c in self.below(node):
             why = self.unstable_within(c, depth + 1)
             if why:

@@ -180,3 +180,21 @@ def test_dpp_join_refuses_a_nondeterministic_dimension(spark: Any, env: dict[str
         assert bool(applied(report)) == prunes, (shape, prunes, report)
         if not prunes:
             assert "not deterministic" in notes(report)
+
+
+@pytest.mark.parametrize("kind", ["path", "catalog"])
+def test_windows_above_the_join_still_prune(spark: Any, env: dict[str, Any], kind: str) -> None:
+    """``rank()`` and a running sum over a ROWS frame above a star join (TPC-DS q47, q51's
+    shape): the rows reaching the window are the same with pruning, so the fact is pruned."""
+    def run() -> Any:
+        joined = _fact(spark, env, kind).join(_cal(spark, env).where("wk = 2"), "day")
+        w = Window.partitionBy("day").orderBy("id")
+        return (joined.withColumn("r", F.rank().over(w))
+                .withColumn("running", F.sum("amount").over(
+                    w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+                .select("id", "day", "r", "running"))
+
+    expected = spark_rows(spark, run)
+    got, report = dpp_rows(spark, env["session"], run)
+    assert got == expected and expected
+    assert applied(report), report

@@ -212,7 +212,8 @@ public final class DppHook {
      * one load, and one file index that Spark's exchange and subquery reuse see as the same.
      */
     /** Why the rows of {@code plan} may differ when it is run again (the describer's rule on
-     * every node: nondeterministic expressions, samples, limits, order-dependent windows), or
+     * every node: nondeterministic expressions, samples, limits, windows whose values depend on
+     * the order of ties), or
      * null: what {@code dpp.determinism} asks of a DataFrame handed over as a build side. */
     public static String nondeterminism(LogicalPlan plan) {
         java.util.ArrayDeque<LogicalPlan> stack = new java.util.ArrayDeque<>();
@@ -220,6 +221,9 @@ public final class DppHook {
         while (!stack.isEmpty()) {
             LogicalPlan p = stack.pop();
             String why = PlanDescriber.nondeterminism(p);
+            if (why == null) {
+                why = PlanDescriber.tieOrder(p);
+            }
             if (why != null) {
                 return p.getClass().getSimpleName() + " (" + why + ")";
             }

@@ -189,6 +189,10 @@ final class PlanDescriber {
                 n.put("ordered", true);
             }
         }
+        String tieOrder = tieOrder(p);
+        if (tieOrder != null) {
+            n.put("tieOrder", tieOrder);
+        }
         ArrayNode children = n.putArray("children");
         for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
             children.add(visit(c, null));
@@ -286,8 +290,8 @@ final class PlanDescriber {
 
     /** Why the rows of {@code p} itself (not its children) may differ between two runs over
      * the same input — a nondeterministic expression (Spark's own flag: rand, nondeterministic
-     * UDFs, first/last, monotonically_increasing_id...), a sample, a limit or offset, an
-     * order-dependent window function — or null when they cannot. */
+     * UDFs, first/last, monotonically_increasing_id...), a sample, a limit or offset — or null
+     * when they cannot. */
     static String nondeterminism(LogicalPlan p) {
         String op = p.getClass().getSimpleName();
         if (ORDER_DEPENDENT.contains(op)) {
@@ -298,47 +302,58 @@ final class PlanDescriber {
                 String sql = e.sql();
                 return sql.length() > 120 ? sql.substring(0, 120) + "..." : sql;
             }
-            if (op.equals("Window") || op.equals("WindowGroupLimit")) {
-                final String[] found = new String[1];
-                e.exists(new scala.runtime.AbstractFunction1<Expression, Object>() {
-                    @Override
-                    public Object apply(Expression x) {
-                        String name = x.getClass().getSimpleName();
-                        if (ORDER_DEPENDENT_WINDOW.contains(name)) {
-                            found[0] = name;
-                            return true;
-                        }
-                        if (x instanceof org.apache.spark.sql.catalyst.expressions.WindowExpression) {
-                            org.apache.spark.sql.catalyst.expressions.WindowExpression w =
-                                (org.apache.spark.sql.catalyst.expressions.WindowExpression) x;
-                            if (ORDER_DEPENDENT_WINDOW.contains(
-                                    w.windowFunction().getClass().getSimpleName())) {
-                                found[0] = w.windowFunction().getClass().getSimpleName();
-                                return true;
-                            }
-                            Object frame = w.windowSpec().frameSpecification();
-                            if (frame instanceof org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame
-                                    && !w.windowSpec().orderSpec().isEmpty()) {
-                                org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame f =
-                                    (org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame) frame;
-                                boolean rows = f.frameType().getClass().getSimpleName()
-                                    .startsWith("RowFrame");
-                                boolean whole = f.lower().getClass().getSimpleName()
-                                    .startsWith("UnboundedPreceding")
-                                    && f.upper().getClass().getSimpleName()
-                                    .startsWith("UnboundedFollowing");
-                                if (rows && !whole) {
-                                    found[0] = "a ROWS frame over ordered rows";
-                                    return true;
-                                }
-                            }
-                        }
+        }
+        return null;
+    }
+
+    /** A window function of {@code p} whose value for a row depends on the order in which
+     * rows that tie on the window's ORDER BY arrive (row_number, ntile, lag/lead, nth_value,
+     * an aggregate over a ROWS frame), or null. Rank-like functions and RANGE frames give
+     * ties one value. Such a build side may keep other keys when run again; on the fact side
+     * Spark itself leaves the order of ties open, so it does not stop pruning there. */
+    static String tieOrder(LogicalPlan p) {
+        String op = p.getClass().getSimpleName();
+        if (!op.equals("Window") && !op.equals("WindowGroupLimit")) {
+            return null;
+        }
+        final String[] found = new String[1];
+        for (Expression e : CollectionConverters.asJava(p.expressions())) {
+            e.exists(new scala.runtime.AbstractFunction1<Expression, Object>() {
+                @Override
+                public Object apply(Expression x) {
+                    String name = x.getClass().getSimpleName();
+                    if (ORDER_DEPENDENT_WINDOW.contains(name)) {
+                        found[0] = name;
+                        return true;
+                    }
+                    if (!(x instanceof org.apache.spark.sql.catalyst.expressions.WindowExpression)) {
                         return false;
                     }
-                });
-                if (found[0] != null) {
-                    return found[0];
+                    org.apache.spark.sql.catalyst.expressions.WindowExpression w =
+                        (org.apache.spark.sql.catalyst.expressions.WindowExpression) x;
+                    Object frame = w.windowSpec().frameSpecification();
+                    if (!(w.windowFunction() instanceof
+                            org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression)
+                            || !(frame instanceof
+                            org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame)
+                            || w.windowSpec().orderSpec().isEmpty()) {
+                        return false;
+                    }
+                    org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame f =
+                        (org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame) frame;
+                    boolean rows = f.frameType().getClass().getSimpleName().startsWith("RowFrame");
+                    boolean whole = f.lower().getClass().getSimpleName()
+                        .startsWith("UnboundedPreceding")
+                        && f.upper().getClass().getSimpleName().startsWith("UnboundedFollowing");
+                    if (rows && !whole) {
+                        found[0] = "an aggregate over a ROWS frame";
+                        return true;
+                    }
+                    return false;
                 }
+            });
+            if (found[0] != null) {
+                return found[0];
             }
         }
         return null;
