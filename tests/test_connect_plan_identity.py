@@ -333,3 +333,29 @@ def test_dataframe_rewrite_is_off_by_default(connect, plain):
 
     assert dpp.session_of(connect).last_report is None
     assert "spark.dpp.connect.dataFrames" in dpp.session_of(connect).hook_note
+
+
+# ---------------------------------------------------------------- dpp's own semantics
+
+def test_a_spark_sql_dataframe_keeps_the_listing_of_its_creation(connect, data, tmp_path):
+    """dpp's documented semantics for a declared folder on Spark Connect: a ``spark.sql``
+    DataFrame that dpp pruned reads the files listed when it was made; a file added later is
+    read by the next ``spark.sql`` call (the same text), which lists again."""
+    folder = tmp_path / "snap"
+    make_partitioned_table(folder, {(("day", str(d)),): {"v": [d * 100 + i for i in range(10)]}
+                                    for d in range(30)})
+    connect.conf.set("spark.dpp.tables.snap", str(folder))
+    try:
+        query = ("SELECT s.v, s.day FROM snap s JOIN days d ON s.day = d.d_day "
+                 "WHERE d.d_week = 1")
+        _fresh_report(connect)
+        first = connect.sql(query)
+        before = _rows(first)
+        assert len(before) == 70 and _entries(connect, "snap")[0]["pruning"] == "applied"
+        write_parquet(folder / "day=8" / "late.parquet", {"v": [9999]},
+                      schema=pa.schema([("v", pa.int64())]))
+        assert _rows(first) == before                       # the same DataFrame: its listing
+        again = _rows(connect.sql(query))                   # a new spark.sql: listed again
+        assert again == sorted(before + [(9999, 8)], key=repr)
+    finally:
+        connect.conf.unset("spark.dpp.tables.snap")
