@@ -39,6 +39,16 @@ def _week2(spark: Any, env: dict[str, Any]) -> Any:
     return spark.read.parquet(env["cal"]).where("wk = 2")
 
 
+def _week2_join(spark: Any, env: dict[str, Any], df: Any) -> tuple[list, list, Any]:
+    """``df`` joined to week 2's days: Spark's rows, dpp's rows, and dpp's report."""
+    def run() -> Any:
+        return df.join(_week2(spark, env), "day").select("id", "day")
+
+    expected = spark_rows(spark, run)
+    got, report = dpp_rows(spark, env["session"], run)
+    return expected, got, report
+
+
 def _fresh_fact(env: dict[str, Any], name: str) -> Path:
     folder = env["root"] / name
     if folder.exists():
@@ -53,11 +63,7 @@ def test_path_glob_filter_is_honoured(spark: Any, env: dict[str, Any]) -> None:
         pq.write_table(fact_file(d, 7), fact / f"day={d}" / "old.bak")
     df = spark.read.option("pathGlobFilter", "*.parquet").parquet(str(fact))
 
-    def run() -> Any:
-        return df.join(_week2(spark, env), "day").select("id", "day")
-
-    expected = spark_rows(spark, run)
-    got, report = dpp_rows(spark, env["session"], run)
+    expected, got, report = _week2_join(spark, env, df)
     assert got == expected and len(expected) == 7 * 3 * 20
     assert applied(report), report
 
@@ -73,11 +79,7 @@ def test_modified_time_options_are_honoured(spark: Any, env: dict[str, Any],
     with spark_conf(spark, {"spark.sql.session.timeZone": "UTC"}):
         df = spark.read.option(option, cut).parquet(str(fact))
 
-        def run() -> Any:
-            return df.join(_week2(spark, env), "day").select("id", "day")
-
-        expected = spark_rows(spark, run)
-        got, report = dpp_rows(spark, env["session"], run)
+        expected, got, report = _week2_join(spark, env, df)
     assert got == expected
     assert len(expected) == 7 * 20 * (2 if option == "modifiedAfter" else 1)
     assert applied(report), report
@@ -92,11 +94,7 @@ def test_a_dataframe_keeps_the_listing_it_made(spark: Any, env: dict[str, Any]) 
     extra = fact / "day=10"
     pq.write_table(fact_file(10, 6), extra / "late.parquet")
 
-    def run() -> Any:
-        return df.join(_week2(spark, env), "day").select("id", "day")
-
-    expected = spark_rows(spark, run)
-    got, report = dpp_rows(spark, env["session"], run)
+    expected, got, report = _week2_join(spark, env, df)
     assert got == expected and len(expected) == 7 * 3 * 20
     assert applied(report), report
 
