@@ -198,3 +198,32 @@ def test_windows_above_the_join_still_prune(spark: Any, env: dict[str, Any], kin
     got, report = dpp_rows(spark, env["session"], run)
     assert got == expected and expected
     assert applied(report), report
+
+
+SQL_PROBES = {
+    "rand_filter": ("SELECT f.id, f.day FROM (SELECT * FROM adv_fact WHERE rand(5) < 0.5) f "
+                    "JOIN cal c ON f.day = c.day WHERE c.wk = 2"),
+    "monotonic_id": ("SELECT f.rid, f.day FROM (SELECT *, monotonically_increasing_id() AS rid "
+                     "FROM adv_fact) f JOIN cal c ON f.day = c.day WHERE c.wk = 2"),
+    "build_rand": ("SELECT f.id, f.day FROM adv_fact f JOIN (SELECT day FROM cal "
+                   "WHERE rand(3) < 0.5) c ON f.day = c.day"),
+    "build_limit": ("SELECT f.id, f.day FROM adv_fact f WHERE f.day IN "
+                    "(SELECT day FROM cal WHERE wk <= 2 LIMIT 4)"),
+}
+
+
+@pytest.mark.parametrize("path", ["hook", "text"])
+@pytest.mark.parametrize("shape", sorted(SQL_PROBES))
+def test_sql_paths_agree_on_nondeterministic_sides(spark: Any, env: dict[str, Any],
+                                                   shape: str, path: str) -> None:
+    """Both ways a classic ``spark.sql`` query is pruned (the optimizer hook, and the SQL-text
+    analysis of ``spark.dpp.sqlPath=text``) leave nondeterministic probe and build sides
+    alone, on a catalog table."""
+    _cal(spark, env).createOrReplaceTempView("cal")
+    spark.table("adv_det_sales").createOrReplaceTempView("adv_fact")
+    query = SQL_PROBES[shape].replace("adv_fact", "adv_det_sales")
+    expected = spark_rows(spark, lambda: spark.sql(query))
+    with spark_conf(spark, {"spark.dpp.sqlPath": path}):
+        got, report = dpp_rows(spark, env["session"], lambda: spark.sql(query))
+    assert got == expected and expected
+    assert not applied(report), (path, report)
