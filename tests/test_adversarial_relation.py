@@ -22,8 +22,9 @@ import pytest
 
 import dpp
 
+from dpp.spark_metrics import file_scans
 from tests.adversarial_support import (DAYS, applied, catalog_table, dpp_rows, enabled,
-                                       fact_file, spark_rows, write_calendar, write_fact)
+                                       fact_file, rows, spark_rows, write_calendar, write_fact)
 from tests.conftest import spark_conf
 
 
@@ -232,3 +233,33 @@ def test_one_dataframe_in_two_star_joins(spark: Any, env: dict[str, Any], how: s
     finally:
         if name:
             spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_escaped_partition_values_are_matched(spark: Any, env: dict[str, Any]) -> None:
+    """String partition values Spark escapes in folder names (``a:b`` is ``city=a%3Ab``), a
+    space, a percent sign: dpp's verdicts meet Spark's own listing folder by folder, so the
+    kept ones are read and the rest skipped."""
+    folder = env["root"] / "escaped"
+    if folder.exists():
+        shutil.rmtree(folder)
+    cities = ["a:b", "New York", "100%", "x=y", "plain", "q?r", "s/t"]
+    rows_in = [(i, c) for i, c in enumerate(cities * 3)]
+    spark.createDataFrame(rows_in, "id long, city string").write.partitionBy("city") \
+        .parquet(str(folder))
+    df = spark.read.parquet(str(folder))
+    keys = spark.createDataFrame([("a:b",), ("New York",), ("100%",), ("s/t",)], "city string")
+
+    def run() -> Any:
+        return df.join(keys, "city").select("id", "city")
+
+    expected = spark_rows(spark, run)
+    env["session"].last_report = None
+    with spark_conf(spark, {"spark.sql.optimizer.dynamicPartitionPruning.enabled": "false"}):
+        pruned = run()
+        got = rows(pruned)
+    assert got == expected and len(expected) == 4 * 3
+    (t,) = applied(env["session"].last_report)
+    assert t.partitions_kept == 4 and t.partitions_total == len(cities), t
+    # and Spark's scan read only the kept folders' files (the verdicts met its listing)
+    (scan,) = [s for s in file_scans(pruned) if "escaped" in " ".join(s.root_paths)]
+    assert scan.partitions_read == 4, scan
