@@ -19,8 +19,7 @@ __all__ = ["HookUnavailable", "hook_jar", "load_into"]
 
 _SOURCES = Path(__file__).parent / "jvm" / "src"
 _LOCK = threading.Lock()
-_LOADED: dict[int, str] = {}   # id(jvm) -> jar loaded into it
-_JVMS: dict[int, Any] = {}     # id(jvm) -> that JVM's py4j view
+_LOADED: dict[int, Any] = {}   # id(jvm) -> that JVM's py4j view, once the jar is loaded
 
 
 class HookUnavailable(RuntimeError):
@@ -54,10 +53,7 @@ def loaded_hook() -> Any:
     from py4j.java_gateway import JavaClass
 
     with _LOCK:
-        for jvm_id in _LOADED:
-            jvm = _JVMS.get(jvm_id)
-            if jvm is None:
-                continue
+        for jvm in _LOADED.values():
             found = jvm.dpp.spark.DppHook
             if isinstance(found, JavaClass):
                 return found
@@ -81,6 +77,5 @@ def load_into(spark: Any) -> Any:
                         f"Spark's MutableURLClassLoader: start the job with "
                         f"--driver-class-path {jar}")
                 loader.addURL(jvm.java.io.File(str(jar)).toURI().toURL())
-            _LOADED[id(jvm)] = "loaded"
-            _JVMS[id(jvm)] = jvm
+            _LOADED[id(jvm)] = jvm
         return jvm.dpp.spark.DppHook

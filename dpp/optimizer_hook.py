@@ -653,12 +653,11 @@ class OptimizerHook:
                 table = self._path_table(path)
                 if table is None:
                     return None, path, "not a Hive-partitioned Parquet folder dpp can list"
-        if len({c.lower() for c in rel.get("partitionColumns", [])}) \
-                != len(rel.get("partitionColumns", [])):
+        spark_parts = [c.lower() for c in rel.get("partitionColumns", [])]
+        if len(set(spark_parts)) != len(spark_parts):
             return None, table.name, (f"partition columns {rel.get('partitionColumns')} differ "
                                       f"only in case (a case-sensitive session): dpp keys "
                                       f"partitions by name case-insensitively")
-        spark_parts = [c.lower() for c in rel.get("partitionColumns", [])]
         table_parts = [c.name.lower() for c in table.partition_columns]
         if spark_parts != table_parts:
             return None, table.name, (f"Spark reads partition columns {spark_parts}, the "

@@ -68,9 +68,10 @@ class Prune:
             else (self.column,)
 
 
-def _what(node: dict[str, Any]) -> str:
-    """A nondeterministic node as notes name it: ``Filter (rand(3) < 0.5)``, ``GlobalLimit``."""
-    why = node["nondeterministic"]
+def _what(node: dict[str, Any], key: str = "nondeterministic") -> str:
+    """A node as notes name it for its ``key`` reason: ``Filter (rand(3) < 0.5)``,
+    ``GlobalLimit``, ``Window (RowNumber)``."""
+    why = node[key]
     return node["op"] if why == node["op"] else f"{node['op']} ({why})"
 
 
@@ -88,6 +89,7 @@ class _Plan:
             for c in self.below(i):
                 self.parents.setdefault(c, []).append(i)
         self._above: dict[int, Optional[str]] = {}
+        self._within: dict[int, Optional[str]] = {}
 
     def below(self, node: int) -> list[int]:
         """A node's children and the plans of its IN-subqueries."""
@@ -124,16 +126,19 @@ class _Plan:
         order of ties; or None."""
         if depth > 200:
             return "a plan too deep to check"
+        if node in self._within:   # every pair with this build side asks again
+            return self._within[node]
         n = self.nodes[node]
+        why: Optional[str] = None
         if n.get("nondeterministic"):
-            return _what(n)
-        if n.get("tieOrder"):
-            return f"{n['op']} ({n['tieOrder']})"
-        for c in self.below(node):
-            why = self.unstable_within(c, depth + 1)
-            if why:
-                return why
-        return None
+            why = _what(n)
+        elif n.get("tieOrder"):
+            why = _what(n, "tieOrder")
+        else:
+            why = next((w for w in (self.unstable_within(c, depth + 1)
+                                    for c in self.below(node)) if w), None)
+        self._within[node] = why
+        return why
 
     def trace(self, node: int, attr: int, depth: int = 0, data: bool = False
               ) -> Optional[list[tuple[int, str]]]:
