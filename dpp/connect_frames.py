@@ -30,7 +30,7 @@ It always does two things, and a third only when asked:
   ``spark.read.parquet(folder)`` of a folder declared as ``spark.dpp.tables.<name>``. Every
   equi-join key pair on a partition column gives a dynamic filter whose build side is the
   other side of that join — its own plan, run by Spark as an aggregation and collected with
-  ``toArrow()`` (:meth:`dpp.session.DppSession._pruned_fact`) — and the read is replaced, in
+  ``toArrow()`` (:func:`dpp.join.pruned_fact`) — and the read is replaced, in
   place and under its own ``plan_id`` (so ``fact["col"]`` still resolves), by a temporary
   view of the pruned relation, dropped when the action is done.
 
@@ -71,6 +71,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
+from dpp import rules as prune_rules
 from dpp.core.errors import ConfigError
 from dpp.report import JobReport
 from dpp.views import norm_name
@@ -86,20 +87,18 @@ _VIEW_PREFIX = "__dpp_frame_"
 
 # Join.JoinType values (spark/connect/relations.proto)
 _INNER, _FULL, _LEFT, _RIGHT, _ANTI, _SEMI, _CROSS = 1, 2, 3, 4, 5, 6, 7
+# which side of a join may be pruned by the other: the rules', by the protobuf's join types
+_PRUNABLE_SIDES: dict[int, tuple[str, ...]] = {
+    code: prune_rules.prunable_sides(jt) for code, jt in {
+        _INNER: prune_rules.JoinType.INNER, _FULL: prune_rules.JoinType.FULL_OUTER,
+        _LEFT: prune_rules.JoinType.LEFT_OUTER, _RIGHT: prune_rules.JoinType.RIGHT_OUTER,
+        _ANTI: prune_rules.JoinType.LEFT_ANTI, _SEMI: prune_rules.JoinType.LEFT_SEMI,
+        _CROSS: prune_rules.JoinType.CROSS}.items()}
 
 # how long ending dpp's clones may take at spark.stop() and at exit: a dead server must not
 # hold the process (the client's own retries wait minutes)
 END_TIMEOUT = 2.0
 
-# functions whose value is drawn per row or per run: a build side calling one gives other
-# keys when it is run again for the filter (pushdown's list, plus the clock's functions: the
-# build side runs as a query of its own, at another instant)
-_NONDETERMINISTIC = frozenset({
-    "rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id",
-    "spark_partition_id", "input_file_name", "input_file_block_start",
-    "input_file_block_length", "current_timestamp", "now", "try_reflect", "reflect",
-    "java_method", "randstr", "uniform", "try_aes_decrypt", "current_date", "curdate",
-    "localtimestamp", "current_time", "unix_timestamp", "rand_str"})
 # relations whose rows depend on the run: never in a build side
 _UNREPEATABLE = frozenset({"sample", "limit", "offset", "tail", "sample_by",
                            "map_partitions", "group_map", "co_group_map",
@@ -483,7 +482,7 @@ def _sql_deterministic(text: str, query: bool) -> bool:
                 else sqlglot.parse_one(f"SELECT {text}", read="spark"))
     except Exception:
         return False
-    if tree is None or not deterministic(tree, _NONDETERMINISTIC):
+    if tree is None or not deterministic(tree, prune_rules.RERUN_FUNCTIONS):
         return False
     return not any(True for _ in tree.find_all(exp.Limit, exp.Offset, exp.TableSample))
 
@@ -507,10 +506,10 @@ def deterministic_relation(rel: Any) -> bool:
                     m.expression_string.expression, query=False):
                 return False
             if et == "unresolved_function" and (
-                    m.unresolved_function.function_name.lower() in _NONDETERMINISTIC):
+                    m.unresolved_function.function_name.lower() in prune_rules.RERUN_FUNCTIONS):
                 return False
             if et == "call_function" and (
-                    m.call_function.function_name.lower() in _NONDETERMINISTIC):
+                    m.call_function.function_name.lower() in prune_rules.RERUN_FUNCTIONS):
                 return False
             if et == "common_inline_user_defined_function" and (
                     not m.common_inline_user_defined_function.deterministic):
@@ -583,7 +582,7 @@ class ConnectFrames:
             if rel.WhichOneof("rel_type") == "sql":
                 original = known.get(rel.sql.query)
                 if original is not None:
-                    self.session._views.ensure(self.session._mentions(original))
+                    self.session.catalog.views.ensure(self.session.catalog.mentions(original))
                     rel.sql.query = original
 
     def _rewrite_request(self, req: Any, views: list[str]) -> None:
@@ -627,7 +626,7 @@ class ConnectFrames:
         if facts:
             self._report = report
             report = self._rewrite(root, plan, facts, cfg, views)
-        self.session._finish(None, report, cfg, t0, execute=False)  # type: ignore[arg-type]
+        self.session.finish(None, report, cfg, t0, execute=False)  # type: ignore[arg-type]
 
     def _provable(self, root: Any, facts: list["FactRead"], target: Optional[str],
                   report: JobReport) -> list["FactRead"]:
@@ -644,7 +643,7 @@ class ConnectFrames:
                 why = ("a build side is not deterministic (random or per-run functions, "
                        "sampling or a limit): running it again could give other keys")
             elif target is not None:
-                table = self.session._table(fact.name, {})
+                table = self.session.catalog.table(fact.name, {})
                 if table is None or not table.location or _overlaps(target, table.location):
                     why = ("the write's target path is, holds or lies in the table's folder: "
                            "Spark must see the table it overwrites")
@@ -712,8 +711,7 @@ class ConnectFrames:
         name: Optional[str] = None
         if rt == "named_table" and not read.named_table.options:
             name = read.named_table.unparsed_identifier
-            registered = getattr(self.session, "_registered_any", self.session._registered)
-            if registered(norm_name(name)) is not None:
+            if self.session.catalog.registered_any(norm_name(name)) is not None:
                 return None
         elif rt == "data_source":
             ds = read.data_source
@@ -722,7 +720,7 @@ class ConnectFrames:
                 name = self._declared_at(ds.paths[0])
         if name is None:
             return None
-        table = self.session._table(name, {})
+        table = self.session.catalog.table(name, {})
         if table is None or not table.partition_columns:
             return None
         if rt == "named_table" and not table.is_catalog:
@@ -735,9 +733,7 @@ class ConnectFrames:
         from hive_splits.table import local_path
 
         want = local_path(path).rstrip("/")
-        with self.session._lock:
-            tables = dict(self.session._tables)
-        for key, table in tables.items():
+        for key, table in self.session.catalog.declared().items():
             if (table.location.rstrip("/") == want and table.partition_columns
                     and not table.is_catalog):
                 return key
@@ -752,15 +748,16 @@ class ConnectFrames:
 
         from dpp.core.remote import functions_for
         from dpp.core.spark_rules import SparkRules
+        from dpp.join import pruned_fact
 
         s = self.session
         report = self._report
         F = functions_for(s.spark)
         rules = SparkRules.from_spark(s.spark)
-        s._remote_notes(cfg, report)
+        s.runtime.remote_notes(cfg, report)
         for fact in facts:
             try:
-                table = s._table(fact.name, {})
+                table = s.catalog.table(fact.name, {})
                 if table is None:
                     raise ConfigError(f"table {fact.name!r} is no longer known to dpp")
                 original = proto.Relation()
@@ -772,12 +769,12 @@ class ConnectFrames:
                     build = ConnectDataFrame(_Relation(rel), s.spark).select(
                         F.col(dref).alias(key))
                     pairs.append((fcol, build, key))
-                fact_df = s._pruned_fact(fact.name, table, pairs, cfg, rules, report,
-                                         sized=True)
+                fact_df = pruned_fact(s, fact.name, table, pairs, cfg, rules, report,
+                                      sized=True)
                 got = fact_df.schema
                 if [(f.name, f.dataType) for f in got.fields] != \
                         [(f.name, f.dataType) for f in want.fields]:
-                    s._release_global(fact_df)
+                    s.connect.release_global(fact_df)
                     report.tables = [t for t in report.tables if t.table != fact.name]
                     report.add_table_unpruned(
                         fact.name, None, "DataFrame plan sent as built: Spark resolves the "
@@ -786,7 +783,7 @@ class ConnectFrames:
                     continue
                 view = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}"
                 fact_df.createOrReplaceTempView(view)
-                s._release_global(fact_df)
+                s.connect.release_global(fact_df)
                 views.append(view)
                 plan_id = fact.read.common.plan_id if fact.read.HasField("common") else None
                 fact.read.Clear()
@@ -914,8 +911,7 @@ def find_fact_joins(root: Any, fact_of: Any) -> list[FactRead]:
         if not pairs:
             return
         # which side may be pruned by the other: the one whose unmatched rows are dropped
-        prunable = {_INNER: ("left", "right"), _SEMI: ("left",), _RIGHT: ("left",),
-                    _LEFT: ("right",)}.get(j.join_type, ())
+        prunable = _PRUNABLE_SIDES.get(j.join_type, ())
         left_ids: Optional[set[int]] = None
         for side in prunable:
             probe, build = (j.left, j.right) if side == "left" else (j.right, j.left)

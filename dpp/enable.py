@@ -30,7 +30,7 @@ Why the session's own statements do not recurse
 -----------------------------------------------
 DppSession runs build sides, the rewritten query and the unpruned fallback through Spark. It
 calls Spark's *unwrapped* ``sql``: the wrapper carries the function it replaced as
-``dpp_original_sql`` and ``DppSession._spark_sql`` looks it up (``dpp.session.unwrapped_sql``).
+``dpp_original_sql`` and ``Runtime.spark_sql`` looks it up (``dpp.runtime.unwrapped_sql``).
 A thread-local re-entry guard was not chosen because build sides run on DppSession's worker
 threads, where a thread-local flag set by the calling thread is not visible: a build-side query
 would go through pruning again (another analysis, another report overwriting ``last_report``,

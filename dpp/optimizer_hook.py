@@ -335,8 +335,8 @@ class OptimizerHook:
             for name, why in unpruned:
                 report.add_table_unpruned(name, None, why)
             capacity = max(_POOL_THREADS, 2 * (len(signature) + len(targets)) + 1)
-            runs = FilterRuns(session.spark, session._filter_service(cfg), cfg, rules, capacity,
-                              session._env_notes, session._filter_memory)
+            runs = FilterRuns(session.spark, session.runtime.filter_service(cfg), cfg, rules,
+                              capacity, session.runtime.env_notes, session.runtime.filter_memory)
             request = _Request(report=report, runs=runs, capacity=capacity, scope=scope)
         else:
             for name, why in unpruned:
@@ -490,7 +490,7 @@ class OptimizerHook:
             key = (id(table), column.lower())
             if key not in asked:
                 if policy is None:
-                    policy = self.session._stats_policy(cfg, holder)
+                    policy = self.session.runtime.stats_policy(cfg, holder)
                 asked[key] = bool(policy) if isinstance(policy, bool) else bool(
                     policy(table, column))
             return asked[key]
@@ -523,8 +523,8 @@ class OptimizerHook:
               ) -> LoadResult:
         s = self.session
         return SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
-                           rules=rules, lister=s._lister(table.location, cfg),
-                           **s._loader_stats(cfg)).load()
+                           rules=rules, lister=s.runtime.lister(table.location, cfg),
+                           **s.runtime.loader_stats(cfg)).load()
 
     # ------------------------------------------------------------------ the index's call
     def on_list(self, token: str) -> dict[str, Any]:
@@ -635,7 +635,7 @@ class OptimizerHook:
         if kind == "catalog":
             name = rel.get("table") or "?"
             unusable: dict[str, str] = {}
-            table = s._table(name, unusable)
+            table = s.catalog.table(name, unusable)
             if table is None:
                 return None, name, next(iter(unusable.values()), "not a partitioned table")
         else:
@@ -689,8 +689,7 @@ class OptimizerHook:
 
     def _registered_at(self, path: str) -> Optional[Table]:
         s = self.session
-        with s._lock:
-            tables = list(s._tables.values())
+        tables = list(s.catalog.declared().values())
         want = path.rstrip("/")
         for t in tables:
             if _local(t.location).rstrip("/") == want:
@@ -706,7 +705,7 @@ class OptimizerHook:
             table: Optional[Table] = table_from_path(
                 path, name=os.path.basename(path.rstrip("/")) or path,
                 timestamp_type=SparkRules.from_spark(s.spark).timestamp_type,
-                lister=s._lister(path, s.config))
+                lister=s.runtime.lister(path, s.config))
             if table is not None and not table.partition_columns:
                 table = None
         except Exception as exc:

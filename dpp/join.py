@@ -1,0 +1,164 @@
+"""``DppSession.join``: a fact table joined to a dimension DataFrame without SQL, the fact side
+pruned by the dimension's keys where :mod:`dpp.rules` allows it. Spark Connect's DataFrame
+plans (:mod:`dpp.connect_frames`) prune their fact reads through :func:`pruned_fact` too.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame
+
+from dpp import rules as prune_rules
+from dpp.config import DppConfig
+from dpp.connect_handoff import CONNECT_CATALOG_LEFT
+from dpp.core.domain import TupleDomain
+from dpp.core.errors import ConfigError, LayoutError
+from dpp.core.remote import functions_for
+from dpp.core.spark_rules import SparkRules
+from dpp.decision import real_column, table_columns
+from dpp.determinism import nondeterminism
+from dpp.filter_runs import FilterRuns, FilterSpec
+from dpp.handoff import full_dataframe
+from dpp.remote_catalog import Unprunable, is_connect_catalog, quote_table
+from dpp.report import JobReport
+from dpp.views import norm_name
+from hive_splits import DynamicFilter, SplitLoader, Table
+
+if TYPE_CHECKING:
+    from dpp.session import DppSession
+
+__all__ = ["run_join", "pruned_fact"]
+
+# the join types ``DataFrame.join`` takes, by its own ``how`` names (a cross join has no key
+# to prune by, an existence join is Spark's own)
+_DATAFRAME_HOWS: dict[prune_rules.JoinType, str] = {
+    prune_rules.JoinType.INNER: "inner", prune_rules.JoinType.LEFT_OUTER: "left",
+    prune_rules.JoinType.RIGHT_OUTER: "right", prune_rules.JoinType.FULL_OUTER: "full",
+    prune_rules.JoinType.LEFT_SEMI: "left_semi", prune_rules.JoinType.LEFT_ANTI: "left_anti",
+}
+
+
+def run_join(session: "DppSession", fact: str, dim_df: DataFrame,
+             on: list[tuple[str, str]], how: str) -> DataFrame:
+    """``fact ⋈ dim_df`` (``on``: fact column, dimension column pairs), the fact being the
+    left side: pruned when the rules let a join of type ``how`` prune its left side."""
+    cfg = session.config
+    rules = SparkRules.from_spark(session.spark)
+    jt = prune_rules.join_type(how)
+    norm_how = _DATAFRAME_HOWS.get(jt) if jt is not None else None
+    if norm_how is None or not on:
+        raise ConfigError(f"dpp.join how={how!r} on={on!r}: expected an equi-join "
+                          f"(inner, left, right, full, semi, anti) with at least one "
+                          f"(fact_column, dim_column) pair")
+    text = f"JOIN {fact} ON {on} HOW {norm_how}"
+    report = JobReport.start(query_text=text, kind="join", settings=cfg.as_settings(),
+                             enabled=cfg.enabled)
+    session.runtime.remote_notes(cfg, report)
+    t0 = time.perf_counter()
+    unusable: dict[str, str] = {}
+    table = session.catalog.table(fact, unusable)
+    if table is None:
+        # a table Spark knows that cannot be pruned (not partitioned, CHAR columns): read
+        # whole, by name, and say why
+        try:
+            whole = session.spark.table(fact)
+        except Exception:
+            raise LayoutError(f"dpp.join: unknown table {fact!r}; register it with "
+                              f"register_table(name, path) or create it in Spark's "
+                              f"catalog") from None
+        columns = {c.lower(): None for c in whole.columns}
+    else:
+        columns = dict(table_columns(table))
+    for fcol, dcol in on:
+        if fcol.lower() not in columns:
+            raise ConfigError(f"dpp.join: table {fact!r} has no column {fcol!r}")
+        if dcol not in dim_df.columns:
+            raise ConfigError(f"dpp.join: the dimension DataFrame has no column {dcol!r}")
+    if table is None:
+        why = unusable.get(norm_name(fact), "not a partitioned table")
+        report.add_table_unpruned(fact, None, why)
+        if why.startswith(CONNECT_CATALOG_LEFT):
+            session.runtime.note_once(report, "catalog")
+        fact_df = whole
+    elif cfg.enabled and prune_rules.may_prune(jt, "left"):
+        fact_df = pruned_fact(session, fact, table, [(f, dim_df, d) for f, d in on], cfg,
+                              rules, report)
+    else:
+        why = ("spark.dpp.enabled=false" if not cfg.enabled else
+               f"{norm_how} join: the fact side is preserved or anti-joined")
+        report.add_table_unpruned(fact, None, why)
+        fact_df = full_dataframe(session.spark, table)
+    cond = None
+    for fcol, dcol in on:
+        c = fact_df[fcol] == dim_df[dcol]
+        cond = c if cond is None else cond & c
+    df = fact_df.join(dim_df, cond, norm_how)
+    out, _ = session.finish(df, report, cfg, t0, execute=False)
+    return out
+
+
+def pruned_fact(session: "DppSession", fact: str, table: Table,
+                on: list[tuple[str, DataFrame, str]], cfg: DppConfig, rules: SparkRules,
+                report: JobReport, sized: bool = False) -> DataFrame:
+    """The fact side over its surviving files: one filter per ``(fact column, dimension
+    DataFrame, its column)``. ``sized``: the caller holds the relation in a view (Spark
+    Connect's DataFrame plans, :mod:`dpp.connect_frames`), so it is sized as the table, as
+    a ``spark.sql`` query's is."""
+    runtime, handoff = session.runtime, session.handoff
+    parts = {c.name.lower() for c in table.partition_columns}
+    columns = dict(table_columns(table))
+    qid = report.query_id[:8]
+    with FilterRuns(session.spark, runtime.filter_service(cfg), cfg, rules, len(on) + 1,
+                    runtime.env_notes, runtime.filter_memory) as runs:
+        deadline = time.monotonic() + cfg.wait_timeout
+        dyn = []
+        policy = runtime.stats_policy(cfg, report)
+        connect_catalog = is_connect_catalog(table)
+        for i, (fcol, dim_df, dcol) in enumerate(on):
+            unstable = nondeterminism(dim_df)
+            if unstable:
+                # run again for its keys, it may keep others than the join sees
+                report.analysis_notes.append(
+                    f"{fcol}: the build side is not deterministic ({unstable}): run "
+                    f"again it may give other keys, not pruned")
+                continue
+            if fcol.lower() not in parts and (connect_catalog or not (
+                    policy(table, real_column(table, fcol) or fcol) if callable(policy)
+                    else policy)):
+                continue
+            spec = FilterSpec(filter_id=f"{qid}-j{i + 1}", build_label=f"dataframe.{dcol}",
+                              probe_type=columns.get(fcol.lower()), probe_label=fact)
+            runs.start(spec, lambda c=dcol, d=dim_df: d.select(functions_for(d).col(c)),
+                       key=dcol)
+            col = real_column(table, fcol) or fcol  # as the table spells it
+            dyn.append(DynamicFilter(filter_id=spec.filter_id, column=col,
+                                     wait=runs.waiter(spec.filter_id, col, deadline)))
+        if connect_catalog:
+            try:
+                result, fact_df = session.connect.catalog_load(
+                    table, TupleDomain.all(), dyn, cfg, rules, sized=sized)
+            except Unprunable as exc:
+                report.add_table_unpruned(fact, None, str(exc))
+                return session.spark.table(quote_table(table.catalog_name or fact))
+            runtime.note_once(report, "catalog_predicate")
+        else:
+            result = SplitLoader(table, TupleDomain.all(), dyn,
+                                 wait_timeout=cfg.wait_timeout, rules=rules,
+                                 lister=runtime.lister(table.location, cfg),
+                                 **runtime.loader_stats(cfg)).load()
+            fact_df = handoff.dataframe(
+                table, result, handoff.partition_filtered(table, (), [d.column for d in dyn]),
+                report if sized else None)
+            if runtime.remote:   # dpp.join hands a DataFrame, no view: sized by its bytes
+                if not sized:
+                    runtime.note_once(report, "size")
+                runtime.note_once(report, "handoff_calls")
+        report.add_table_result(fact, None, table, result)
+        report.phases["handoff"] = result.handoff_seconds
+        runs.learn(report.tables)
+        for entry in runs.settle():
+            report.add_filter(entry)
+        report.phases["build"] = runs.build_seconds()
+        report.environment.extend(runs.new_env_notes)
+    return fact_df
