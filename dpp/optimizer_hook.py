@@ -40,6 +40,7 @@ from dpp.core.domain import DataType, TupleDomain
 from dpp.core.spark_rules import SparkRules
 from dpp.decision import is_bucket_column, real_column, table_columns
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
+from dpp.hook_row_filters import row_filters_for
 from dpp.jvm_build import HookUnavailable, load_into
 from dpp.plan_pairs import Prune, find_prunes, relation_nodes, unstable_relations
 from dpp.report import JobReport
@@ -350,13 +351,16 @@ class OptimizerHook:
                 self._scopes[scope] = request
                 while len(self._scopes) > _KEPT_ANSWERS:
                     self._scopes.pop(next(iter(self._scopes)))
+        row_filters: dict[str, list[dict[str, Any]]] = {}
         if not msg.get("explain"):
             request.ensure_started()
             self._await_submitted(request, new_filters, min(_SUBMIT_WAIT, cfg.wait_timeout))
+            if cfg.row_group_filter:
+                row_filters = row_filters_for(request, nodes, targets, wrap, cfg)
         else:
             request.report.analysis_notes.append("planned during an explain: build sides "
                                                  "start on the first scan")
-        return {"wrap": wrap, "timeout": cfg.wait_timeout}
+        return {"wrap": wrap, "timeout": cfg.wait_timeout, "rowFilters": row_filters}
 
     def _extend(self, request: _Request, msg: dict[str, Any],
                 targets: dict[int, tuple[Table, str, list[Prune]]],

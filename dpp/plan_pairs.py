@@ -17,21 +17,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from dpp.rules import KEY_PASSAGE, ROW_DROPPING_OPERATORS, may_prune
+
 __all__ = ["Prune", "find_prunes", "relation_nodes", "unstable_relations"]
 
-# unary operators a row filter on a column may be pushed below unchanged
-_ROW_PRESERVING = {"Filter", "Sort", "Repartition", "RepartitionByExpression",
-                   "RebalancePartitions", "SubqueryAlias", "ResolvedHint", "Distinct",
-                   "Deduplicate", "Project", "Aggregate", "Window", "Union"}
-_PRUNE_LEFT = {"INNER", "LEFT SEMI", "RIGHT OUTER"}
-_PRUNE_RIGHT = {"INNER", "LEFT SEMI", "LEFT OUTER"}
+# operators a key passes through (dpp.rules): the unary ones, traced below
+_ROW_PRESERVING = set(KEY_PASSAGE) - {"Join"}
 # a fact-side cast Spark adds to compare with a wider dimension key: every value the wider
 # type holds that equals a fact value is that fact value, so the domain maps back exactly
 _INTEGRAL = ["tinyint", "smallint", "int", "bigint"]
 # operators that keep some rows only (a sample, a limit): they filter, but not
 # deterministically, so such a build side is refused for that (a clearer reason than "filters
 # nothing")
-_ROW_DROPPING = {"Sample", "GlobalLimit", "LocalLimit", "Tail", "Offset"}
+_ROW_DROPPING = ROW_DROPPING_OPERATORS
 # leaves that hold local rows: a dimension made with createDataFrame, or cached
 _LOCAL_LEAVES = {"LocalRelation", "LogicalRDD", "InMemoryRelation", "Range"}
 
@@ -344,10 +342,10 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
             how = node.get("joinType", "")
             for a, b in node.get("keys", []):
                 for fact, dim, fact_side, dim_side, ok in (
-                        (a, b, left, right, how in _PRUNE_LEFT),
-                        (b, a, left, right, how in _PRUNE_LEFT),
-                        (a, b, right, left, how in _PRUNE_RIGHT),
-                        (b, a, right, left, how in _PRUNE_RIGHT)):
+                        (a, b, left, right, may_prune(how, "left")),
+                        (b, a, left, right, may_prune(how, "left")),
+                        (a, b, right, left, may_prune(how, "right")),
+                        (b, a, right, left, may_prune(how, "right"))):
                     if not reads_only(fact, fact_side) or not reads_only(dim, dim_side):
                         continue
                     attr = _fact_key(fact)

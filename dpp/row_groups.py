@@ -12,11 +12,12 @@ strings): a timestamp or decimal literal's meaning depends on session settings a
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from dpp.core.domain import Domain
 
-__all__ = ["MAX_IN_VALUES", "domain_predicate"]
+__all__ = ["MAX_IN_VALUES", "RowTerms", "domain_predicate", "row_terms"]
 
 # up to this many values an IN list is exact and cheap (Spark compares each in turn and pushes
 # them into Parquet one by one); past it, ranges: an IN list of hundreds of values is a hash
@@ -55,43 +56,77 @@ def _runs(values: list[Any], type_name: str) -> Optional[list[tuple[Any, Any]]]:
     return [(a, b) for a, b in runs]
 
 
-def domain_predicate(F: Any, column: str, domain: Domain
-                     ) -> Optional[tuple[Any, str]]:
-    """(Spark Column, its SQL text for the report) that every row ``domain`` may match on
-    ``column`` passes, NULLs excluded: the values themselves when few, else ranges of them
-    (or the domain's bounds); None when the domain constrains nothing usable (all values, an
-    unsupported type, an unbounded range)."""
+@dataclass(frozen=True)
+class RowTerms:
+    """What a data-column filter's values say about a row, in the column's own type: no row
+    passes (``values == ()`` and no ranges), it is one of ``values``, or it lies in one of
+    ``ranges`` (inclusive). Every front end renders these terms: a Spark Column on the
+    SQL-text path, Catalyst expressions in the optimizer hook's rule."""
+
+    type_name: str
+    values: Optional[tuple[Any, ...]] = None
+    ranges: tuple[tuple[Any, Any], ...] = ()
+
+    def text(self, column: str) -> str:
+        """The predicate's SQL text, as reports show it."""
+        quoted = "`" + column.replace("`", "``") + "`"
+        if self.values is not None:
+            if not self.values:
+                return "FALSE"
+            lits = ", ".join(_sql_literal(v, self.type_name) for v in self.values)
+            return f"{quoted} IN ({lits})"
+        texts = [f"{quoted} = {_sql_literal(lo, self.type_name)}" if lo == hi else
+                 f"{quoted} BETWEEN {_sql_literal(lo, self.type_name)} AND "
+                 f"{_sql_literal(hi, self.type_name)}" for lo, hi in self.ranges]
+        return texts[0] if len(texts) == 1 else "(" + " OR ".join(texts) + ")"
+
+    def to_wire(self) -> dict[str, Any]:
+        """The terms as the hook's rule reads them: values as text in the column's type."""
+        def txt(v: Any) -> str:
+            return v.isoformat() if self.type_name == "date" else str(v)
+        if self.values is not None:
+            return {"type": self.type_name, "in": [txt(v) for v in self.values]}
+        return {"type": self.type_name, "ranges": [[txt(a), txt(b)] for a, b in self.ranges]}
+
+
+def row_terms(domain: Domain) -> Optional[RowTerms]:
+    """The terms every row ``domain`` may match passes (NULLs excluded): the values themselves
+    when few, else runs of them (or the domain's bounds); None when the domain constrains
+    nothing usable (all values, an unsupported type, an unbounded range)."""
     type_name = domain.type.simple_string()
     if type_name not in _TYPES or domain.value_set.everything:
         return None
-    quoted = "`" + column.replace("`", "``") + "`"
-    col = F.col(quoted)
-
-    def lit(v: Any) -> Any:
-        return F.lit(v) if type_name in ("string", "date") else F.lit(int(v)).cast(type_name)
-
     values = domain.discrete_values() if domain.is_exact() else None
-    if values is not None and not values:
-        return F.lit(False), "FALSE"
-    if values is not None and len(values) <= MAX_IN_VALUES:
-        text = f"{quoted} IN ({', '.join(_sql_literal(v, type_name) for v in values)})"
-        return col.isin(*[lit(v) for v in values]), text
+    if values is not None and (not values or len(values) <= MAX_IN_VALUES):
+        return RowTerms(type_name, values=tuple(values))
     runs = _runs(values, type_name) if values is not None else None
     if runs is None:
         bounds = domain.bounds()
         if bounds is None:
-            return F.lit(False), "FALSE"
+            return RowTerms(type_name, values=())
         if bounds[0] is None or bounds[1] is None:
             return None
         runs = [bounds]
-    pred, texts = None, []
-    for lo, hi in runs:
-        if lo == hi:
-            term, text = col == lit(lo), f"{quoted} = {_sql_literal(lo, type_name)}"
-        else:
-            term = (col >= lit(lo)) & (col <= lit(hi))
-            text = (f"{quoted} BETWEEN {_sql_literal(lo, type_name)} AND "
-                    f"{_sql_literal(hi, type_name)}")
+    return RowTerms(type_name, ranges=tuple(runs))
+
+
+def domain_predicate(F: Any, column: str, domain: Domain
+                     ) -> Optional[tuple[Any, str]]:
+    """(Spark Column, its SQL text for the report) of :func:`row_terms`, or None."""
+    terms = row_terms(domain)
+    if terms is None:
+        return None
+    type_name = terms.type_name
+    col = F.col("`" + column.replace("`", "``") + "`")
+
+    def lit(v: Any) -> Any:
+        return F.lit(v) if type_name in ("string", "date") else F.lit(int(v)).cast(type_name)
+
+    if terms.values is not None:
+        pred = col.isin(*[lit(v) for v in terms.values]) if terms.values else F.lit(False)
+        return pred, terms.text(column)
+    pred = None
+    for lo, hi in terms.ranges:
+        term = col == lit(lo) if lo == hi else (col >= lit(lo)) & (col <= lit(hi))
         pred = term if pred is None else (pred | term)
-        texts.append(text)
-    return pred, " OR ".join(texts) if len(texts) == 1 else "(" + " OR ".join(texts) + ")"
+    return pred, terms.text(column)

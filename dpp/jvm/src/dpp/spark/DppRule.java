@@ -84,7 +84,16 @@ final class DppRule extends Rule<LogicalPlan> {
                 Map.Entry<String, JsonNode> e = it.next();
                 tokens.put(d.node(Integer.parseInt(e.getKey())), e.getValue().asText());
             }
-            return plan.transformUp(new Wrap(tokens, bridge, timeout));
+            Map<LogicalPlan, JsonNode> rowFilters = new java.util.IdentityHashMap<>();
+            JsonNode rf = a.get("rowFilters");
+            if (rf != null) {
+                Iterator<Map.Entry<String, JsonNode>> rit = rf.fields();
+                while (rit.hasNext()) {
+                    Map.Entry<String, JsonNode> e = rit.next();
+                    rowFilters.put(d.node(Integer.parseInt(e.getKey())), e.getValue());
+                }
+            }
+            return plan.transformUp(new Wrap(tokens, rowFilters, bridge, timeout));
         } catch (Throwable t) {
             logWarning(() -> "dpp: the optimizer hook failed, Spark's plan is kept: " + t, t);
             return plan;
@@ -97,11 +106,14 @@ final class DppRule extends Rule<LogicalPlan> {
 
     private static final class Wrap extends AbstractPartialFunction<LogicalPlan, LogicalPlan> {
         private final Map<LogicalPlan, String> tokens;
+        private final Map<LogicalPlan, JsonNode> rowFilters;
         private final Function<String, String> bridge;
         private final double timeout;
 
-        Wrap(Map<LogicalPlan, String> tokens, Function<String, String> bridge, double timeout) {
+        Wrap(Map<LogicalPlan, String> tokens, Map<LogicalPlan, JsonNode> rowFilters,
+             Function<String, String> bridge, double timeout) {
             this.tokens = tokens;
+            this.rowFilters = rowFilters;
             this.bridge = bridge;
             this.timeout = timeout;
         }
@@ -123,8 +135,10 @@ final class DppRule extends Rule<LogicalPlan> {
                 bridge, timeout);
             HadoopFsRelation wrapped = rel.copy(index, rel.partitionSchema(), rel.dataSchema(),
                 rel.bucketSpec(), rel.fileFormat(), rel.options(), rel.sparkSession());
-            return lr.copy(wrapped, lr.output(), lr.catalogTable(), lr.isStreaming(),
-                lr.stream());
+            LogicalRelation out = lr.copy(wrapped, lr.output(), lr.catalogTable(),
+                lr.isStreaming(), lr.stream());
+            JsonNode filters = rowFilters.get(p);
+            return filters == null ? out : RowFilter.over(out, filters);
         }
     }
 }

@@ -1,0 +1,107 @@
+package dpp.spark;
+
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.List;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.EqualTo;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GreaterThanOrEqual;
+import org.apache.spark.sql.catalyst.expressions.In;
+import org.apache.spark.sql.catalyst.expressions.LessThanOrEqual;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.Or;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * A data column's dynamic filter as a Catalyst {@code Filter} right above the relation it
+ * prunes: {@code col IN (values)} or {@code col BETWEEN lo AND hi OR ...}, in the column's own
+ * type. Spark's scan planning pushes it into Parquet, whose reader skips the row groups it
+ * rules out, and the rows it rejects could not have matched the join. Python decides the
+ * terms ({@code dpp/row_groups.py}); a term this class cannot state in the column's type
+ * leaves the relation unfiltered (a loss of speed, never of rows).
+ */
+final class RowFilter {
+    private RowFilter() {
+    }
+
+    static LogicalPlan over(LogicalRelation relation, JsonNode specs) {
+        Expression condition = null;
+        for (JsonNode spec : specs) {
+            Attribute attr = attribute(relation, spec.get("attr").asLong());
+            if (attr == null || !spec.get("type").asText().equals(attr.dataType().simpleString())) {
+                continue;
+            }
+            Expression term = term(attr, spec);
+            if (term != null) {
+                condition = condition == null ? term : new And(condition, term);
+            }
+        }
+        return condition == null ? relation : new Filter(condition, relation);
+    }
+
+    private static Attribute attribute(LogicalRelation relation, long exprId) {
+        scala.collection.Iterator<org.apache.spark.sql.catalyst.expressions.AttributeReference> it =
+            relation.output().iterator();
+        while (it.hasNext()) {
+            Attribute a = it.next();
+            if (a.exprId().id() == exprId) {
+                return a;
+            }
+        }
+        return null;
+    }
+
+    private static Expression term(Attribute attr, JsonNode spec) {
+        DataType type = attr.dataType();
+        if (spec.has("in")) {
+            List<Expression> values = new ArrayList<>();
+            for (JsonNode v : spec.get("in")) {
+                values.add(literal(v.asText(), type));
+            }
+            if (values.isEmpty()) {
+                return Literal.create(false, DataTypes.BooleanType);
+            }
+            return new In(attr, CollectionConverters.asScala(values).toSeq());
+        }
+        Expression out = null;
+        for (JsonNode r : spec.get("ranges")) {
+            String lo = r.get(0).asText();
+            String hi = r.get(1).asText();
+            Expression t = lo.equals(hi) ? new EqualTo(attr, literal(lo, type))
+                : new And(new GreaterThanOrEqual(attr, literal(lo, type)),
+                          new LessThanOrEqual(attr, literal(hi, type)));
+            out = out == null ? t : new Or(out, t);
+        }
+        return out;
+    }
+
+    private static Literal literal(String text, DataType type) {
+        Object value;
+        if (type.equals(DataTypes.IntegerType)) {
+            value = Integer.valueOf(text);
+        } else if (type.equals(DataTypes.LongType)) {
+            value = Long.valueOf(text);
+        } else if (type.equals(DataTypes.ShortType)) {
+            value = Short.valueOf(text);
+        } else if (type.equals(DataTypes.ByteType)) {
+            value = Byte.valueOf(text);
+        } else if (type.equals(DataTypes.DateType)) {
+            value = LocalDate.parse(text);
+        } else if (type.equals(DataTypes.StringType)) {
+            value = text;
+        } else {
+            throw new IllegalArgumentException("dpp: no row filter on a column of type " + type);
+        }
+        return Literal.create(value, type);
+    }
+}

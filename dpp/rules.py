@@ -1,0 +1,155 @@
+"""The pruning rules, written once: every front end (the optimizer hook's plan, SQL text, the
+Spark Connect plan, ``dpp.join``) asks this module and nothing else.
+
+Three questions decide whether a join key may prune a relation:
+
+* **Which side of a join may be pruned** (:func:`may_prune`): only a side whose rows are
+  needed only when they match the other side — both sides of an inner join, the left of a
+  left-semi join (``IN``/``EXISTS``), the non-preserved side of an outer join. Never the
+  preserved side, never either side of an anti or full outer join (dropping a row there
+  changes the answer: it would come out unmatched, or not at all).
+* **How a key passes through an operator** (:data:`KEY_PASSAGE`): a row filter on a column
+  may move below an operator only when the operator neither invents the column's values nor
+  decides which rows come out by rows a filter would remove (a limit, a sample).
+* **Whether a side is repeatable** (:data:`NONDETERMINISTIC_FUNCTIONS`,
+  :data:`ROW_DROPPING_OPERATORS`): a build side is run again (in a clone of the session, at
+  another instant) for its keys, so it must give the same keys; a fact read below a
+  nondeterministic operator is never pruned (its answer depends on the files read).
+
+The tables are data so that the docs' rules table and the test that holds every front end
+to it (``tests/test_rules_table.py``) read the same thing the code does.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Optional
+
+__all__ = ["JoinType", "join_type", "may_prune", "prunable_sides", "KEY_PASSAGE",
+           "ROW_DROPPING_OPERATORS", "NONDETERMINISTIC_FUNCTIONS", "RERUN_FUNCTIONS",
+           "rules_markdown"]
+
+
+class JoinType(str, Enum):
+    """Join types by Spark's own names (``JoinType.sql``)."""
+
+    INNER = "INNER"
+    CROSS = "CROSS"
+    LEFT_OUTER = "LEFT OUTER"
+    RIGHT_OUTER = "RIGHT OUTER"
+    FULL_OUTER = "FULL OUTER"
+    LEFT_SEMI = "LEFT SEMI"
+    LEFT_ANTI = "LEFT ANTI"
+    EXISTENCE = "EXISTENCE"   # Spark's ExistenceJoin (an IN/EXISTS under an OR)
+
+
+# join type -> (left side may be pruned, right side may be pruned)
+_PRUNABLE: dict[JoinType, tuple[bool, bool]] = {
+    JoinType.INNER: (True, True),
+    JoinType.CROSS: (False, False),      # no equi-key to prune by
+    JoinType.LEFT_OUTER: (False, True),
+    JoinType.RIGHT_OUTER: (True, False),
+    JoinType.FULL_OUTER: (False, False),
+    JoinType.LEFT_SEMI: (True, False),
+    JoinType.LEFT_ANTI: (False, False),
+    JoinType.EXISTENCE: (False, False),  # every left row comes out, flagged
+}
+
+# every spelling a front end uses: Spark's JoinType.sql and toString, DataFrame ``how``
+# strings, sqlglot's side/kind, the Connect protobuf's enum names
+_SPELLINGS: dict[str, JoinType] = {
+    "inner": JoinType.INNER, "cross": JoinType.CROSS,
+    "left": JoinType.LEFT_OUTER, "leftouter": JoinType.LEFT_OUTER,
+    "right": JoinType.RIGHT_OUTER, "rightouter": JoinType.RIGHT_OUTER,
+    "full": JoinType.FULL_OUTER, "outer": JoinType.FULL_OUTER,
+    "fullouter": JoinType.FULL_OUTER,
+    "semi": JoinType.LEFT_SEMI, "leftsemi": JoinType.LEFT_SEMI,
+    "anti": JoinType.LEFT_ANTI, "leftanti": JoinType.LEFT_ANTI,
+    "existence": JoinType.EXISTENCE,
+}
+
+
+def join_type(spelling: str) -> Optional[JoinType]:
+    """A join type from any front end's spelling (``"LEFT OUTER"``, ``"left_outer"``,
+    ``"leftouter"``, ``"JOIN_TYPE_LEFT_OUTER"``, ``"LeftSemi"``), None when unknown."""
+    key = spelling.strip().lower()
+    if key.startswith("join_type_"):
+        key = key[len("join_type_"):]
+    if key.startswith("existencejoin"):
+        key = "existence"
+    key = key.replace("_", "").replace(" ", "")
+    return _SPELLINGS.get(key)
+
+
+def may_prune(how: "JoinType | str", side: str) -> bool:
+    """Whether ``side`` (``"left"`` or ``"right"``) of a join of type ``how`` may be pruned by
+    the other side's keys. An unknown join type prunes nothing."""
+    jt = how if isinstance(how, JoinType) else join_type(how)
+    if jt is None:
+        return False
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', not {side!r}")
+    left, right = _PRUNABLE[jt]
+    return left if side == "left" else right
+
+
+def prunable_sides(how: "JoinType | str") -> tuple[str, ...]:
+    """The sides of a join of type ``how`` that may be pruned, in order left, right."""
+    return tuple(s for s in ("left", "right") if may_prune(how, s))
+
+
+# operator -> how a join key (a column) passes through it on its way down to the relation
+# it reads; an operator not named here stops the key (a filter there may change the answer)
+KEY_PASSAGE: dict[str, str] = {
+    "Filter": "unchanged",
+    "Sort": "unchanged",
+    "Repartition": "unchanged",
+    "RepartitionByExpression": "unchanged",
+    "RebalancePartitions": "unchanged",
+    "SubqueryAlias": "unchanged",
+    "ResolvedHint": "unchanged",
+    "Distinct": "unchanged",
+    "Deduplicate": "unchanged",
+    "Project": "as the column it renames (a computed column stops it)",
+    "Aggregate": "a grouping key only (an aggregate's result stops it)",
+    "Window": "a partition key only (an ordering or a window function's result stops it)",
+    "Union": "by position, through every branch",
+    "Join": "into the side that outputs it",
+}
+
+# operators that keep some rows only, and not the same ones on every run: they make a build
+# side unrepeatable and a fact read below them unprunable (unless a sort above decides a limit)
+ROW_DROPPING_OPERATORS: frozenset[str] = frozenset({
+    "Sample", "GlobalLimit", "LocalLimit", "Tail", "Offset"})
+
+# functions whose value is drawn per row or per task: moving a filter past them, or reading
+# other files below them, changes which rows they see
+NONDETERMINISTIC_FUNCTIONS: frozenset[str] = frozenset({
+    "rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id",
+    "spark_partition_id", "input_file_name", "input_file_block_start",
+    "input_file_block_length", "current_timestamp", "now", "try_reflect", "reflect",
+    "java_method", "randstr", "uniform", "try_aes_decrypt"})
+
+# and those that give another value when the same plan runs again at another instant: a build
+# side is run as a query of its own, so these disqualify it too
+RERUN_FUNCTIONS: frozenset[str] = NONDETERMINISTIC_FUNCTIONS | frozenset({
+    "current_date", "curdate", "localtimestamp", "current_time", "unix_timestamp",
+    "rand_str"})
+
+
+def rules_markdown() -> str:
+    """The rules as the docs show them (``docs/rules.md`` is this text)."""
+    lines = ["| join type | left side pruned | right side pruned |", "| --- | --- | --- |"]
+    for jt, (left, right) in _PRUNABLE.items():
+        lines.append(f"| {jt.value} | {'yes' if left else 'no'} | {'yes' if right else 'no'} |")
+    lines += ["", "| operator | a join key passes through |", "| --- | --- |"]
+    lines += [f"| {op} | {how} |" for op, how in KEY_PASSAGE.items()]
+    lines += ["| anything else (Limit, Sample, Expand, Generate, a Python UDF's node…) | "
+              "stops |", "",
+              "Determinism: a build side containing "
+              + ", ".join(f"`{o}`" for o in sorted(ROW_DROPPING_OPERATORS))
+              + " (unless it is a limit over a sort whose order decides it), a window "
+              "function whose value depends on the order of ties, or a call to "
+              + ", ".join(f"`{f}`" for f in sorted(RERUN_FUNCTIONS))
+              + " is refused; a fact read below a nondeterministic operator is neither "
+              "pruned nor listed by dpp."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,141 @@
+"""Row-group filters through the optimizer hook: a data column's build values reach Parquet.
+
+A partitioned fact whose files hold items in order, one row group per item, is joined on the
+item (a data column) to a dimension filtered to a few items, or to a run of them. The hook
+puts the build side's values above the relation as ``item IN (...)`` or ``item BETWEEN``;
+Spark pushes it into Parquet, which skips the row groups it rules out. Every case is checked
+against Spark with every pruning off on the same folders: same rows, the report names the
+predicate, and the scan outputs only the rows of the row groups kept.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpp
+from dpp.enable import session_of
+from dpp.spark_metrics import file_scans
+from tests.conftest import spark_conf
+
+OFF = {"spark.dpp.enabled": "false",
+       "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
+       "spark.sql.optimizer.runtime.bloomFilter.enabled": "false"}
+DAYS, ITEMS, PER_ITEM = 3, 40, 30     # per day one file: items 0..39, 30 rows each
+ON = {"spark.dpp.statsPruning.enabled": "true"}
+
+
+@pytest.fixture(scope="module")
+def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("hook_row_filters")
+    sales = root / "sales"
+    for day in range(DAYS):
+        folder = sales / f"day={day}"
+        folder.mkdir(parents=True)
+        items = [i for i in range(ITEMS) for _ in range(PER_ITEM)]
+        pq.write_table(pa.table({"item": pa.array(items, pa.int32()),
+                                 "sitem": pa.array([f"i-{i:03d}" for i in items]),
+                                 "amount": pa.array(range(len(items)), pa.int64())}),
+                       folder / "part-0.parquet", row_group_size=PER_ITEM)
+    dims = root / "items"
+    dims.mkdir()
+    cat = ["few" if i in (3, 27, 29) else "run" if 10 <= i < 22 else "none" if i == 99
+           else "other" for i in range(ITEMS)]
+    pq.write_table(pa.table({"item_id": pa.array(range(ITEMS), pa.int32()),
+                             "sitem_id": [f"i-{i:03d}" for i in range(ITEMS)],
+                             "cat": cat}), dims / "part-0.parquet")
+    spark.read.parquet(str(sales)).createOrReplaceTempView("rf_sales")
+    spark.read.parquet(str(dims)).createOrReplaceTempView("rf_items")
+    with spark_conf(spark, ON):
+        session = dpp.enable(spark)
+        assert session.optimizer_hook is not None, session.hook_note
+        try:
+            yield {"sales": str(sales)}
+        finally:
+            dpp.disable(spark)
+            for v in ("rf_sales", "rf_items"):
+                spark.catalog.dropTempView(v)
+
+
+def _rows_scanned(df: Any, folder: str) -> int:
+    scans = [s for s in file_scans(df) if any(folder in p for p in s.root_paths)]
+    assert scans, [s.root_paths for s in file_scans(df)]
+    return sum(s.rows for s in scans)
+
+
+SQL = ("SELECT f.day, f.item, sum(f.amount) AS a, count(*) AS n FROM rf_sales f JOIN rf_items i "
+       "ON f.{key} = i.{dim_key} WHERE i.cat = '{cat}' GROUP BY f.day, f.item")
+
+
+@pytest.mark.parametrize("form", ["sql", "dataframe"])
+@pytest.mark.parametrize("key,dim_key,cat,picked,expect", [
+    ("item", "item_id", "few", 3, "`item` IN (3, 27, 29)"),
+    ("item", "item_id", "run", 12, "`item` BETWEEN 10 AND 21"),
+    ("sitem", "sitem_id", "few", 3, "`sitem` IN ('i-003', 'i-027', 'i-029')"),
+])
+def test_the_build_values_filter_the_row_groups_of_a_partitioned_fact(
+        spark: Any, data: dict[str, Any], form: str, key: str, dim_key: str, cat: str,
+        picked: int, expect: str) -> None:
+    def job() -> Any:
+        if form == "sql":
+            return spark.sql(SQL.format(key=key, dim_key=dim_key, cat=cat))
+        f = spark.table("rf_sales")
+        i = spark.table("rf_items").where(f"cat = '{cat}'")
+        return (f.join(i, f[key] == i[dim_key]).groupBy("day", "item")
+                .agg({"amount": "sum", "*": "count"}))
+
+    with spark_conf(spark, OFF):
+        want = sorted(tuple(r) for r in job().collect())
+    with spark_conf(spark, ON):
+        df = job()
+        got = sorted(tuple(r) for r in df.collect())
+        report = session_of(spark).last_report
+    assert got == want and len(want) == DAYS * picked
+    table = report.tables[0]
+    assert table.pruning == "applied", report.to_json()
+    assert table.row_group_filter is not None and table.row_group_filter.startswith(expect)
+    # only the kept items' row groups are read: PER_ITEM rows each, per day
+    assert _rows_scanned(df, data["sales"]) == DAYS * picked * PER_ITEM
+
+
+def test_switched_off_the_rows_are_the_same_and_every_row_group_is_read(
+        spark: Any, data: dict[str, Any]) -> None:
+    sql = SQL.format(key="item", dim_key="item_id", cat="few")
+    with spark_conf(spark, {**ON, "spark.dpp.rowGroupFilter.enabled": "false"}):
+        df = spark.sql(sql)
+        rows = sorted(df.collect())
+        report = session_of(spark).last_report
+    with spark_conf(spark, OFF):
+        assert rows == sorted(spark.sql(sql).collect())
+    assert report.tables[0].row_group_filter is None
+    assert _rows_scanned(df, data["sales"]) == DAYS * ITEMS * PER_ITEM
+
+
+def test_a_build_side_with_no_rows_reads_no_row_group(spark: Any, data: dict[str, Any]) -> None:
+    sql = SQL.format(key="item", dim_key="item_id", cat="none")
+    with spark_conf(spark, ON):
+        rows = spark.sql(sql).collect()
+    assert rows == []
+
+
+@pytest.mark.parametrize("how,pruned", [("left", False), ("right", True), ("left_semi", True),
+                                        ("left_anti", False)])
+def test_only_a_side_whose_rows_need_a_match_is_filtered(spark: Any, data: dict[str, Any],
+                                                         how: str, pruned: bool) -> None:
+    """The fact is the left side: a left outer or anti join keeps (or wants) its unmatched
+    rows, so no filter may drop them."""
+    def job() -> Any:
+        f = spark.table("rf_sales")
+        i = spark.table("rf_items").where("cat = 'few'")
+        return f.join(i, f["item"] == i["item_id"], how).groupBy("day").count()
+
+    with spark_conf(spark, OFF):
+        want = sorted(job().collect())
+    with spark_conf(spark, ON):
+        df = job()
+        got = sorted(df.collect())
+    assert got == want
+    scanned = _rows_scanned(df, data["sales"])
+    assert (scanned < DAYS * ITEMS * PER_ITEM) == pruned, scanned
