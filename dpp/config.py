@@ -46,13 +46,10 @@ Defaults, and why:
   in Spark's optimizer (``dpp.optimizer_hook``), so DataFrame jobs, views, writes and SQL
   commands are pruned too; read at ``enable`` (installs) and per query (``false`` then
   leaves that query to Spark). ``false``: only ``spark.sql`` queries are pruned.
-- ``sqlPath=hook`` (an addition): which path a classic session's ``spark.sql("SELECT …")``
-  takes after ``dpp.enable``: ``hook`` (the default), Spark's own ``spark.sql`` with the
-  optimizer hook pruning it like any DataFrame job, write or view (one path for every
-  query); ``text``, dpp's sqlglot analysis of the query string (the rewritten query is left
-  alone by the hook). Read per call. A session without the hook (``optimizerHook=false``, no
-  JDK to compile it, another Spark build) takes ``text``, and so does every Spark Connect
-  session (there is no JVM in the client to hook).
+- ``sqlPath`` (retired; ``hook`` or ``text`` are still accepted and change nothing): a
+  classic session with the optimizer hook prunes every query through the hook, ``spark.sql``
+  included; a session without it (``optimizerHook=false`` at ``enable``, no JDK to compile
+  it, another Spark build) and every Spark Connect client take the SQL-text analysis.
 - ``connect.dataFrames=false`` (an addition): on a Spark Connect client, whether DataFrame
   star joins are pruned by rewriting the protobuf plan the client sends
   (``dpp.connect_frames``). Off by default: the rewrite replaces a fact read by a view
@@ -306,12 +303,6 @@ def _session_settings(spark: Any, ctx: _Context) -> dict[str, str]:
 ENABLED_KEY = "spark.dpp.enabled"
 TABLES_PREFIX = "spark.dpp.tables."
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def sql_path_setting(conf: Mapping[str, str]) -> str:
-    """``spark.dpp.sqlPath`` alone (``hook`` when unset), without reading the other keys."""
-    raw = conf.get(SQL_PATH_KEY)
-    return "hook" if raw is None else _parse_choice(SQL_PATHS)(SQL_PATH_KEY, str(raw))
 
 
 def enabled_setting(conf: Mapping[str, str]) -> bool:

@@ -71,7 +71,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from dpp.config import (DppConfig, enabled_setting, spark_settings, sql_path_setting,
+from dpp.config import (DppConfig, enabled_setting, spark_settings,
                         table_settings)
 from dpp.core.errors import ConfigError, LayoutError
 
@@ -276,7 +276,7 @@ def _wrapper(state: _Enabled, original: Callable[..., Any]) -> Callable[..., Any
                 return session.plain_sql(sqlQuery, args, **kwargs)
         if args is not None or kwargs or not is_query(sqlQuery):
             return session.plain_sql(sqlQuery, args, **kwargs)
-        if session.optimizer_hook is not None and sql_path_setting(conf) == "hook":
+        if session.optimizer_hook is not None:
             return session.plain_sql(sqlQuery)   # the optimizer hook prunes it
         try:
             return session.sql(sqlQuery)

@@ -128,12 +128,19 @@ class DppSession:
 
     # ------------------------------------------------------------------ public API
     def sql(self, query: str) -> DataFrame:
-        """A DataFrame with exactly the rows of ``spark.sql(query)``, reading less."""
+        """A DataFrame with exactly the rows of ``spark.sql(query)``, reading less. With the
+        optimizer hook installed (a classic session after ``dpp.enable``) that is
+        ``spark.sql(query)`` itself, pruned by the hook like every other query; the SQL-text
+        analysis serves sessions without it (Spark Connect clients)."""
+        if self.optimizer_hook is not None:
+            return self.plain_sql(query)
         df, _ = self._run_sql(query, execute=False)
         return df
 
     def collect(self, query: str) -> list[Row]:
         """Runs the query and returns its rows; the report then holds execution metrics."""
+        if self.optimizer_hook is not None:
+            return self.plain_sql(query).collect()
         rows, _ = self._run_sql(query, execute=True)
         return rows
 
@@ -164,8 +171,12 @@ class DppSession:
         tables the query names get their plain views first, so it reads them as Spark would
         (what :func:`dpp.enable` runs while ``spark.dpp.enabled`` is false)."""
         with self.catalog.views.query():
-            self.catalog.views.ensure(self.catalog.mentions(query))
-            return self.runtime.spark_sql(query, *args, **kwargs)
+            return self._unpruned(query, *args, **kwargs)
+
+    def _unpruned(self, query: str, *args: object, **kwargs: object) -> DataFrame:
+        """The query as Spark's own, over the plain views of the declared tables it names."""
+        self.catalog.views.ensure(self.catalog.mentions(query))
+        return self.runtime.spark_sql(query, *args, **kwargs)
 
     # ------------------------------------------------------------------ SQL path
     def _run_sql(self, query: str, execute: bool
@@ -183,9 +194,8 @@ class DppSession:
         with self.catalog.views.query():
             try:
                 if not cfg.enabled:
-                    self.catalog.views.ensure(self.catalog.mentions(query))
                     report.analysis_notes.append("spark.dpp.enabled=false: no pruning")
-                    df = self.runtime.spark_sql(query)
+                    df = self._unpruned(query)
                 else:
                     df = self._plan_and_rewrite(query, cfg, report, temp_views)
                 out = self.finish(df, report, cfg, t0, execute)
@@ -213,13 +223,11 @@ class DppSession:
                                                        unusable, report, metas):
             report.phases["analysis"] = time.perf_counter() - ta
             self._report_unusable(report, unusable)
-            self.catalog.views.ensure(self.catalog.mentions(query))
-            return self.runtime.spark_sql(query)
+            return self._unpruned(query)
         plan = self._analyze(query, tree, ta, tables, unusable, rules, report, metas)
         self._report_unusable(report, unusable)
         if plan is None:
-            self.catalog.views.ensure(self.catalog.mentions(query))
-            return self.runtime.spark_sql(query)
+            return self._unpruned(query)
         stats = self.runtime.stats_policy(cfg, report)
         if self.runtime.remote and any(is_connect_catalog(t) for t in tables.values()):
             stats = no_stats_on_connect_catalog(stats)
@@ -394,8 +402,7 @@ class DppSession:
             for t in report.tables:
                 if t.pruning == "applied":
                     t.pruning, t.reason = "none", "rewritten query failed in Spark"
-            self.catalog.views.ensure(self.catalog.mentions(query))
-            return self.runtime.spark_sql(query)
+            return self._unpruned(query)
 
     # ------------------------------------------------------------------ reporting
     def finish(self, df: DataFrame, report: JobReport, cfg: DppConfig, t0: float,

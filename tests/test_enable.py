@@ -291,17 +291,18 @@ def test_spark_errors_are_sparks_own(spark, job):
 
 def test_an_internal_failure_runs_the_query_with_sparks_sql(spark, data, job, monkeypatch,
                                                               caplog):
-    """The SQL-text path (``sqlPath=text``): a failure in dpp's analysis runs the query with
-    Spark's own ``sql``."""
+    """The SQL-text path (a session enabled without the optimizer hook): a failure in dpp's
+    analysis runs the query with Spark's own ``sql``."""
     expected = _plain_spark_rows(spark, data["fact"])
-    session = dpp.enable(spark)
+    with spark_conf(spark, {"spark.dpp.optimizerHook": "false"}):
+        session = dpp.enable(spark)
+    assert session.optimizer_hook is None
 
     def broken(*a: Any, **k: Any) -> Any:
         raise RuntimeError("a bug inside dpp")
 
     monkeypatch.setattr(type(session), "_run_sql", broken)   # dpp's code, not Spark's
-    with spark_conf(spark, {"spark.dpp.sqlPath": "text"}), \
-            caplog.at_level(logging.WARNING, logger="dpp.enable"):
+    with caplog.at_level(logging.WARNING, logger="dpp.enable"):
         df = spark.sql(QUERY)
     assert _rows(df) == expected
     assert "a bug inside dpp" in caplog.text

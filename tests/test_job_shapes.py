@@ -286,10 +286,11 @@ def test_report_line_per_pruned_query(spark: Any, data: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("fact", ["js_fact", "js_events"])
-def test_sql_path_hook_sends_spark_sql_through_the_optimizer_hook(spark: Any, data: dict[str, Any],
-                                                                  fact: str) -> None:
-    """``spark.dpp.sqlPath``: ``hook`` (the default, also when unset) leaves ``spark.sql`` to
-    Spark and the hook prunes it; ``text`` analyses the SQL string; the same rows."""
+def test_spark_sql_always_goes_through_the_optimizer_hook(spark: Any, data: dict[str, Any],
+                                                         fact: str) -> None:
+    """On a classic session with the hook, ``spark.sql`` is pruned by the hook whatever the
+    retired ``spark.dpp.sqlPath`` says (``text`` is still accepted, and changes nothing);
+    the same rows; a value that is neither is still an error naming the key."""
     session = data["session"]
     with spark_conf(spark, OFF):
         expected = sorted(map(tuple, _sql_join(spark, data, fact)), key=repr)
@@ -300,7 +301,12 @@ def test_sql_path_hook_sends_spark_sql_through_the_optimizer_hook(spark: Any, da
             assert sorted(map(tuple, _sql_join(spark, data, fact)), key=repr) == expected
             kinds[path] = session.last_report.kind
             assert _fact_entries(session), (path, session.last_report.tables)
-    assert kinds["hook"] == kinds[None] == "plan" and kinds["text"] != "plan", kinds
+    assert kinds["hook"] == kinds[None] == kinds["text"] == "plan", kinds
+    session.last_report = None
+    text = (f"SELECT f.amount, f.item, f.day FROM {fact} f JOIN parquet.`{data['cal']}` c "
+            f"ON f.day = c.day WHERE c.month = 2")
+    assert sorted(map(tuple, session.sql(text).collect()), key=repr) == expected
+    assert session.last_report.kind == "plan"
     with spark_conf(spark, {"spark.dpp.sqlPath": "sideways"}):
         with pytest.raises(Exception, match="spark.dpp.sqlPath"):
             _sql_join(spark, data, fact)

@@ -37,13 +37,14 @@ from tpcds.reference import DuckDBReference, baseline_mode, compare_rows, modes_
 
 log = logging.getLogger(__name__)
 
-MODES = ("off", "spark", "dpp", "dpp-nostats", "hook")
-# ``dpp-nostats``: this runtime with statistics pruning off (spark.dpp.statsPruning.enabled=
+MODES = ("off", "spark", "dpp", "dpp-nostats")
+# ``dpp``: the query as plain ``spark.sql`` with dpp's optimizer hook installed, as every job
+# on a classic session runs (on a Spark Connect client: dpp's SQL-text analysis).
+# ``dpp-nostats``: the same with statistics pruning off (spark.dpp.statsPruning.enabled=
 # false), to measure what ``auto`` (or ``--conf ...=true``) costs or saves beside it.
-# ``hook``: the query as plain ``spark.sql`` with dpp's optimizer hook installed (the path
-# DataFrame jobs take), instead of dpp's SQL-text analysis
-DPP_MODES = ("dpp", "dpp-nostats", "hook")
-# fact tables written without partitions, registered with dpp's SQL-text path all the same
+DPP_MODES = ("dpp", "dpp-nostats")
+# fact tables written without partitions: a Spark Connect client registers them with dpp's
+# SQL-text analysis all the same (their joins filter row groups)
 UNPARTITIONED_FACTS = ("inventory",)
 HOOK_KEY = "spark.dpp.optimizerHook"
 STATS_KEY = "spark.dpp.statsPruning.enabled"
@@ -118,9 +119,9 @@ def mode_conf(spark: Any, mode: str) -> Iterable[None]:
                 spark.conf.unset(k)         # Spark's default
         if mode == "dpp-nostats":
             spark.conf.set(STATS_KEY, "false")
-        # the hook's rule is installed on the session once a hook run has been made: every
+        # the hook's rule is installed on the session once a dpp run has been made: every
         # other mode switches it off per query
-        spark.conf.set(HOOK_KEY, "true" if mode == "hook" else "false")
+        spark.conf.set(HOOK_KEY, "true" if mode in DPP_MODES else "false")
         yield
     finally:
         for k, v in saved.items():
@@ -239,7 +240,8 @@ class Runner:
 
     def _open(self, q: Query, mode: str, kind: str) -> None:
         tables = q.tables()
-        if kind == "path" and mode == "hook":
+        hooked = mode in DPP_MODES and not is_remote(self.spark)
+        if kind == "path" and hooked:
             hook = self.hook_session()
             facts = [t for t in tables if t in FACT_PARTITIONS]
             for t in facts:
@@ -284,7 +286,7 @@ class Runner:
                 t0 = time.perf_counter()
                 self._open(q, mode, kind)
                 t1 = time.perf_counter()
-                if mode == "hook":
+                if mode in DPP_MODES and not remote:
                     self.hook_session().last_report = None
                     df = spark.sql(q.spark_sql)
                 elif mode in DPP_MODES:
@@ -303,7 +305,7 @@ class Runner:
                 r.metrics = (QueryMetrics().to_dict() if remote else
                              collect_metrics(df, window.stop(), FACT_PARTITIONS,
                                              self.data_dir).to_dict())
-                session = (self._hook if mode == "hook" else self._dpp)
+                session = self._dpp if remote else self._hook
                 if (mode in DPP_MODES and session is not None
                         and session.last_report is not None):
                     r.dpp_report = session.last_report.to_dict()

@@ -262,8 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="benchmark modes off, spark, dpp side by side")
     b.add_argument("--data", required=True, help="generated data folder")
     b.add_argument("--modes", default="off,spark,dpp",
-                   help="comma list of off, spark, dpp, dpp-nostats, hook (hook: plain "
-                        "spark.sql through dpp's optimizer hook; dpp-nostats: dpp with "
+                   help="comma list of off, spark, dpp, dpp-nostats (dpp: plain spark.sql "
+                        "through dpp's optimizer hook, the SQL-text analysis on a Spark "
+                        "Connect client; dpp-nostats: dpp with "
                         "spark.dpp.statsPruning.enabled=false)")
     b.add_argument("--queries", default="all", help="all, or e.g. q3,q7")
     b.add_argument("--repeat", type=int, default=1, help="measured runs per query and mode")
