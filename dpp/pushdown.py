@@ -2,7 +2,7 @@
 
 The planner analyses one SELECT scope at a time, so a filter written outside a derived table,
 a UNION or a CTE (``WHERE year = 2001`` on a ``year_total`` CTE, a date dimension joined to a
-UNION ALL of two fact tables) used to stop at the scope's edge: the fact inside was read
+UNION ALL of two fact tables) would stop at the scope's edge, and the fact inside be read
 whole. Spark's optimizer pushes such filters inward before its own pruning, and so must we to
 read no more than Spark does. Two steps, both pure sqlglot:
 
@@ -30,6 +30,8 @@ from typing import Callable, Optional
 
 from sqlglot import exp
 
+from dpp.rules import NONDETERMINISTIC_FUNCTIONS
+
 __all__ = ["ORIGIN", "PUSHED_QUERY", "EMPTY", "POSITION", "inline_ctes", "push_into",
            "outer_columns", "deterministic", "inside_pushed_query"]
 
@@ -37,12 +39,6 @@ ORIGIN = "dpp_origin"          # meta of a pushed conjunct: the path it took
 PUSHED_QUERY = "dpp_pushed"    # meta of an IN subquery the analysis added (a build side)
 EMPTY = "dpp_empty"            # meta of a SELECT whose pushed WHERE is false: reads nothing
 POSITION = "dpp_pos"           # meta of a placeholder column: the output column's position
-
-_NONDETERMINISTIC = frozenset({
-    "rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id",
-    "spark_partition_id", "input_file_name", "input_file_block_start",
-    "input_file_block_length", "current_timestamp", "now", "try_reflect", "reflect",
-    "java_method", "randstr", "uniform", "try_aes_decrypt"})
 
 
 def deterministic(node: exp.Expression, names: Optional[frozenset] = None) -> bool:
@@ -53,7 +49,7 @@ def deterministic(node: exp.Expression, names: Optional[frozenset] = None) -> bo
         return False
     for f in node.find_all(exp.Func):
         name = (f.name if isinstance(f, exp.Anonymous) else f.sql_name()).lower()
-        if name in (names or _NONDETERMINISTIC):
+        if name in (names or NONDETERMINISTIC_FUNCTIONS):
             return False
     return True
 
