@@ -24,7 +24,7 @@ from dpp.views import norm_name
 from hive_splits import Table
 
 __all__ = ["LoadGroup", "PruningDecision", "StatsPolicy", "decide", "table_columns",
-           "static_for", "real_column", "is_bucket_column"]
+           "static_for", "real_column", "is_bucket_column", "data_filter_verdict"]
 
 # (table, data column) -> use Parquet statistics on it (build its filter, keep its static domain)
 StatsPolicy = Callable[[Table, str], bool]
@@ -94,17 +94,12 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
         ref_filters[ref.ref_id] = []
         for dyn in ref.dynamic:
             if not _is_partition_column(table, dyn.probe_column):
-                if not uses(table, dyn.probe_column):
-                    continue
                 facts = [b for b in dyn.build_tables if _is_fact(tables.get(norm_name(b)))]
-                if facts and stats_pruning is not True:
-                    # a data column only skips files; paying a scan of another fact for it
-                    # (TPC-DS q40: catalog_returns by catalog_sales' order numbers, 11 s of
-                    # build for a 144k-row table) rarely returns the cost. Spark's own DPP
-                    # likewise only prunes from a build side it broadcasts anyway.
-                    notes.append(f"{ref.table}.{dyn.probe_column}: no filter built, its build "
-                                 f"side scans fact table {', '.join(facts)} to prune a data "
-                                 f"column (statsPruning.enabled=true builds it)")
+                worth, note = data_filter_verdict(table, dyn.probe_column, ref.table,
+                                                  facts, stats_pruning, uses)
+                if note and note not in notes:
+                    notes.append(note)
+                if not worth:
                     continue  # a data-column filter only helps statistics pruning
             spec = specs.get(dyn.build_query)
             if spec is None:
@@ -146,6 +141,30 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
                    for k, refs in grouped.items())
     return PruningDecision(tuple(unpruned), tuple(specs.values()), groups, frozenset(plain),
                            tuple(notes))
+
+
+def data_filter_verdict(table: Table, column: str, label: str, facts: list[str],
+                        stats_pruning: Stats, uses: Optional[StatsPolicy] = None
+                        ) -> tuple[bool, Optional[str]]:
+    """Whether a dynamic filter on data column ``column`` of ``table`` is worth its build
+    side and footer reads, and the report's note when it is refused: every front end asks
+    this. ``facts`` names the partitioned tables its build side scans; ``uses`` is the
+    caller's memo of ``stats_pruning`` (asked at most once per table and column).
+
+    A data column only skips files (and row groups); paying a scan of another fact for it
+    (TPC-DS q40: catalog_returns by catalog_sales' order numbers, 11 s of build for a
+    144k-row table) rarely returns the cost, so it is built from a fact only when statistics
+    pruning is ``true``. Spark's own DPP likewise only prunes from a build side it
+    broadcasts anyway. A table's one bucket column prunes by hashing the values, whatever
+    the statistics say."""
+    if facts and stats_pruning is not True:
+        return False, (f"{label}.{column}: no filter built, its build side scans fact table "
+                       f"{', '.join(facts)} to prune a data column "
+                       f"(statsPruning.enabled=true builds it)")
+    if is_bucket_column(table, column):
+        return True, None
+    ask = uses or _policy(stats_pruning)
+    return bool(ask(table, real_column(table, column) or column)), None
 
 
 def _is_fact(table: Optional[Table]) -> bool:

@@ -13,8 +13,10 @@ overlap, as in Trino. A declared path table or an unfiltered catalog table with 
 prune gets a loader with no filter (read whole through dpp's lister, not Spark's listing
 job). When Spark scans, the relation's file index asks for its files; the loader, which has
 been waiting on the filter service (bounded by ``spark.dpp.waitTimeout``), answers with the
-surviving partitions and the files it listed. One job report per executed query, written when its last pruned relation has
-been listed.
+surviving partitions and the files it listed. A relation pruned by a data column's filter
+waits for its load in the rule instead, so the build values reach Parquet's row groups as a
+filter above it (:mod:`dpp.hook_row_filters`). One job report per executed query, written
+when its last pruned relation has been listed.
 
 Threads: the rule calls in on the optimizing thread; ``listFiles`` on whatever thread plans
 the scan (AQE stage threads, broadcast threads, subqueries). Every call reaches Python on the
@@ -25,28 +27,28 @@ explained and then executed starts its build sides on its first listing.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import threading
 import time
 import uuid
-from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.spark_rules import SparkRules
-from dpp.decision import is_bucket_column, real_column, table_columns
+from dpp.decision import data_filter_verdict, real_column
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
+from dpp.hook_explain import explaining, patch_explain
+from dpp.hook_request import Request
+from dpp.hook_answers import encode, plan_text, probe_type, probe_type_of, ruled_out
 from dpp.hook_row_filters import row_filters_for
+from dpp.hook_tables import RelationTables, handoff_relation, plain_path, size_estimate, uri
 from dpp.jvm_build import HookUnavailable, load_into
 from dpp.plan_pairs import Prune, find_prunes, relation_nodes, unstable_relations
 from dpp.report import JobReport
-from hive_splits import (DynamicFilter, KeyExpression, LoadResult, SplitLoader, Table,
-                         table_from_path)
-from hive_splits.naming import parse_folder_name
+from hive_splits import DynamicFilter, KeyExpression, LoadResult, SplitLoader, Table
 
 if TYPE_CHECKING:
     from dpp.session import DppSession
@@ -55,100 +57,11 @@ __all__ = ["OptimizerHook", "HookUnavailable", "explaining", "patch_explain", "I
 
 log = logging.getLogger(__name__)
 
-EXPLAIN = "spark.dpp.explaining"
 _STALE_SECONDS = 900.0   # a plan optimized and never scanned (cache lookups, abandoned plans)
 _KEPT_ANSWERS = 64       # listing answers kept for copies of a relation listed later
 _POOL_THREADS = 16       # a request's pool bound (threads start only when needed)
 WHOLE = "nothing to prune: read whole through dpp's listing"
 _SUBMIT_WAIT = 5.0       # how long the rule waits for a started build side to reach Spark
-
-
-@contextlib.contextmanager
-def explaining(spark: Any) -> Iterator[None]:
-    """Marks this thread's optimizer runs as an explain: the hook plans but starts nothing."""
-    sc = spark.sparkContext
-    old = sc.getLocalProperty(EXPLAIN)
-    sc.setLocalProperty(EXPLAIN, "true")
-    try:
-        yield
-    finally:
-        sc.setLocalProperty(EXPLAIN, old)
-
-
-_PATCH_LOCK = threading.Lock()
-
-
-def patch_explain() -> None:
-    """``DataFrame.explain`` of a session with the hook runs under :func:`explaining`, so
-    explaining a plan never starts its build sides (once per process; a no-op for sessions
-    without the hook)."""
-    from pyspark.sql.classic.dataframe import DataFrame
-
-    with _PATCH_LOCK:
-        original = DataFrame.explain
-        if getattr(original, "dpp_patched", False):
-            return
-
-        def explain(self: Any, *args: Any, **kwargs: Any) -> Any:
-            spark = self.sparkSession
-            from dpp.enable import session_of
-
-            dpp_session = session_of(spark)
-            if dpp_session is None or getattr(dpp_session, "optimizer_hook", None) is None:
-                return original(self, *args, **kwargs)
-            with explaining(spark):
-                return original(self, *args, **kwargs)
-
-        explain.dpp_patched = True  # type: ignore[attr-defined]
-        explain.__doc__ = original.__doc__
-        DataFrame.explain = explain  # type: ignore[method-assign]
-
-
-@dataclass
-class _Request:
-    """The relations one executed query wraps: its filters, loads and report.
-
-    A query's subqueries are optimized in runs of their own, and each run calls the rule; the
-    runs of one query (one Spark execution id, its ``scope``) add to one request, so copies of
-    a relation share a filter, a load and a token across runs too (Spark's subquery and
-    exchange reuse compare file indexes), and the query gets one report."""
-
-    report: JobReport
-    runs: FilterRuns
-    capacity: int                                   # the pool's threads: builds + loads
-    scope: Optional[str] = None
-    tokens: dict[str, tuple[Table, str]] = field(default_factory=dict)  # token -> (table, name)
-    loads: dict[str, Future] = field(default_factory=dict)
-    builds: dict[int, FilterSpec] = field(default_factory=dict)   # build signature -> filter
-    shapes: dict[tuple, str] = field(default_factory=dict)        # relation shape -> token
-    pending: list[Callable[[], None]] = field(default_factory=list)
-    listed: set[str] = field(default_factory=set)
-    whole: set[str] = field(default_factory=set)   # tokens of relations read whole
-    started: bool = False
-    done: bool = False
-    created: float = field(default_factory=time.monotonic)
-    lock: threading.RLock = field(default_factory=threading.RLock)
-
-    def add(self, action: Callable[[], None]) -> None:
-        """Runs ``action`` (start a build, submit a load) now if the request has started,
-        else on its start; in order, so a load's filters are registered before it waits."""
-        with self.lock:
-            if self.started:
-                action()
-            else:
-                self.pending.append(action)
-
-    def ensure_started(self) -> None:
-        with self.lock:
-            if self.started:
-                return
-            self.started = True
-            actions, self.pending = self.pending, []
-            for action in actions:
-                action()
-
-    def fits(self, more: int) -> bool:
-        return len(self.builds) + len(self.tokens) + more <= self.capacity
 
 
 @dataclass
@@ -197,12 +110,12 @@ class OptimizerHook:
         ensure_callback_server_started(spark.sparkContext._gateway)
         self._bridge = _Bridge(self)
         self._lock = threading.Lock()
-        self._requests: dict[str, _Request] = {}
-        self._by_token: dict[str, _Request] = {}
-        self._path_tables: dict[str, Optional[Table]] = {}
+        self._requests: dict[str, Request] = {}
+        self._by_token: dict[str, Request] = {}
+        self.tables = RelationTables(session)
         # answers by token, for copies of a relation Spark lists separately (no reuse)
         self._answers: dict[str, tuple[float, dict[str, Any]]] = {}
-        self._scopes: dict[str, _Request] = {}   # Spark execution id -> its open request
+        self._scopes: dict[str, Request] = {}   # Spark execution id -> its open request
         self._jvm_hook.install(spark._jsparkSession, self._bridge)
 
     def close(self) -> None:
@@ -231,8 +144,8 @@ class OptimizerHook:
                  if f.name.lower() in {c.name.lower() for c in table.partition_columns}]
         from pyspark.sql.types import StructType
 
-        jdf = self._jvm_hook.lazyTable(spark._jsparkSession, _uri(table.location), full.json(),
-                                       StructType(parts).json(), _size_estimate(table))
+        jdf = self._jvm_hook.lazyTable(spark._jsparkSession, uri(table.location), full.json(),
+                                       StructType(parts).json(), size_estimate(table))
         return DataFrame(jdf, spark)
 
     # ------------------------------------------------------------------ the rule's call
@@ -243,13 +156,13 @@ class OptimizerHook:
         if not cfg.enabled:
             return {"wrap": {}}
         rels = relation_nodes(msg)
-        if any(_handoff(r) for r in rels.values()):
+        if any(handoff_relation(r) for r in rels.values()):
             # the SQL-text path's rewritten query (it pruned already, and reports it)
             return {"wrap": {}}
         prunes, notes = find_prunes(msg)
         usable = []
         for p in prunes:
-            if p.fact_expr is not None and _probe_type_of(p.fact_type) is None:
+            if p.fact_expr is not None and probe_type_of(p.fact_type) is None:
                 notes.append(f"{p.fact_sql}: a key of type {p.fact_type}; dpp's domains hold "
                              f"atomic values only, not pruned")
                 continue
@@ -270,9 +183,9 @@ class OptimizerHook:
             by_rel.setdefault(p.relation, []).append(p)
         targets: dict[int, tuple[Table, str, list[Prune]]] = {}
         unpruned: list[tuple[str, str]] = []
-        uses = self._data_policy(cfg, notes)
+        uses = self._data_policy(cfg, notes, rels)
         for rel_id, ps in by_rel.items():
-            table, name, why = self._table_for(rels[rel_id], nodes[rel_id], ps)
+            table, name, why = self.tables.table_for(rels[rel_id], nodes[rel_id], ps)
             if table is None:
                 if any(not p.data for p in ps):
                     unpruned.append((name, why or "not a table dpp can list"))
@@ -283,7 +196,7 @@ class OptimizerHook:
             elif self._reads_whole(rels[rel_id], cfg):
                 whole_rels.append(rel_id)   # only data-column keys, none worth a filter
         for rel_id in whole_rels:
-            table, name, _why = self._table_for(rels[rel_id], nodes[rel_id], [])
+            table, name, _why = self.tables.table_for(rels[rel_id], nodes[rel_id], [])
             if table is not None:
                 targets[rel_id] = (table, name, [])   # no filter: a load that lists all
         if not targets and not prunes and not notes:
@@ -295,7 +208,7 @@ class OptimizerHook:
                 for name, why in unpruned:   # a later run of a query that prunes elsewhere
                     open_request.report.add_table_unpruned(name, None, why)
                 return {"wrap": {}}
-            report = JobReport.start(query_text=_plan_text(msg, prunes), kind="plan",
+            report = JobReport.start(query_text=plan_text(msg, prunes), kind="plan",
                                      settings=cfg.as_settings(), enabled=True)
             report.analysis_notes.extend(notes)
             for name, why in unpruned:
@@ -310,7 +223,7 @@ class OptimizerHook:
                     signature[k] = int(self._jvm_hook.buildSignature(
                         msg["request"], *k, scope or msg["request"]))
         shapes: dict[int, tuple] = {
-            rel_id: (_local(table.location), name, tuple(sorted(
+            rel_id: (plain_path(table.location), name, tuple(sorted(
                 {(signature[(p.build_node, p.build_expr)],
                   p.column.lower() if p.fact_expr is None else f"expr:{p.fact_sql}")
                  for p in ps})))
@@ -330,7 +243,7 @@ class OptimizerHook:
                     request.report.analysis_notes.extend(
                         n for n in notes if n not in request.report.analysis_notes)
         if request is None:
-            report = JobReport.start(query_text=_plan_text(msg, prunes), kind="plan",
+            report = JobReport.start(query_text=plan_text(msg, prunes), kind="plan",
                                      settings=cfg.as_settings(), enabled=True)
             report.analysis_notes.extend(notes)
             for name, why in unpruned:
@@ -338,7 +251,7 @@ class OptimizerHook:
             capacity = max(_POOL_THREADS, 2 * (len(signature) + len(targets)) + 1)
             runs = FilterRuns(session.spark, session.runtime.filter_service(cfg), cfg, rules,
                               capacity, session.runtime.env_notes, session.runtime.filter_memory)
-            request = _Request(report=report, runs=runs, capacity=capacity, scope=scope)
+            request = Request(report=report, runs=runs, capacity=capacity, scope=scope)
         else:
             for name, why in unpruned:
                 request.report.add_table_unpruned(name, None, why)
@@ -362,7 +275,7 @@ class OptimizerHook:
                                                  "start on the first scan")
         return {"wrap": wrap, "timeout": cfg.wait_timeout, "rowFilters": row_filters}
 
-    def _extend(self, request: _Request, msg: dict[str, Any],
+    def _extend(self, request: Request, msg: dict[str, Any],
                 targets: dict[int, tuple[Table, str, list[Prune]]],
                 signature: dict[tuple[int, int], int], shapes: dict[int, tuple],
                 cfg: Any) -> tuple[dict[str, str], list[str]]:
@@ -381,7 +294,7 @@ class OptimizerHook:
                         continue
                     spec = FilterSpec(filter_id=f"{qid}-o{len(request.builds) + 1}",
                                       build_label=f"plan.{p.build_sql}",
-                                      probe_type=_probe_type(table, p), probe_label=name)
+                                      probe_type=probe_type(table, p), probe_label=name)
                     request.builds[sig] = spec
                     new_filters.append(spec.filter_id)
                     frame = self._build_frame(msg["request"], p)
@@ -405,7 +318,7 @@ class OptimizerHook:
                 wrap[str(rel_id)] = token
         return wrap, new_filters
 
-    def _await_submitted(self, request: _Request, filter_ids: list[str], bound: float) -> None:
+    def _await_submitted(self, request: Request, filter_ids: list[str], bound: float) -> None:
         """Returns once each started build side has a Spark job (or is over), at most
         ``bound`` seconds: the rule then lets Spark run the query, whose jobs get later ids.
 
@@ -436,7 +349,7 @@ class OptimizerHook:
             log.info("dpp: build sides %s had no Spark job after %.1f s; the query starts "
                      "anyway", pending, bound)
 
-    def _submit_load(self, request: _Request, token: str, table: Table,
+    def _submit_load(self, request: Request, token: str, table: Table,
                      filters: list[tuple[str, Prune, Optional[KeyExpression]]], cfg: Any
                      ) -> None:
         runs = request.runs
@@ -466,31 +379,17 @@ class OptimizerHook:
         return (kind == "catalog" and bool(cfg.list_whole_catalog_tables)
                 and not rel.get("partitionFiltered", True) and not rel.get("bucketed"))
 
-    def _data_policy(self, cfg: Any, notes: list[str]) -> Callable[[Table, str, Prune], bool]:
-        """Whether a filter on a data column is worth its build side and footer reads, as the
-        SQL-text path decides it (``dpp.decision``): a table's bucket column always (buckets
-        prune by hashing the values); otherwise ``spark.dpp.statsPruning.enabled`` — ``auto``
-        samples the column's footers once per session — and never from a build side that
-        scans another fact unless it is ``true``."""
+    def _data_policy(self, cfg: Any, notes: list[str], rels: dict[int, dict[str, Any]]
+                     ) -> Callable[[Table, str, Prune], bool]:
+        """Whether a filter on a data column is worth its build side and footer reads: the
+        decision every front end takes (:func:`dpp.decision.data_filter_verdict`), with
+        ``statsPruning=auto`` sampling a column's footers once per session."""
         holder = _Notes(notes)
         policy: Any = None
         asked: dict[tuple[int, str], bool] = {}
 
-        def uses(table: Table, name: str, p: Prune) -> bool:
+        def ask(table: Table, column: str) -> bool:
             nonlocal policy
-            column = real_column(table, p.column) or p.column
-            if _probe_type(table, p) is None:
-                return False   # a type dpp's domains do not hold
-            if is_bucket_column(table, column):
-                return True
-            if cfg.stats_pruning == "false":
-                return False
-            if p.build_reads_fact and cfg.stats_pruning != "true":
-                note = (f"{name}.{column}: no filter built, its build side scans another "
-                        f"fact to prune a data column (statsPruning.enabled=true builds it)")
-                if note not in notes:
-                    notes.append(note)
-                return False
             key = (id(table), column.lower())
             if key not in asked:
                 if policy is None:
@@ -498,6 +397,18 @@ class OptimizerHook:
                 asked[key] = bool(policy) if isinstance(policy, bool) else bool(
                     policy(table, column))
             return asked[key]
+
+        stats: Any = {"true": True, "false": False}.get(cfg.stats_pruning, ask)
+
+        def uses(table: Table, name: str, p: Prune) -> bool:
+            if probe_type(table, p) is None:
+                return False   # a type dpp's domains do not hold
+            facts = [_relation_name(rels.get(r, {})) for r in p.build_facts]
+            worth, note = data_filter_verdict(table, real_column(table, p.column) or p.column,
+                                              name, facts, stats)
+            if note and note not in notes:
+                notes.append(note)
+            return worth
         return uses
 
     def _build_frame(self, request: str, p: Prune) -> Any:
@@ -549,8 +460,8 @@ class OptimizerHook:
             self._listed(request, token)
             return {"status": "none", "reason": str(exc)[:300]}
         t0 = time.perf_counter()
-        answer = {"status": "ok", "partitions": _encode(table, result),
-                  **_ruled_out(table, result)}
+        answer = {"status": "ok", "partitions": encode(table, result),
+                  **ruled_out(table, result)}
         result.handoff_seconds = time.perf_counter() - t0
         with self._lock:
             if token in self._answers:   # a copy listed it meanwhile: its answer, reported once
@@ -582,7 +493,7 @@ class OptimizerHook:
                                               "this relation (nothing read)")
             self._listed(request, token)
 
-    def _listed(self, request: _Request, token: str) -> None:
+    def _listed(self, request: Request, token: str) -> None:
         with request.lock:
             request.listed.add(token)
             if request.done or set(request.tokens) - request.listed:
@@ -629,215 +540,8 @@ class OptimizerHook:
         for r in stale:
             r.runs.__exit__(None, None, None)
 
-    # ------------------------------------------------------------------ tables
-    def _table_for(self, rel: dict[str, Any], node: dict[str, Any], prunes: list[Prune]
-                   ) -> tuple[Optional[Table], str, Optional[str]]:
-        """The table dpp lists for a relation, its name for reports, or why there is none."""
-        s = self.session
-        kind = rel.get("kind")
-        table: Optional[Table] = None
-        if kind == "catalog":
-            name = rel.get("table") or "?"
-            unusable: dict[str, str] = {}
-            table = s.catalog.table(name, unusable)
-            if table is None:
-                return None, name, next(iter(unusable.values()), "not a partitioned table")
-        else:
-            roots = rel.get("rootPaths") or []
-            root = rel.get("root") or (roots[0] if len(roots) == 1 else None)
-            if root is None:
-                return None, ",".join(roots)[:200], "several root paths (dpp's own handoff, or " \
-                                                     "a read of chosen folders)"
-            path = _local(root)
-            table = self._registered_at(path)
-            name = table.name if table is not None else path
-            if table is None:
-                if parse_folder_name(os.path.basename(path.rstrip("/"))) is not None:
-                    return None, path, "a read of one partition folder, not of the table root"
-                table = self._path_table(path)
-                if table is None:
-                    return None, path, "not a Hive-partitioned Parquet folder dpp can list"
-        spark_parts = [c.lower() for c in rel.get("partitionColumns", [])]
-        if len(set(spark_parts)) != len(spark_parts):
-            return None, table.name, (f"partition columns {rel.get('partitionColumns')} differ "
-                                      f"only in case (a case-sensitive session): dpp keys "
-                                      f"partitions by name case-insensitively")
-        table_parts = [c.name.lower() for c in table.partition_columns]
-        if spark_parts != table_parts:
-            return None, table.name, (f"Spark reads partition columns {spark_parts}, the "
-                                      f"folder has {table_parts}")
-        types = {n.lower(): t for _i, n, t in node["output"]}
-        for c in table.partition_columns:
-            spark_type = types.get(c.name.lower())
-            if spark_type is not None and spark_type != c.type.simple_string():
-                return None, table.name, (f"partition column {c.name} is {spark_type} in "
-                                          f"Spark's plan, {c.type.simple_string()} to dpp")
-        if kind == "catalog":
-            return table, self._display_name(rel.get("table") or table.name), None
-        return table, table.name, None
 
-    def _display_name(self, qualified: str) -> str:
-        """A catalog table's name as a query in the current database writes it (what the
-        SQL-text path's reports say): ``spark_catalog.default.sales`` → ``sales``."""
-        parts = qualified.split(".")
-        if len(parts) == 3 and parts[0].lower() == "spark_catalog":
-            parts = parts[1:]
-        if len(parts) == 2:
-            try:
-                current = self.session.spark.catalog.currentDatabase()
-            except Exception:  # pragma: no cover - the name stays qualified
-                current = None
-            if current is not None and parts[0].lower() == current.lower():
-                parts = parts[1:]
-        return ".".join(parts)
-
-    def _registered_at(self, path: str) -> Optional[Table]:
-        s = self.session
-        tables = list(s.catalog.declared().values())
-        want = path.rstrip("/")
-        for t in tables:
-            if _local(t.location).rstrip("/") == want:
-                return t
-        return None
-
-    def _path_table(self, path: str) -> Optional[Table]:
-        with self._lock:
-            if path in self._path_tables:
-                return self._path_tables[path]
-        s = self.session
-        try:
-            table: Optional[Table] = table_from_path(
-                path, name=os.path.basename(path.rstrip("/")) or path,
-                timestamp_type=SparkRules.from_spark(s.spark).timestamp_type,
-                lister=s.runtime.lister(path, s.config))
-            if table is not None and not table.partition_columns:
-                table = None
-        except Exception as exc:
-            log.info("dpp: %s is not a table dpp can list: %s", path, exc)
-            table = None
-        with self._lock:
-            self._path_tables[path] = table
-        return table
-
-
-# ---------------------------------------------------------------------- helpers
-
-def _probe_type(table: Table, p: Prune) -> Optional[DataType]:
-    """The type of what the filter prunes: the partition column, or an expression key's type
-    (None when dpp's domains cannot hold it: a struct, an array, an interval)."""
-    if p.fact_expr is None:
-        return dict(table_columns(table)).get(p.column.lower())
-    return _probe_type_of(p.fact_type)
-
-
-def _probe_type_of(spark_type: str) -> Optional[DataType]:
-    try:
-        return DataType.from_catalog(spark_type)
-    except Exception:
-        return None
-
-
-def _handoff(rel: dict[str, Any]) -> bool:
-    """A relation the SQL-text path handed to Spark: its kept folders or files as roots."""
-    if rel.get("kind") != "path":
-        return False
-    roots = rel.get("rootPaths") or []
-    if len(roots) != 1:
-        return True
-    base = os.path.basename(_local(roots[0]).rstrip("/"))
-    return parse_folder_name(base) is not None or base.endswith(".parquet")
-
-
-def _local(path: str) -> str:
-    """A ``file:`` URI as a plain path (other schemes as they are)."""
-    if path.startswith("file://"):
-        return path[len("file://"):] if path[len("file://"):].startswith("/") else path
-    if path.startswith("file:"):
-        return path[len("file:"):]
-    return path
-
-
-def _uri(path: str) -> str:
-    return "file:" + path if path.startswith("/") else path
-
-
-def _size_estimate(table: Table) -> int:
-    """What Spark plans a lazily listed table with: its partition folders times the bytes of
-    the first one (one listing of the root and of one folder), never the whole listing."""
-    root = _local(table.location)
-    try:
-        folders = [e.path for e in os.scandir(root) if e.is_dir()
-                   and parse_folder_name(e.name) is not None]
-        if not folders:
-            return 8 * 1024 * 1024 * 1024
-        first = sorted(folders)[0]
-        size = 0
-        stack = [first]
-        while stack:
-            for e in os.scandir(stack.pop()):
-                if e.is_dir():
-                    stack.append(e.path)
-                elif not e.name.startswith((".", "_")):
-                    size += e.stat().st_size
-        return max(1, size) * len(folders)
-    except OSError:
-        return 8 * 1024 * 1024 * 1024   # Spark's default for an unknown size is larger still
-
-
-def _encode(table: Table, result: LoadResult) -> list[dict[str, Any]]:
-    """The kept partitions as the JVM index takes them: values as text (None: NULL), by
-    lower-case column name; files as [uri, bytes, mtime ms]."""
-    by_folder: dict[str, list[Any]] = {}
-    for s in result.splits:
-        by_folder.setdefault(os.path.dirname(s.path), []).append(s)
-    out = []
-    for kp in result.partitions:
-        splits = by_folder.get(kp.path)
-        if not splits:
-            continue
-        if kp.texts is not None:
-            values = {k.lower(): v for k, v in kp.texts.items()}
-        else:
-            values = {}
-            for seg in (kp.relative or "").split("/"):
-                parsed = parse_folder_name(seg) if seg else None
-                if parsed is not None:
-                    values[parsed[0].lower()] = parsed[1]
-        mtimes = {f.path: f.mtime_ns // 1_000_000 for f in result.listings.get(kp.path, [])}
-        out.append({"values": values,
-                    "files": [[_uri(s.path), s.size, mtimes.get(s.path, 0)] for s in splits]})
-    return out
-
-
-def _ruled_out(table: Table, result: LoadResult) -> dict[str, Any]:
-    """What the load ruled out, for an index that already holds Spark's own listing (a path
-    relation): folders relative to the table root, and per kept folder the names of files
-    skipped (statistics, buckets). Everything else Spark listed is kept, so a folder the
-    loader spells otherwise or never saw is read, never lost."""
-    kept: dict[str, set[str]] = {}
-    for s in result.splits:
-        kept.setdefault(os.path.dirname(s.path), set()).add(os.path.basename(s.path))
-    dropped: dict[str, list[str]] = {}
-    for kp in result.partitions:
-        if kp.relative is None:
-            continue
-        names = kept.get(kp.path, set())
-        gone = [os.path.basename(f.path) for f in result.listings.get(kp.path, [])
-                if os.path.basename(f.path) not in names]
-        if gone:
-            dropped[kp.relative] = gone
-    return {"prunedFolders": list(result.pruned_folders), "droppedFiles": dropped}
-
-
-def _plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:
-    """What the report shows as the query: the optimizer's view, since there may be no text."""
-    parts = sorted({f"{p.column} by {p.build_sql} ({p.join})" for p in prunes})
-    if not parts and not any(r.get("kind") in ("lazy", "catalog")
-                             for r in relation_nodes(msg).values()):
-        return "optimizer plan: nothing pruned (see the notes)"
-    if not parts:
-        names = sorted({r.get("table") or r.get("root") or "?"
-                        for r in relation_nodes(msg).values()})
-        return "optimizer plan: read whole " + ", ".join(names)
-    return "optimizer plan: prune " + "; ".join(parts)
-
+def _relation_name(rel: dict[str, Any]) -> str:
+    """A relation as notes name it: its catalog table, else its folder's name."""
+    root = rel.get("root") or next(iter(rel.get("rootPaths") or []), "?")
+    return rel.get("table") or os.path.basename(plain_path(root).rstrip("/")) or root

@@ -56,8 +56,12 @@ class Prune:
     # ``column`` is a data column: the filter can only skip files by their Parquet statistics
     # (or a bucket column's buckets); whether that pays is the hook's call
     data: bool = False
-    # the build side reads a partitioned table itself (another fact): costly for a data column
-    build_reads_fact: bool = False
+    # the partitioned relations (other facts) the build side reads: costly for a data column
+    build_facts: tuple[int, ...] = ()
+
+    @property
+    def build_reads_fact(self) -> bool:
+        return bool(self.build_facts)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -205,13 +209,15 @@ class _Plan:
             return any(self.selective(c, depth + 1) for c in n["children"])
         return any(self.selective(c, depth + 1) for c in n["children"])
 
-    def reads_relation(self, node: int, depth: int = 0) -> bool:
-        """Whether the subtree at ``node`` reads a partitioned relation (a fact)."""
+    def relations_read(self, node: int, depth: int = 0) -> tuple[int, ...]:
+        """The partitioned relations (facts) the subtree at ``node`` reads."""
         if depth > 200:
-            return True
+            return (node,)
         n = self.nodes[node]
-        return bool(n.get("relation")) or any(self.reads_relation(c, depth + 1)
-                                              for c in n["children"])
+        found = (node,) if n.get("relation") else ()
+        for c in n["children"]:
+            found += tuple(r for r in self.relations_read(c, depth + 1) if r not in found)
+        return found
 
     def is_partition_column(self, rel: int, column: str) -> bool:
         parts = self.nodes[rel]["relation"]["partitionColumns"]
@@ -314,7 +320,7 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
             data = not plan.is_partition_column(rel, col)
             out.append(Prune(rel, col, build_node, build_key["expr"], build_key["type"],
                              build_key.get("sql", "?"), how, data=data,
-                             build_reads_fact=data and plan.reads_relation(build_node)))
+                             build_facts=plan.relations_read(build_node) if data else ()))
 
     def add_expression(fact: dict, target: tuple[int, tuple[tuple[int, str], ...]],
                        build_node: int, build_key: dict, how: str) -> None:

@@ -1,0 +1,93 @@
+"""What the optimizer hook answers the JVM with, and how its report names a plan.
+
+The wrapping file index asks for a relation's files once Spark scans it: a declared table's
+lazy index takes the kept partitions with their files (:func:`encode`), an index that already
+holds Spark's own listing takes what the load ruled out (:func:`ruled_out`), so everything
+Spark listed and dpp did not rule out is still read.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from dpp.core.domain import DataType
+from dpp.decision import table_columns
+from dpp.hook_tables import uri
+from dpp.plan_pairs import Prune, relation_nodes
+from hive_splits import LoadResult, Table
+from hive_splits.naming import parse_folder_name
+
+__all__ = ["probe_type", "probe_type_of", "encode", "ruled_out", "plan_text"]
+
+
+def probe_type(table: Table, p: Prune) -> Optional[DataType]:
+    """The type of what the filter prunes: the partition column, or an expression key's type
+    (None when dpp's domains cannot hold it: a struct, an array, an interval)."""
+    if p.fact_expr is None:
+        return dict(table_columns(table)).get(p.column.lower())
+    return probe_type_of(p.fact_type)
+
+
+def probe_type_of(spark_type: str) -> Optional[DataType]:
+    try:
+        return DataType.from_catalog(spark_type)
+    except Exception:
+        return None
+
+
+def encode(table: Table, result: LoadResult) -> list[dict[str, Any]]:
+    """The kept partitions as the JVM index takes them: values as text (None: NULL), by
+    lower-case column name; files as [uri, bytes, mtime ms]."""
+    by_folder: dict[str, list[Any]] = {}
+    for s in result.splits:
+        by_folder.setdefault(os.path.dirname(s.path), []).append(s)
+    out = []
+    for kp in result.partitions:
+        splits = by_folder.get(kp.path)
+        if not splits:
+            continue
+        if kp.texts is not None:
+            values = {k.lower(): v for k, v in kp.texts.items()}
+        else:
+            values = {}
+            for seg in (kp.relative or "").split("/"):
+                parsed = parse_folder_name(seg) if seg else None
+                if parsed is not None:
+                    values[parsed[0].lower()] = parsed[1]
+        mtimes = {f.path: f.mtime_ns // 1_000_000 for f in result.listings.get(kp.path, [])}
+        out.append({"values": values,
+                    "files": [[uri(s.path), s.size, mtimes.get(s.path, 0)] for s in splits]})
+    return out
+
+
+def ruled_out(table: Table, result: LoadResult) -> dict[str, Any]:
+    """What the load ruled out, for an index that already holds Spark's own listing (a path
+    relation): folders relative to the table root, and per kept folder the names of files
+    skipped (statistics, buckets). Everything else Spark listed is kept, so a folder the
+    loader spells otherwise or never saw is read, never lost."""
+    kept: dict[str, set[str]] = {}
+    for s in result.splits:
+        kept.setdefault(os.path.dirname(s.path), set()).add(os.path.basename(s.path))
+    dropped: dict[str, list[str]] = {}
+    for kp in result.partitions:
+        if kp.relative is None:
+            continue
+        names = kept.get(kp.path, set())
+        gone = [os.path.basename(f.path) for f in result.listings.get(kp.path, [])
+                if os.path.basename(f.path) not in names]
+        if gone:
+            dropped[kp.relative] = gone
+    return {"prunedFolders": list(result.pruned_folders), "droppedFiles": dropped}
+
+
+def plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:
+    """What the report shows as the query: the optimizer's view, since there may be no text."""
+    parts = sorted({f"{p.column} by {p.build_sql} ({p.join})" for p in prunes})
+    if not parts and not any(r.get("kind") in ("lazy", "catalog")
+                             for r in relation_nodes(msg).values()):
+        return "optimizer plan: nothing pruned (see the notes)"
+    if not parts:
+        names = sorted({r.get("table") or r.get("root") or "?"
+                        for r in relation_nodes(msg).values()})
+        return "optimizer plan: read whole " + ", ".join(names)
+    return "optimizer plan: prune " + "; ".join(parts)

@@ -1,0 +1,172 @@
+"""Which table dpp lists for a relation the optimizer hook describes, and its name in reports.
+
+A relation reaches the hook as Spark sees it: a catalog table's name, or the root paths of a
+path relation (``spark.read.parquet``, a declared table's lazy index). This module finds the
+:class:`hive_splits.Table` behind it — a declared table, the catalog's, or the folder read as
+a Hive-partitioned table — and refuses, with the reason the report gives, every relation dpp
+could not list exactly as Spark reads it (several roots, one partition folder, partition
+columns or types other than Spark's).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import TYPE_CHECKING, Any, Optional
+
+from dpp.core.spark_rules import SparkRules
+from hive_splits import Table, table_from_path
+from hive_splits.naming import parse_folder_name
+
+if TYPE_CHECKING:
+    from dpp.plan_pairs import Prune
+    from dpp.session import DppSession
+
+__all__ = ["RelationTables", "handoff_relation", "plain_path", "uri", "size_estimate"]
+
+log = logging.getLogger(__name__)
+
+
+class RelationTables:
+    """The tables behind relations, for one session (path tables read once and kept)."""
+
+    def __init__(self, session: "DppSession") -> None:
+        self.session = session
+        self._lock = threading.Lock()
+        self._path_tables: dict[str, Optional[Table]] = {}
+
+    def table_for(self, rel: dict[str, Any], node: dict[str, Any], prunes: list["Prune"]
+                   ) -> tuple[Optional[Table], str, Optional[str]]:
+        """The table dpp lists for a relation, its name for reports, or why there is none."""
+        s = self.session
+        kind = rel.get("kind")
+        table: Optional[Table] = None
+        if kind == "catalog":
+            name = rel.get("table") or "?"
+            unusable: dict[str, str] = {}
+            table = s.catalog.table(name, unusable)
+            if table is None:
+                return None, name, next(iter(unusable.values()), "not a partitioned table")
+        else:
+            roots = rel.get("rootPaths") or []
+            root = rel.get("root") or (roots[0] if len(roots) == 1 else None)
+            if root is None:
+                return None, ",".join(roots)[:200], "several root paths (dpp's own handoff, or " \
+                                                     "a read of chosen folders)"
+            path = plain_path(root)
+            table = self.registered_at(path)
+            name = table.name if table is not None else path
+            if table is None:
+                if parse_folder_name(os.path.basename(path.rstrip("/"))) is not None:
+                    return None, path, "a read of one partition folder, not of the table root"
+                table = self.path_table(path)
+                if table is None:
+                    return None, path, "not a Hive-partitioned Parquet folder dpp can list"
+        spark_parts = [c.lower() for c in rel.get("partitionColumns", [])]
+        if len(set(spark_parts)) != len(spark_parts):
+            return None, table.name, (f"partition columns {rel.get('partitionColumns')} differ "
+                                      f"only in case (a case-sensitive session): dpp keys "
+                                      f"partitions by name case-insensitively")
+        table_parts = [c.name.lower() for c in table.partition_columns]
+        if spark_parts != table_parts:
+            return None, table.name, (f"Spark reads partition columns {spark_parts}, the "
+                                      f"folder has {table_parts}")
+        types = {n.lower(): t for _i, n, t in node["output"]}
+        for c in table.partition_columns:
+            spark_type = types.get(c.name.lower())
+            if spark_type is not None and spark_type != c.type.simple_string():
+                return None, table.name, (f"partition column {c.name} is {spark_type} in "
+                                          f"Spark's plan, {c.type.simple_string()} to dpp")
+        if kind == "catalog":
+            return table, self.display_name(rel.get("table") or table.name), None
+        return table, table.name, None
+
+    def display_name(self, qualified: str) -> str:
+        """A catalog table's name as a query in the current database writes it (what the
+        SQL-text path's reports say): ``spark_catalog.default.sales`` → ``sales``."""
+        parts = qualified.split(".")
+        if len(parts) == 3 and parts[0].lower() == "spark_catalog":
+            parts = parts[1:]
+        if len(parts) == 2:
+            try:
+                current = self.session.spark.catalog.currentDatabase()
+            except Exception:  # pragma: no cover - the name stays qualified
+                current = None
+            if current is not None and parts[0].lower() == current.lower():
+                parts = parts[1:]
+        return ".".join(parts)
+
+    def registered_at(self, path: str) -> Optional[Table]:
+        s = self.session
+        tables = list(s.catalog.declared().values())
+        want = path.rstrip("/")
+        for t in tables:
+            if plain_path(t.location).rstrip("/") == want:
+                return t
+        return None
+
+    def path_table(self, path: str) -> Optional[Table]:
+        with self._lock:
+            if path in self._path_tables:
+                return self._path_tables[path]
+        s = self.session
+        try:
+            table: Optional[Table] = table_from_path(
+                path, name=os.path.basename(path.rstrip("/")) or path,
+                timestamp_type=SparkRules.from_spark(s.spark).timestamp_type,
+                lister=s.runtime.lister(path, s.config))
+            if table is not None and not table.partition_columns:
+                table = None
+        except Exception as exc:
+            log.info("dpp: %s is not a table dpp can list: %s", path, exc)
+            table = None
+        with self._lock:
+            self._path_tables[path] = table
+        return table
+
+
+def handoff_relation(rel: dict[str, Any]) -> bool:
+    """A relation the SQL-text path handed to Spark: its kept folders or files as roots."""
+    if rel.get("kind") != "path":
+        return False
+    roots = rel.get("rootPaths") or []
+    if len(roots) != 1:
+        return True
+    base = os.path.basename(plain_path(roots[0]).rstrip("/"))
+    return parse_folder_name(base) is not None or base.endswith(".parquet")
+
+
+def plain_path(path: str) -> str:
+    """A ``file:`` URI as a plain path (other schemes as they are)."""
+    if path.startswith("file://"):
+        return path[len("file://"):] if path[len("file://"):].startswith("/") else path
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    return path
+
+
+def uri(path: str) -> str:
+    return "file:" + path if path.startswith("/") else path
+
+
+def size_estimate(table: Table) -> int:
+    """What Spark plans a lazily listed table with: its partition folders times the bytes of
+    the first one (one listing of the root and of one folder), never the whole listing."""
+    root = plain_path(table.location)
+    try:
+        folders = [e.path for e in os.scandir(root) if e.is_dir()
+                   and parse_folder_name(e.name) is not None]
+        if not folders:
+            return 8 * 1024 * 1024 * 1024
+        first = sorted(folders)[0]
+        size = 0
+        stack = [first]
+        while stack:
+            for e in os.scandir(stack.pop()):
+                if e.is_dir():
+                    stack.append(e.path)
+                elif not e.name.startswith((".", "_")):
+                    size += e.stat().st_size
+        return max(1, size) * len(folders)
+    except OSError:
+        return 8 * 1024 * 1024 * 1024   # Spark's default for an unknown size is larger still
