@@ -153,3 +153,12 @@ def rules_markdown() -> str:
               + " is refused; a fact read below a nondeterministic operator is neither "
               "pruned nor listed by dpp."]
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":   # python -m dpp.rules > docs/rules.md
+    print("# Pruning rules\n\nWhich side of a join dpp may prune, how a join key passes "
+          "through operators on its way to the relation it reads, and what makes a side "
+          "unrepeatable. Every front end (the optimizer hook, SQL text, the Spark Connect "
+          "plan, `dpp.join`) reads these tables from `dpp/rules.py`; "
+          "`tests/test_rules_table.py` holds each one to them.\n")
+    print(rules_markdown(), end="")
