@@ -60,7 +60,8 @@ class RelationTables:
                 if parse_folder_name(os.path.basename(path.rstrip("/"))) is not None:
                     return None, path, "a read of one partition folder, not of the table root"
                 table = self.path_table(path)
-                if table is None:
+                if table is None or (not table.partition_columns
+                                     and rel.get("partitionColumns")):
                     return None, path, "not a Hive-partitioned Parquet folder dpp can list"
         spark_parts = [c.lower() for c in rel.get("partitionColumns", [])]
         if len(set(spark_parts)) != len(spark_parts):
@@ -106,6 +107,8 @@ class RelationTables:
         return None
 
     def path_table(self, path: str) -> Optional[Table]:
+        """The folder at ``path`` as a table (partitioned or not), read once; None when dpp
+        cannot list it."""
         with self._lock:
             if path in self._path_tables:
                 return self._path_tables[path]
@@ -115,8 +118,6 @@ class RelationTables:
                 path, name=os.path.basename(path.rstrip("/")) or path,
                 timestamp_type=SparkRules.from_spark(s.spark).timestamp_type,
                 lister=s.runtime.lister(path, s.config))
-            if table is not None and not table.partition_columns:
-                table = None
         except Exception as exc:
             log.info("dpp: %s is not a table dpp can list: %s", path, exc)
             table = None
@@ -126,8 +127,10 @@ class RelationTables:
 
 
 def handoff_relation(rel: dict[str, Any]) -> bool:
-    """A relation the SQL-text path handed to Spark: its kept folders or files as roots."""
-    if rel.get("kind") != "path":
+    """A relation the SQL-text path handed to Spark: its kept folders or files as roots (a
+    partitioned one; an unpartitioned read of chosen files is simply not a table dpp
+    lists)."""
+    if rel.get("kind") != "path" or not rel.get("partitionColumns"):
         return False
     roots = rel.get("rootPaths") or []
     if len(roots) != 1:

@@ -291,7 +291,8 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
     seen: set[tuple[int, str, int, int]] = set()
 
     def unstable(rel: int, build_node: int, sql: Any) -> bool:
-        """Notes and refuses a pair whose probe or build side is not deterministic."""
+        """Notes and refuses a pair whose probe or build side is not deterministic (an
+        unpartitioned relation's refusals go unnoted: dpp never promised to prune it)."""
         why = plan.unstable_above(rel)
         if why:
             note = f"{sql}: the fact is read below {why}, whose rows depend on the files " \
@@ -302,7 +303,7 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
                 return False
             note = f"{sql}: the build side is not deterministic ({why}): run again it may " \
                    f"give other keys, not pruned"
-        if note not in notes:
+        if note not in notes and plan.nodes[rel]["relation"].get("partitionColumns"):
             notes.append(note)
         return True
 

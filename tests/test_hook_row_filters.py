@@ -139,3 +139,60 @@ def test_only_a_side_whose_rows_need_a_match_is_filtered(spark: Any, data: dict[
     assert got == want
     scanned = _rows_scanned(df, data["sales"])
     assert (scanned < DAYS * ITEMS * PER_ITEM) == pruned, scanned
+
+
+@pytest.fixture(scope="module")
+def flat(spark: Any, data: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+         ) -> Iterator[dict[str, Any]]:
+    """``rf_flat``: the same rows with no partition column, one file, a row group per item
+    (TPC-DS ``inventory``'s shape); also as a catalog table ``rf_flat_cat``."""
+    root = tmp_path_factory.mktemp("hook_row_filters_flat") / "flat"
+    root.mkdir()
+    items = [i for _d in range(DAYS) for i in range(ITEMS) for _ in range(PER_ITEM)]
+    items.sort()
+    pq.write_table(pa.table({"item": pa.array(items, pa.int32()),
+                             "amount": pa.array(range(len(items)), pa.int64())}),
+                   root / "part-0.parquet", row_group_size=DAYS * PER_ITEM)
+    spark.read.parquet(str(root)).createOrReplaceTempView("rf_flat")
+    spark.sql("DROP TABLE IF EXISTS rf_flat_cat")
+    spark.sql(f"CREATE TABLE rf_flat_cat (item INT, amount BIGINT) USING parquet "
+              f"LOCATION '{root}'")
+    try:
+        yield {"flat": str(root)}
+    finally:
+        spark.catalog.dropTempView("rf_flat")
+        spark.sql("DROP TABLE IF EXISTS rf_flat_cat")
+
+
+# the unpartitioned fact is described only when Spark would not broadcast it
+SMALL_BROADCAST = {"spark.sql.autoBroadcastJoinThreshold": "1000"}
+FLAT = "SELECT f.item, sum(f.amount) AS a, count(*) AS n FROM {fact} f JOIN rf_items i " \
+       "ON f.item = i.item_id WHERE i.cat = 'few' GROUP BY f.item"
+
+
+@pytest.mark.parametrize("fact", ["rf_flat", "rf_flat_cat"])
+def test_an_unpartitioned_fact_gets_the_row_filter(spark: Any, flat: dict[str, Any],
+                                                   fact: str) -> None:
+    sql = FLAT.format(fact=fact)
+    with spark_conf(spark, {**OFF, **SMALL_BROADCAST}):
+        want = sorted(spark.sql(sql).collect())
+    with spark_conf(spark, {**ON, **SMALL_BROADCAST}):
+        session_of(spark).last_report = None
+        df = spark.sql(sql)
+        got = sorted(df.collect())
+        report = session_of(spark).last_report
+    assert got == want and len(want) == 3
+    assert report is not None and report.tables[0].row_group_filter == "`item` IN (3, 27, 29)"
+    assert _rows_scanned(df, flat["flat"]) == 3 * DAYS * PER_ITEM
+
+
+def test_an_unpartitioned_relation_spark_would_broadcast_is_left_alone(
+        spark: Any, flat: dict[str, Any]) -> None:
+    sql = FLAT.format(fact="rf_flat")
+    with spark_conf(spark, ON):
+        session_of(spark).last_report = None
+        df = spark.sql(sql)
+        rows = df.collect()
+        assert session_of(spark).last_report is None
+    assert len(rows) == 3
+    assert _rows_scanned(df, flat["flat"]) == DAYS * ITEMS * PER_ITEM

@@ -243,8 +243,8 @@ public final class DppFileIndex implements FileIndex {
         return s;
     }
 
-    /** {@code dir} relative to {@code root} as folder names joined by '/', or null when it
-     * is not below it. */
+    /** {@code dir} relative to {@code root} as folder names joined by '/' (empty for the root
+     * itself: an unpartitioned table's files), or null when it is not below it. */
     private static String relative(Path dir, String root) {
         List<String> names = new ArrayList<>();
         Path cur = dir;
@@ -252,7 +252,7 @@ public final class DppFileIndex implements FileIndex {
             names.add(0, cur.getName());
             cur = cur.getParent();
         }
-        return cur == null || names.isEmpty() ? null : String.join("/", names);
+        return cur == null ? null : String.join("/", names);
     }
 
     /** A partition's folder text as a value of its column's type, cast as Spark casts a

@@ -103,7 +103,9 @@ final class PlanDescriber {
         }
     }
 
-    /** The HadoopFsRelation of a partitioned Parquet relation dpp may wrap, or null. */
+    /** The HadoopFsRelation of a Parquet relation dpp may wrap, or null: a partitioned one,
+     * or an unpartitioned one too large for Spark to broadcast (its joins on data columns may
+     * skip files and row groups; a smaller one is not worth a build side). */
     static HadoopFsRelation candidate(LogicalPlan p) {
         if (!(p instanceof LogicalRelation)) {
             return null;
@@ -113,11 +115,23 @@ final class PlanDescriber {
             return null;
         }
         HadoopFsRelation rel = (HadoopFsRelation) lr.relation();
-        if (rel.partitionSchema().isEmpty() || rel.location() instanceof DppFileIndex
+        if (rel.location() instanceof DppFileIndex
                 || !(rel.fileFormat() instanceof ParquetFileFormat)) {
             return null;
         }
+        if (rel.partitionSchema().isEmpty()
+                && (rel.location() instanceof CatalogFileIndex
+                    || rel.sizeInBytes() < unpartitionedMinBytes())) {
+            return null;
+        }
         return rel;
+    }
+
+    /** Spark's broadcast threshold (10 MB when broadcasts are off): the smallest
+     * unpartitioned relation described. */
+    static long unpartitionedMinBytes() {
+        long t = org.apache.spark.sql.internal.SQLConf.get().autoBroadcastJoinThreshold();
+        return t > 0 ? t : 10L * 1024 * 1024;
     }
 
     String describe(String request, boolean explaining, String scope) {
