@@ -215,16 +215,16 @@ class OptimizerHook:
                 report.add_table_unpruned(name, None, why)
             self._finish(report, cfg)
             return {"wrap": {}}
-        signature: dict[tuple[int, int], int] = {}
+        signature: dict[tuple[int, int, str], int] = {}
         for _t, _n, ps in targets.values():
             for p in ps:
-                k = (p.build_node, p.build_expr)
+                k = p.build
                 if k not in signature:
                     signature[k] = int(self._jvm_hook.buildSignature(
                         msg["request"], *k, scope or msg["request"]))
         shapes: dict[int, tuple] = {
             rel_id: (plain_path(table.location), name, tuple(sorted(
-                {(signature[(p.build_node, p.build_expr)],
+                {(signature[p.build],
                   p.column.lower() if p.fact_expr is None else f"expr:{p.fact_sql}")
                  for p in ps})))
             for rel_id, (table, name, ps) in targets.items()}
@@ -232,7 +232,7 @@ class OptimizerHook:
             request = self._scopes.get(scope) if scope else None
         if request is not None:
             with request.lock:
-                new_builds = {signature[(p.build_node, p.build_expr)]
+                new_builds = {signature[p.build]
                               for _t, _n, ps in targets.values() for p in ps} - set(request.builds)
                 new_shapes = set(shapes.values()) - set(request.shapes)
                 if request.done or not request.fits(len(new_builds) + len(new_shapes)):
@@ -277,7 +277,7 @@ class OptimizerHook:
 
     def _extend(self, request: Request, msg: dict[str, Any],
                 targets: dict[int, tuple[Table, str, list[Prune]]],
-                signature: dict[tuple[int, int], int], shapes: dict[int, tuple],
+                signature: dict[tuple[int, int, str], int], shapes: dict[int, tuple],
                 cfg: Any) -> tuple[dict[str, str], list[str]]:
         """Adds this run's filters and relations to ``request``: a build side or a relation
         shape the request already has is shared (one filter, one load, one token), the rest
@@ -289,7 +289,7 @@ class OptimizerHook:
         with request.lock:
             for table, name, ps in targets.values():
                 for p in ps:
-                    sig = signature[(p.build_node, p.build_expr)]
+                    sig = signature[p.build]
                     if sig in request.builds:
                         continue
                     spec = FilterSpec(filter_id=f"{qid}-o{len(request.builds) + 1}",
@@ -309,7 +309,7 @@ class OptimizerHook:
                         request.whole.add(token)
                     filters = []
                     for p in ps:
-                        spec = request.builds[signature[(p.build_node, p.build_expr)]]
+                        spec = request.builds[signature[p.build]]
                         key = (None if p.fact_expr is None
                                else self._key_expression(msg["request"], table, p))
                         filters.append((spec.filter_id, p, key))
@@ -415,7 +415,7 @@ class OptimizerHook:
         from pyspark.sql import DataFrame
 
         spark = self.session.spark
-        return DataFrame(self._jvm_hook.buildDataset(request, p.build_node, p.build_expr), spark)
+        return DataFrame(self._jvm_hook.buildDataset(request, *p.build), spark)
 
     def _key_expression(self, request: str, table: Table, p: Prune) -> KeyExpression:
         """The fact-side key of ``p`` as the loader evaluates it: Spark's own evaluation of

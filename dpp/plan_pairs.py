@@ -58,6 +58,19 @@ class Prune:
     data: bool = False
     # the partitioned relations (other facts) the build side reads: costly for a data column
     build_facts: tuple[int, ...] = ()
+    # a build side that filters nothing itself, narrowed by another key pair of its join:
+    # (node on the probe side, ((build-side key expr, that node's key expr), ...)); the
+    # build keeps only rows with a match there (TPC-DS q72: date_dim d2 by d1's weeks)
+    build_semi: Optional[tuple[int, tuple[tuple[int, int], ...]]] = None
+
+    @property
+    def build(self) -> tuple[int, int, str]:
+        """What the build side computes: node, key expression, narrowing (as the JVM's
+        ``semi`` argument: ``"node:b1,b2:a1,a2"``, empty without)."""
+        semi = "" if self.build_semi is None else "{}:{}:{}".format(
+            self.build_semi[0], ",".join(str(b) for b, _a in self.build_semi[1]),
+            ",".join(str(a) for _b, a in self.build_semi[1]))
+        return self.build_node, self.build_expr, semi
 
     @property
     def build_reads_fact(self) -> bool:
@@ -224,6 +237,67 @@ class _Plan:
         return column.lower() in {c.lower() for c in parts}
 
 
+# operators a column's values pass through unchanged and whole, from one child (a union's
+# output takes values from every branch; an aggregate or window may compute them)
+_SAME_VALUES = {"Filter", "Sort", "Repartition", "RepartitionByExpression", "RebalancePartitions",
+                "SubqueryAlias", "ResolvedHint", "Distinct", "Deduplicate", "Project"}
+
+
+def _semi_narrowing(plan: _Plan, join: dict[str, Any], fact_side: int, dim_side: int,
+                    fact_key: dict[str, Any], relations: set[int]
+                    ) -> Optional[tuple[int, tuple[tuple[int, int], ...]]]:
+    """A build side that filters nothing (``d2``, all of date_dim) may still be narrowed by
+    the join's other key pairs: ``d2.week = d1.week`` with ``d1`` filtered on the probe side.
+    A probe row matches only a ``d2`` row whose week some row of ``d1``'s subtree has, so the
+    keys of ``d2 ⋉ d1`` on those pairs hold every key the join can match. The subtree is the
+    largest one on the probe side that outputs the other key's column unchanged and reads none
+    of the relations to prune; it must filter, be deterministic and share no attribute with
+    the build side. Returns (that node, ((build key expr, its key expr), ...)) or None."""
+    found: Optional[int] = None
+    pairs: list[tuple[int, int]] = []
+    for a, b in join.get("keys", []):
+        for other, mine in ((a, b), (b, a)):
+            if other is fact_key or mine is fact_key:
+                continue
+            refs = list(other.get("refs") or ([other["attr"]] if "attr" in other else []))
+            mine_refs = list(mine.get("refs") or ([mine["attr"]] if "attr" in mine else []))
+            if len(refs) != 1 or not mine_refs or not other.get("deterministic", True):
+                continue
+            if not all(r in plan.outputs[dim_side] for r in mine_refs):
+                continue
+            node = _values_from(plan, fact_side, refs[0], relations)
+            if node is None or (found is not None and node != found):
+                continue
+            found = node
+            pairs.append((mine["expr"], other["expr"]))
+    if found is None or not plan.selective(found) or plan.unstable_within(found):
+        return None
+    if set(plan.outputs[found]) & set(plan.outputs[dim_side]):
+        return None
+    return found, tuple(pairs)
+
+
+def _values_from(plan: _Plan, node: int, attr: int, relations: set[int]) -> Optional[int]:
+    """The largest subtree below ``node`` that outputs ``attr`` with the values ``node``
+    outputs for it and reads none of ``relations``; None when there is none."""
+    for _ in range(200):
+        if attr not in plan.outputs[node]:
+            return None
+        if not relations & set(plan.relations_read(node)):
+            return node
+        n = plan.nodes[node]
+        if n["op"] == "Join":
+            below = [c for c in n["children"] if attr in plan.outputs[c]]
+        elif n["op"] in _SAME_VALUES and len(n["children"]) == 1:
+            below = n["children"]
+        else:
+            return None
+        if len(below) != 1:
+            return None
+        node = below[0]
+    return None
+
+
 def _narrow(plan: _Plan, node: int, key: dict[str, Any]) -> int:
     """The smallest build side that still gives every value of ``key`` and still filters:
     below a join (of any type) the child that outputs the key's columns holds every value the
@@ -308,20 +382,24 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
         return True
 
     def add(targets: Optional[list[tuple[int, str]]], build_node: int, build_key: dict,
-            how: str) -> None:
+            how: str, semi: Optional[tuple[int, tuple[tuple[int, int], ...]]] = None) -> None:
         for rel, col in targets or []:
             if rel == build_node:
                 continue
             if unstable(rel, build_node, build_key.get("sql", "?")):
+                continue
+            if semi is not None and unstable(rel, semi[0], build_key.get("sql", "?")):
                 continue
             k = (rel, col.lower(), build_node, build_key["expr"])
             if k in seen:
                 continue
             seen.add(k)
             data = not plan.is_partition_column(rel, col)
+            facts = plan.relations_read(build_node) + (
+                plan.relations_read(semi[0]) if semi is not None else ())
             out.append(Prune(rel, col, build_node, build_key["expr"], build_key["type"],
                              build_key.get("sql", "?"), how, data=data,
-                             build_facts=plan.relations_read(build_node) if data else ()))
+                             build_facts=facts if data else (), build_semi=semi))
 
     def add_expression(fact: dict, target: tuple[int, tuple[tuple[int, str], ...]],
                        build_node: int, build_key: dict, how: str) -> None:
@@ -364,18 +442,29 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
                         data = plan.trace(fact_side, attr, data=True)
                     if not targets and expression is None and not data:
                         continue
+                    rels = {r for r, _c in (targets or data or [])} or (
+                        {expression[0]} if expression is not None else set())
+                    semi = None
+                    if ok and not plan.selective(dim_side):
+                        semi = _semi_narrowing(plan, node, fact_side, dim_side, fact, rels)
                     if data:   # a data column: statistics only, no notes about it
                         if ok and plan.selective(dim_side):
                             add(data, _narrow(plan, dim_side, dim), dim, how)
+                        elif semi is not None:
+                            add(data, dim_side, dim, how, semi)
                         continue
                     if not ok:
                         notes.append(f"{fact.get('sql')}: {how} join keeps that side's rows "
                                      f"unmatched, not pruned")
                         continue
-                    if not plan.selective(dim_side):
+                    if not plan.selective(dim_side) and semi is None:
                         notes.append(f"{fact.get('sql')}: the build side ({dim.get('sql')}) "
                                      f"filters nothing, not pruned")
                         continue
+                    if semi is not None:
+                        if targets:
+                            add(targets, dim_side, dim, how, semi)
+                        continue   # an expression key is not narrowed this way
                     build = _narrow(plan, dim_side, dim)
                     if targets:
                         add(targets, build, dim, how)

@@ -196,3 +196,47 @@ def test_an_unpartitioned_relation_spark_would_broadcast_is_left_alone(
         assert session_of(spark).last_report is None
     assert len(rows) == 3
     assert _rows_scanned(df, flat["flat"]) == DAYS * ITEMS * PER_ITEM
+
+
+def test_a_build_side_that_filters_nothing_is_narrowed_by_its_joins_other_key(
+        spark: Any, data: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> None:
+    """TPC-DS q72's shape: ``inv`` (partitioned by date) joins ``d2`` (all dates) on the date
+    and on ``d1.week = d2.week``, d1 filtered on the other side. ``d2 ⋉ d1`` on the week
+    holds every date a row of ``inv`` can match: only those partitions are read."""
+    root = tmp_path_factory.mktemp("narrowing")
+    for day in range(28):
+        folder = root / "inv" / f"inv_date={day}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"inv_item": pa.array([day % 4, (day + 1) % 4], pa.int32()),
+                                 "q": pa.array([day, day + 100], pa.int64())}),
+                       folder / "part-0.parquet")
+    (root / "cs").mkdir()
+    pq.write_table(pa.table({"cs_date": pa.array(range(28), pa.int32()),
+                             "cs_item": pa.array([d % 4 for d in range(28)], pa.int32())}),
+                   root / "cs" / "part-0.parquet")
+    (root / "dd").mkdir()
+    pq.write_table(pa.table({"d_date": pa.array(range(28), pa.int32()),
+                             "d_week": pa.array([d // 7 for d in range(28)], pa.int32()),
+                             "d_year": pa.array([1 if d < 7 else 2 for d in range(28)],
+                                                pa.int32())}),
+                   root / "dd" / "part-0.parquet")
+    for name in ("inv", "cs", "dd"):
+        spark.read.parquet(str(root / name)).createOrReplaceTempView(f"nw_{name}")
+    sql = ("SELECT d1.d_week, count(*) AS c, sum(q) AS s FROM nw_cs JOIN nw_inv "
+           "ON cs_item = inv_item JOIN nw_dd d1 ON cs_date = d1.d_date "
+           "JOIN nw_dd d2 ON inv_date = d2.d_date WHERE d1.d_week = d2.d_week "
+           "AND d1.d_year = 1 GROUP BY d1.d_week")
+    try:
+        with spark_conf(spark, OFF):
+            want = sorted(spark.sql(sql).collect())
+        with spark_conf(spark, ON):
+            session_of(spark).last_report = None
+            got = sorted(spark.sql(sql).collect())
+            report = session_of(spark).last_report
+        assert got == want and want
+        (inv,) = [t for t in report.tables if t.location.endswith("inv")]
+        assert (inv.pruning, inv.partitions_total, inv.partitions_kept) == ("applied", 28, 7)
+        assert any(f.build_column == "plan.d2.d_date" for f in report.filters)
+    finally:
+        for name in ("inv", "cs", "dd"):
+            spark.catalog.dropTempView(f"nw_{name}")

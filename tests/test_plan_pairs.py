@@ -277,3 +277,42 @@ def test_an_expression_in_subquery_value_is_an_expression_key() -> None:
     prunes, _ = find_prunes(p.desc())
     assert [(x.relation, x.fact_sql, x.join) for x in prunes] == \
         [(f, "(day * 2)", "IN subquery")]
+
+
+def _q72(p: _Plan, via: str = "Filter") -> tuple[int, int, int]:
+    """fact ⋈ d1 (filtered) on day, then ⋈ d2 (unfiltered) on ``fact.day = d2.d AND
+    d1.month = d2.month`` — TPC-DS q72's inventory, d1 and d2. Returns (fact, d1's Filter,
+    d2)."""
+    f, d1 = p.fact(), p.dim()
+    left = _join(p, f, d1, "INNER", [(p.key(2), p.key(10))])
+    if via != "Filter":   # what the fact side passes d1's month through
+        out = [tuple(o[:2]) for o in p.nodes[left]["output"]]
+        left = p.node(via, [left, left] if via == "Union" else [left], out)
+    leaf = p.node("LogicalRelation", [], [(30, "d"), (31, "month")])
+    d2 = p.node("Project", [leaf], [(30, "d"), (31, "month")], map=[[30, 30], [31, 31]])
+    _join(p, left, d2, "INNER", [(p.key(2), p.key(30)), (p.key(11), p.key(31))])
+    return f, d1, d2
+
+
+def test_an_unfiltered_build_side_is_narrowed_by_the_joins_other_key() -> None:
+    """d2 filters nothing, but a fact row matches only a d2 row whose month one of d1's rows
+    has: the build is d2 ⋉ d1 on month (the fact's second filter, beside d1's own)."""
+    p = _Plan()
+    f, d1, d2 = _q72(p)
+    prunes, _notes = find_prunes(p.desc())
+    narrowed = [x for x in prunes if x.build_node == d2]
+    assert [(x.relation, x.column, x.build_semi[0]) for x in narrowed] == [(f, "day", d1)]
+    (b, a), = narrowed[0].build_semi[1]
+    assert narrowed[0].build == (d2, narrowed[0].build_expr, f"{d1}:{b}:{a}")
+
+
+def test_no_narrowing_through_a_union_or_where_the_other_side_reads_the_fact() -> None:
+    p = _Plan()
+    _f, _d1, d2 = _q72(p, via="Union")
+    assert not [x for x in find_prunes(p.desc())[0] if x.build_node == d2]
+    p = _Plan()
+    f = p.fact()
+    # the other key comes from the fact itself (v): narrowing would read the fact to prune it
+    leaf = p.node("LogicalRelation", [], [(30, "d"), (31, "month")])
+    _join(p, f, leaf, "INNER", [(p.key(2), p.key(30)), (p.key(1), p.key(31))])
+    assert find_prunes(p.desc())[0] == []

@@ -151,12 +151,12 @@ public final class DppHook {
      * {@code request}, projected to the join-key expression {@code expr} (named
      * {@code dpp_key}). Called by Python while the rule waits for its answer.
      */
-    public static Dataset<Row> buildDataset(String request, int node, int expr) {
+    public static Dataset<Row> buildDataset(String request, int node, int expr, String semi) {
         PlanDescriber d = REQUESTS.get(request);
         if (d == null) {
             throw new IllegalStateException("dpp: plan request " + request + " is over");
         }
-        return Dataset.ofRows(buildSession(d.session()), buildPlan(d, node, expr));
+        return Dataset.ofRows(buildSession(d.session()), buildPlan(d, node, expr, semi));
     }
 
     /**
@@ -234,12 +234,13 @@ public final class DppHook {
         return null;
     }
 
-    public static int buildSignature(String request, int node, int expr, String scope) {
+    public static int buildSignature(String request, int node, int expr, String semi,
+                                     String scope) {
         PlanDescriber d = REQUESTS.get(request);
         if (d == null) {
             throw new IllegalStateException("dpp: plan request " + request + " is over");
         }
-        LogicalPlan canonical = buildPlan(d, node, expr).canonicalized();
+        LogicalPlan canonical = buildPlan(d, node, expr, semi).canonicalized();
         synchronized (BUILDS) {
             List<LogicalPlan> seen = BUILDS.computeIfAbsent(scope, k -> new ArrayList<>());
             for (int i = 0; i < seen.size(); i++) {
@@ -252,8 +253,28 @@ public final class DppHook {
         }
     }
 
-    private static LogicalPlan buildPlan(PlanDescriber d, int node, int expr) {
+    /** Node {@code node} projected to key {@code expr}; with {@code semi}
+     * ({@code "other:b1,b2:a1,a2"}, see {@code dpp.plan_pairs.Prune.build}) only its rows
+     * that some row of node {@code other} matches on {@code b_i = a_i} (a left-semi join). */
+    private static LogicalPlan buildPlan(PlanDescriber d, int node, int expr, String semi) {
         LogicalPlan plan = d.node(node);
+        if (semi != null && !semi.isEmpty()) {
+            String[] parts = semi.split(":");
+            String[] mine = parts[1].split(",");
+            String[] other = parts[2].split(",");
+            Expression cond = null;
+            for (int i = 0; i < mine.length; i++) {
+                Expression eq = new org.apache.spark.sql.catalyst.expressions.EqualTo(
+                    d.expression(Integer.parseInt(mine[i])),
+                    d.expression(Integer.parseInt(other[i])));
+                cond = cond == null ? eq
+                    : new org.apache.spark.sql.catalyst.expressions.And(cond, eq);
+            }
+            plan = new org.apache.spark.sql.catalyst.plans.logical.Join(plan,
+                d.node(Integer.parseInt(parts[0])),
+                org.apache.spark.sql.catalyst.plans.LeftSemi$.MODULE$, Option.apply(cond),
+                org.apache.spark.sql.catalyst.plans.logical.JoinHint$.MODULE$.NONE());
+        }
         Expression key = d.expression(expr);
         Alias alias = new Alias(key, "dpp_key", NamedExpression$.MODULE$.newExprId(),
             CollectionConverters.asScala(new ArrayList<String>()).toList(), Option.empty(),
