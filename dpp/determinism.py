@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from dpp.rules import ROW_DROPPING_OPERATORS
+
 __all__ = ["nondeterminism"]
 
-# plan operators whose rows depend on position or a random draw
-_POSITIONAL = {"Sample", "GlobalLimit", "LocalLimit", "Limit", "Tail", "Offset",
-               "LimitAndOffset", "OffsetAndLimit", "GlobalLimitAndOffset"}
+# plan operators whose rows depend on position or a random draw: the rules' own, and the
+# names other Spark versions give the same limits
+_POSITIONAL = ROW_DROPPING_OPERATORS | {"Limit", "LimitAndOffset", "OffsetAndLimit",
+                                        "GlobalLimitAndOffset"}
 _MAX_NODES = 5000
 
 
