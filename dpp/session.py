@@ -133,6 +133,7 @@ class DppSession:
         ``spark.sql(query)`` itself, pruned by the hook like every other query; the SQL-text
         analysis serves sessions without it (Spark Connect clients)."""
         if self.optimizer_hook is not None:
+            self.config   # a bad spark.dpp.* value fails the query, as it fails spark.sql
             return self.plain_sql(query)
         df, _ = self._run_sql(query, execute=False)
         return df
@@ -140,6 +141,7 @@ class DppSession:
     def collect(self, query: str) -> list[Row]:
         """Runs the query and returns its rows; the report then holds execution metrics."""
         if self.optimizer_hook is not None:
+            self.config   # a bad spark.dpp.* value fails the query, as it fails spark.sql
             return self.plain_sql(query).collect()
         rows, _ = self._run_sql(query, execute=True)
         return rows
