@@ -62,7 +62,7 @@ from dpp.core.domain import DataType
 from dpp.core.errors import DomainError, DppError
 from hive_splits.listing import DirEntry, FileEntry, Lister, child_path
 from hive_splits.loader import LoadResult
-from hive_splits.metastore import MAX_TERMS, _runs
+from hive_splits.metastore import _runs
 from hive_splits.naming import parse_folder_name, partition_path
 from hive_splits.table import CatalogPartition, PartitionColumn, Table, local_path
 

@@ -442,28 +442,3 @@ class DppSession:
                 append_jsonl(report, cfg.report_path)
             except OSError as exc:
                 log.warning("dpp: could not append the report to %s: %s", cfg.report_path, exc)
-
-    # ------------------------------------------------------------------ earlier names
-    # The parts' members under the names the session had before it had parts; tests still
-    # read them. New code uses the parts' public names.
-    @property
-    def _tables(self) -> dict[str, Table]:
-        return self.catalog.tables
-
-    @property
-    def _views(self) -> Any:
-        return self.catalog.views
-
-    @property
-    def _schemas(self) -> Any:
-        return self.catalog.schemas
-
-    @property
-    def _siblings(self) -> dict[float, SparkSession]:
-        return self.connect.siblings
-
-    def _unpruned_estimate(self, *args: Any, **kwargs: Any) -> Optional[int]:
-        return self.handoff.unpruned_estimate(*args, **kwargs)
-
-    def _partition_filtered(self, *args: Any, **kwargs: Any) -> bool:
-        return self.handoff.partition_filtered(*args, **kwargs)

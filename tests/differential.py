@@ -232,7 +232,7 @@ def _hook_run(spark: Any, facts: Sequence[Fact], q: str, dpp: Any
         hook, dpp.optimizer_hook = dpp.optimizer_hook, None
         hook.close()
         for v in views:
-            dpp._views.forget(norm_name(v))
+            dpp.catalog.views.forget(norm_name(v))
 
 
 def run_join(spark: Any, fact: Fact, dim: Callable[[], Any], on: Sequence[tuple[str, str]], *,

@@ -182,7 +182,7 @@ def test_stop_ends_dpp_clones(connect_server, data):
     spark.read.parquet(str(data["days"])).createOrReplaceTempView("days")
     session = dpp.enable(spark)
     spark.sql(QUERY).collect()
-    clones = list(session._siblings.values())
+    clones = list(session.connect.siblings.values())
     assert clones, "the pruned relation is sized as the table in a clone"
     spark.stop()
     assert spark.is_stopped
@@ -203,7 +203,7 @@ _SCRIPT = textwrap.dedent("""
         spark.conf.set("spark.dpp.tables.sales", sales)
         session = dpp.enable(spark)
         spark.sql(query).collect()
-        print("clones", len(session._siblings), flush=True)
+        print("clones", len(session.connect.siblings), flush=True)
     else:
         spark.read.parquet(sales).createOrReplaceTempView("sales")
         spark.sql(query).collect()

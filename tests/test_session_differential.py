@@ -331,8 +331,8 @@ def test_disabled_is_plain_spark_sql(spark, dpp_env):
     from dpp import DppSession
 
     off = DppSession(spark, config=DppConfig(enabled=False))
-    for name, path in dpp_env._tables.items():
-        off._tables[name] = path
+    for name, path in dpp_env.catalog.tables.items():
+        off.catalog.tables[name] = path
     q = "SELECT count(*) FROM ref_sales WHERE ss_sold_date_sk = 105"
     assert Counter(tuple(r) for r in off.collect(q)) == Counter(_reference(spark, q))
     rep = off.last_report.to_dict()

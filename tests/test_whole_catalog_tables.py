@@ -206,9 +206,9 @@ def _std_notes(dpp: DppSession, table: str) -> list[str]:
 @pytest.mark.parametrize("query", [q.replace("wc_fact", "wc_std") for q in WHOLE])
 def test_a_standard_table_read_whole_is_listed_by_spark_once(spark, standard, query,
                                                              monkeypatch):
-    import dpp.session as session_module
+    import dpp.whole_tables as whole_module
 
-    monkeypatch.setattr(session_module, "SplitLoader", _NoLoader)
+    monkeypatch.setattr(whole_module, "SplitLoader", _NoLoader)
     expected = _expected(spark, query)
     dpp = DppSession(spark)
     try:
