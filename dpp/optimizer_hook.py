@@ -47,6 +47,7 @@ from dpp.hook_row_filters import row_filters_for
 from dpp.hook_tables import RelationTables, handoff_relation, plain_path, size_estimate, uri
 from dpp.jvm_build import HookUnavailable, load_into
 from dpp.plan_pairs import Prune, find_prunes, relation_nodes, unstable_relations
+from dpp.plan_wire import check_plan
 from dpp.report import JobReport
 from hive_splits import DynamicFilter, KeyExpression, LoadResult, SplitLoader, Table
 
@@ -155,6 +156,7 @@ class OptimizerHook:
         self._drop_stale()
         if not cfg.enabled:
             return {"wrap": {}}
+        check_plan(msg)   # a message of another build: Spark's plan, the reason logged
         rels = relation_nodes(msg)
         if any(handoff_relation(r) for r in rels.values()):
             # the SQL-text path's rewritten query (it pruned already, and reports it)

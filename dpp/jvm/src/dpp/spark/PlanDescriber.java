@@ -134,9 +134,13 @@ final class PlanDescriber {
         return t > 0 ? t : 10L * 1024 * 1024;
     }
 
+    /** The plan wire contract's version ({@code dpp/plan_wire.py}: the same number). */
+    static final int WIRE_VERSION = 1;
+
     String describe(String request, boolean explaining, String scope) {
         ObjectNode msg = JSON.createObjectNode();
         msg.put("op", "plan");
+        msg.put("version", WIRE_VERSION);
         msg.put("request", request);
         msg.put("explain", explaining);
         if (scope != null) {

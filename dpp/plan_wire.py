@@ -1,0 +1,118 @@
+"""The plan the optimizer hook's rule sends Python: a versioned, typed wire contract.
+
+``PlanDescriber.java`` writes it, :mod:`dpp.plan_pairs` reads it. The two sides are built
+from one source tree but loaded separately (a jar cached by source digest, a Python package
+that may be upgraded under a running driver), so every message carries
+:data:`WIRE_VERSION` and :func:`check_plan` refuses one of another version, or one missing a
+field or holding a value of the wrong type, naming the node and the field: the query then
+runs with Spark's own plan, and the log says why — never a guess at what a field meant.
+
+The shape, per node: ``id``, ``op`` (Spark's class name), ``children`` (node ids),
+``output`` (``[exprId, name, type]``), and by operator ``joinType`` / ``keys`` (Join),
+``map`` (``[[output exprId, source exprId]]``, Project and Aggregate), ``partitionSpec``
+(Window), ``inSubqueries`` (Filter), ``selective`` (Filter), ``relation`` (a Parquet
+relation dpp may wrap), ``nondeterministic`` / ``ordered`` / ``tieOrder`` (the determinism
+rules of :mod:`dpp.rules`). A key is ``{expr, type, sql, deterministic, refs, attr?, cast?,
+from?}``.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from dpp.core.errors import DppError
+
+__all__ = ["WIRE_VERSION", "WireError", "check_plan"]
+
+# bumped whenever a field changes meaning or type; PlanDescriber.WIRE_VERSION is the same
+WIRE_VERSION = 1
+
+
+class WireError(DppError):
+    """A plan message this Python side cannot read as the contract says."""
+
+
+_MESSAGE = {"op": str, "request": str, "explain": bool, "timeZone": str, "roots": list,
+            "nodes": list, "version": int}
+_NODE = {"id": int, "op": str, "children": list, "output": list}
+_OPTIONAL_NODE = {"joinType": str, "keys": list, "map": list, "partitionSpec": list,
+                  "inSubqueries": list, "selective": bool, "relation": dict,
+                  "nondeterministic": str, "ordered": bool, "tieOrder": str, "byName": bool}
+_RELATION = {"kind": str, "index": str, "rootPaths": list, "partitionColumns": list,
+             "bucketed": bool, "partitionFiltered": bool}
+_OPTIONAL_RELATION = {"table": str, "root": str}
+_KEY = {"expr": int, "type": str, "sql": str, "deterministic": bool, "refs": list}
+_OPTIONAL_KEY = {"attr": int, "cast": str, "from": str}
+_KINDS = {"path", "lazy", "catalog"}
+
+
+def _fields(where: str, obj: Any, required: Mapping[str, type],
+            optional: Mapping[str, type]) -> None:
+    if not isinstance(obj, dict):
+        raise WireError(f"plan wire: {where} is {type(obj).__name__}, not an object")
+    for name, typ in required.items():
+        if name not in obj:
+            raise WireError(f"plan wire: {where} has no field {name!r}")
+        _typed(where, name, obj[name], typ)
+    for name, typ in optional.items():
+        if name in obj and obj[name] is not None:
+            _typed(where, name, obj[name], typ)
+
+
+def _typed(where: str, name: str, value: Any, typ: type) -> None:
+    ok = isinstance(value, typ) and not (typ is int and isinstance(value, bool))
+    if not ok:
+        raise WireError(f"plan wire: {where} field {name!r} is {value!r} "
+                        f"({type(value).__name__}), expected {typ.__name__}")
+
+
+def _key(where: str, key: Any) -> None:
+    _fields(where, key, _KEY, _OPTIONAL_KEY)
+    if not all(isinstance(r, int) for r in key["refs"]):
+        raise WireError(f"plan wire: {where} field 'refs' holds a non-integer: {key['refs']!r}")
+
+
+def check_plan(msg: Mapping[str, Any]) -> None:
+    """Raises :class:`WireError` unless ``msg`` is a plan message of this version whose every
+    node holds the fields its operator needs, of the contract's types."""
+    version = msg.get("version") if isinstance(msg, dict) else None
+    if version != WIRE_VERSION:
+        raise WireError(f"plan wire version {version!r} from the JVM part, this Python reads "
+                        f"version {WIRE_VERSION}: the hook's jar and the dpp package are from "
+                        f"different builds (restart the driver to load the jar this package "
+                        f"compiles)")
+    _fields("the message", msg, _MESSAGE, {"scope": str})
+    ids = set()
+    for n in msg["nodes"]:
+        where = f"node {n.get('id') if isinstance(n, dict) else '?'}"
+        _fields(where, n, _NODE, _OPTIONAL_NODE)
+        ids.add(n["id"])
+        for col in n["output"]:
+            if not (isinstance(col, list) and len(col) == 3 and isinstance(col[0], int)
+                    and isinstance(col[1], str) and isinstance(col[2], str)):
+                raise WireError(f"plan wire: {where} output column {col!r} is not "
+                                f"[exprId, name, type]")
+        for pair in n.get("keys", []):
+            if not (isinstance(pair, list) and len(pair) == 2):
+                raise WireError(f"plan wire: {where} join key {pair!r} is not a pair")
+            for k in pair:
+                _key(f"{where} join key", k)
+        for m in n.get("map", []):
+            if not (isinstance(m, list) and len(m) == 2 and all(isinstance(x, int) for x in m)):
+                raise WireError(f"plan wire: {where} map entry {m!r} is not [exprId, exprId]")
+        for sub in n.get("inSubqueries", []):
+            _fields(f"{where} IN subquery", sub, {"query": int, "value": dict,
+                                                   "queryKey": dict}, {})
+            _key(f"{where} IN subquery value", sub["value"])
+            _key(f"{where} IN subquery key", sub["queryKey"])
+        rel = n.get("relation")
+        if rel is not None:
+            _fields(f"{where} relation", rel, _RELATION, _OPTIONAL_RELATION)
+            if rel["kind"] not in _KINDS:
+                raise WireError(f"plan wire: {where} relation kind {rel['kind']!r} is none "
+                                f"of {sorted(_KINDS)}")
+    for n in msg["nodes"]:
+        below = list(n["children"]) + [s["query"] for s in n.get("inSubqueries", [])]
+        missing = [c for c in below if c not in ids]
+        if missing:
+            raise WireError(f"plan wire: node {n['id']} names children {missing} the "
+                            f"message does not hold")

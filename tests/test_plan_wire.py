@@ -1,0 +1,143 @@
+"""The plan wire contract (``dpp.plan_wire``) from both sides: what the JVM describer sends for
+real plans of every shape passes Python's check, and a message of another version, or with a
+field missing or mistyped, is refused naming the field — and the query then runs with Spark's
+plan, its rows unchanged."""
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dpp.plan_wire import WIRE_VERSION, WireError, check_plan
+
+
+def _message() -> dict[str, Any]:
+    key = {"expr": 0, "type": "int", "sql": "f.k", "deterministic": True, "refs": [2],
+           "attr": 2}
+    dkey = {**key, "expr": 1, "sql": "d.k", "refs": [10], "attr": 10}
+    return {"op": "plan", "version": WIRE_VERSION, "request": "r1", "explain": False,
+            "timeZone": "UTC", "roots": [3], "nodes": [
+                {"id": 0, "op": "LogicalRelation", "children": [],
+                 "output": [[1, "v", "int"], [2, "k", "int"]],
+                 "relation": {"kind": "path", "index": "InMemoryFileIndex",
+                              "rootPaths": ["file:/f"], "partitionColumns": ["k"],
+                              "bucketed": False, "partitionFiltered": False}},
+                {"id": 1, "op": "LogicalRelation", "children": [],
+                 "output": [[10, "k", "int"]]},
+                {"id": 2, "op": "Filter", "children": [1], "output": [[10, "k", "int"]],
+                 "selective": True, "inSubqueries": []},
+                {"id": 3, "op": "Join", "children": [0, 2], "joinType": "INNER",
+                 "output": [[1, "v", "int"], [2, "k", "int"], [10, "k", "int"]],
+                 "keys": [[key, dkey]]}]}
+
+
+def test_a_well_formed_message_passes() -> None:
+    check_plan(_message())
+
+
+@pytest.mark.parametrize("change,named", [
+    (lambda m: m.pop("version"), "version None"),
+    (lambda m: m.__setitem__("version", WIRE_VERSION + 1), f"version {WIRE_VERSION + 1}"),
+    (lambda m: m["nodes"][0].pop("output"), "node 0 has no field 'output'"),
+    (lambda m: m["nodes"][0]["relation"].pop("partitionColumns"),
+     "node 0 relation has no field 'partitionColumns'"),
+    (lambda m: m["nodes"][0]["relation"].__setitem__("kind", "s3"), "relation kind 's3'"),
+    (lambda m: m["nodes"][3]["keys"][0][1].__setitem__("expr", "1"),
+     "node 3 join key field 'expr' is '1' (str), expected int"),
+    (lambda m: m["nodes"][3]["keys"][0][0].__setitem__("refs", ["2"]), "non-integer"),
+    (lambda m: m["nodes"][2].__setitem__("selective", "yes"), "field 'selective'"),
+    (lambda m: m["nodes"][1]["output"].append([11, "x"]), "is not [exprId, name, type]"),
+    (lambda m: m["nodes"][3].__setitem__("children", [0, 7]), "children [7]"),
+    (lambda m: m["nodes"][0].__setitem__("id", True), "field 'id' is True"),
+])
+def test_a_message_off_the_contract_is_refused_naming_the_field(change: Any, named: str) -> None:
+    msg = copy.deepcopy(_message())
+    change(msg)
+    with pytest.raises(WireError, match=None) as err:
+        check_plan(msg)
+    assert named in str(err.value), str(err.value)
+
+
+# ---------------------------------------------------------------------- the JVM side
+
+SHAPES = {
+    "join": "SELECT f.v FROM pw_fact f JOIN pw_dim d ON f.k = d.k WHERE d.x = 1",
+    "in_subquery": "SELECT v FROM pw_fact WHERE k IN (SELECT k FROM pw_dim WHERE x = 1)",
+    "outer_cast": "SELECT f.v FROM pw_dim d LEFT JOIN pw_fact f ON CAST(f.k AS BIGINT) = d.kl "
+                  "WHERE d.x = 1",
+    "aggregate_window_union": (
+        "SELECT t.k, sum(t.v) OVER (PARTITION BY t.k) FROM (SELECT k, max(v) AS v FROM "
+        "pw_fact GROUP BY k UNION ALL SELECT k, v FROM pw_fact) t JOIN pw_dim d "
+        "ON t.k = d.k WHERE d.x = 1"),
+    "expression_key": "SELECT f.v FROM pw_fact f JOIN pw_dim d ON f.k + 1 = d.k WHERE d.x = 1",
+    "nondeterministic": "SELECT f.v FROM pw_fact f JOIN (SELECT * FROM pw_dim WHERE x = 1 "
+                        "AND rand() < 2) d ON f.k = d.k",
+}
+
+
+@pytest.fixture(scope="module")
+def tables(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    import dpp
+
+    root = tmp_path_factory.mktemp("plan_wire")
+    for k in range(4):
+        (root / "f" / f"k={k}").mkdir(parents=True)
+        pq.write_table(pa.table({"v": pa.array([k, k + 10], pa.int64())}),
+                       root / "f" / f"k={k}" / "part-0.parquet")
+    (root / "d").mkdir()
+    pq.write_table(pa.table({"k": pa.array([1, 2, 3], pa.int32()),
+                             "kl": pa.array([1, 2, 3], pa.int64()),
+                             "x": pa.array([1, 0, 1], pa.int32())}), root / "d" / "p.parquet")
+    spark.read.parquet(str(root / "f")).createOrReplaceTempView("pw_fact")
+    spark.read.parquet(str(root / "d")).createOrReplaceTempView("pw_dim")
+    session = dpp.enable(spark)
+    assert session.optimizer_hook is not None, session.hook_note
+    try:
+        yield session
+    finally:
+        dpp.disable(spark)
+        spark.catalog.dropTempView("pw_fact")
+        spark.catalog.dropTempView("pw_dim")
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_message_the_describer_sends_is_on_the_contract(spark: Any, tables: Any,
+                                                              monkeypatch: Any,
+                                                              shape: str) -> None:
+    from dpp.optimizer_hook import OptimizerHook
+
+    seen: list[dict[str, Any]] = []
+    original = OptimizerHook.on_plan
+
+    def recording(self: Any, msg: dict[str, Any]) -> dict[str, Any]:
+        seen.append(copy.deepcopy(msg))
+        return original(self, msg)
+
+    monkeypatch.setattr(OptimizerHook, "on_plan", recording)
+    spark.sql(SHAPES[shape]).collect()
+    assert seen, "the rule sent no plan"
+    for msg in seen:
+        assert msg["version"] == WIRE_VERSION
+        check_plan(msg)
+
+
+def test_a_message_of_another_version_leaves_sparks_plan(spark: Any, tables: Any,
+                                                         monkeypatch: Any, caplog: Any) -> None:
+    """The Python side refuses (the bridge logs why), the rule keeps Spark's plan: the same
+    rows, nothing pruned."""
+    import dpp.plan_wire as wire
+    from tests.conftest import spark_conf
+
+    with spark_conf(spark, {"spark.dpp.enabled": "false"}):
+        want = sorted(spark.sql(SHAPES["join"]).collect())
+    monkeypatch.setattr(wire, "WIRE_VERSION", WIRE_VERSION + 1)
+    tables.last_report = None
+    with caplog.at_level(logging.WARNING, logger="dpp.optimizer_hook"):
+        got = sorted(spark.sql(SHAPES["join"]).collect())
+    assert got == want
+    assert tables.last_report is None
+    assert f"version {WIRE_VERSION} from the JVM part" in caplog.text
