@@ -339,6 +339,16 @@ class FilterRuns:
         return wait
 
     # ------------------------------------------------------------------ settling
+    def settle_into(self, report: Any) -> None:
+        """Ends the run in ``report`` (every front end's, so their reports read alike): what
+        each build side pruned is remembered, each filter's entry added, the build phase and
+        the environment notes said for the first time filled in."""
+        self.learn(report.tables)
+        for entry in self.settle():
+            report.add_filter(entry)
+        report.phases["build"] = self.build_seconds()
+        report.environment.extend(self.new_env_notes)
+
     def settle(self) -> list[dict[str, Any]]:
         """Each filter's report entry, in start order; stops build jobs still running."""
         return [self._settle(run) for run in self._runs.values()]

@@ -156,9 +156,5 @@ def pruned_fact(session: "DppSession", fact: str, table: Table,
                 runtime.note_once(report, "handoff_calls")
         report.add_table_result(fact, None, table, result)
         report.phases["handoff"] = result.handoff_seconds
-        runs.learn(report.tables)
-        for entry in runs.settle():
-            report.add_filter(entry)
-        report.phases["build"] = runs.build_seconds()
-        report.environment.extend(runs.new_env_notes)
+        runs.settle_into(report)
     return fact_df

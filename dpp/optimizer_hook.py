@@ -504,11 +504,7 @@ class OptimizerHook:
         runs = request.runs
         report = request.report
         try:
-            runs.learn(report.tables)
-            for entry in runs.settle():
-                report.add_filter(entry)
-            report.phases["build"] = runs.build_seconds()
-            report.environment.extend(runs.new_env_notes)
+            runs.settle_into(report)
         finally:
             runs.__exit__(None, None, None)
         report.phases["wait"] = max((getattr(t, "wait_seconds", 0.0) or 0.0

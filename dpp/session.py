@@ -265,11 +265,7 @@ class DppSession:
             replacements = self._substitute(decision, runs, cfg, rules, report, temp_views)
             if whole_views is not None:
                 replacements.update(whole_views.result())
-            runs.learn(report.tables)
-            for entry in runs.settle():
-                report.add_filter(entry)
-            report.phases["build"] = runs.build_seconds()
-            report.environment.extend(runs.new_env_notes)
+            runs.settle_into(report)
         report.phases["wait"] = max((t.get("wait_seconds") or 0.0 for t in report.tables),
                                     default=0.0)
         report.phases["handoff"] = max((t.get("handoff_seconds") or 0.0
