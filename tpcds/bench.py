@@ -37,12 +37,15 @@ from tpcds.reference import DuckDBReference, baseline_mode, compare_rows, modes_
 
 log = logging.getLogger(__name__)
 
-MODES = ("off", "spark", "dpp", "dpp-nostats")
+MODES = ("off", "spark", "dpp", "dpp-nostats", "text")
 # ``dpp``: the query as plain ``spark.sql`` with dpp's optimizer hook installed, as every job
 # on a classic session runs (on a Spark Connect client: dpp's SQL-text analysis).
 # ``dpp-nostats``: the same with statistics pruning off (spark.dpp.statsPruning.enabled=
 # false), to measure what ``auto`` (or ``--conf ...=true``) costs or saves beside it.
+# ``text``: dpp's SQL-text analysis (the Spark Connect client's front end) run on this classic
+# session without the hook, to compare the two front ends side by side.
 DPP_MODES = ("dpp", "dpp-nostats")
+TEXT = "text"
 # fact tables written without partitions: a Spark Connect client registers them with dpp's
 # SQL-text analysis all the same (their joins filter row groups)
 UNPARTITIONED_FACTS = ("inventory",)
@@ -250,7 +253,7 @@ class Runner:
             open_path_tables(self.spark, self.data_dir,
                              [t for t in tables if t not in FACT_PARTITIONS])
         elif kind == "path":
-            if mode in DPP_MODES:
+            if mode in DPP_MODES or mode == TEXT:
                 dpp = self.dpp_session()
                 # the facts, inventory included: unpartitioned, its joins on inv_date_sk
                 # filter its row groups (dpp.row_groups)
@@ -289,7 +292,7 @@ class Runner:
                 if mode in DPP_MODES and not remote:
                     self.hook_session().last_report = None
                     df = spark.sql(q.spark_sql)
-                elif mode in DPP_MODES:
+                elif mode in DPP_MODES or mode == TEXT:
                     df = self.dpp_session().sql(q.spark_sql)
                 else:
                     df = spark.sql(q.spark_sql)
@@ -305,8 +308,8 @@ class Runner:
                 r.metrics = (QueryMetrics().to_dict() if remote else
                              collect_metrics(df, window.stop(), FACT_PARTITIONS,
                                              self.data_dir).to_dict())
-                session = self._dpp if remote else self._hook
-                if (mode in DPP_MODES and session is not None
+                session = self._dpp if remote or mode == TEXT else self._hook
+                if ((mode in DPP_MODES or mode == TEXT) and session is not None
                         and session.last_report is not None):
                     r.dpp_report = session.last_report.to_dict()
                 r.storage = _storage(calls0, None if remote else storage_calls(spark), fetched0,
@@ -448,7 +451,7 @@ def run_bench(spark: Any, cfg: BenchConfig, progress: Optional[Progress] = None,
     modes: list[str] = []
     unavailable: dict[str, str] = {}
     for m in cfg.modes:
-        if m in DPP_MODES:
+        if m in DPP_MODES or m == TEXT:
             ok, why = dpp_available()
             if not ok:
                 unavailable[m] = why or "unavailable"

@@ -265,7 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma list of off, spark, dpp, dpp-nostats (dpp: plain spark.sql "
                         "through dpp's optimizer hook, the SQL-text analysis on a Spark "
                         "Connect client; dpp-nostats: dpp with "
-                        "spark.dpp.statsPruning.enabled=false)")
+                        "spark.dpp.statsPruning.enabled=false; text: dpp's SQL-text analysis "
+                        "on this session without the hook, for comparison)")
     b.add_argument("--queries", default="all", help="all, or e.g. q3,q7")
     b.add_argument("--repeat", type=int, default=1, help="measured runs per query and mode")
     b.add_argument("--out", required=True, help="report folder")
