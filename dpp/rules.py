@@ -24,7 +24,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Optional
 
-__all__ = ["JoinType", "join_type", "may_prune", "prunable_sides", "KEY_PASSAGE",
+__all__ = ["JoinType", "join_type", "may_prune", "prunable_sides", "output_sides", "KEY_PASSAGE",
            "ROW_DROPPING_OPERATORS", "NONDETERMINISTIC_FUNCTIONS", "RERUN_FUNCTIONS",
            "rules_markdown"]
 
@@ -92,6 +92,18 @@ def may_prune(how: "JoinType | str", side: str) -> bool:
     return left if side == "left" else right
 
 
+# join types whose right side's columns never come out of the join (only the left's rows,
+# kept or flagged): a key of that side is no column of anything above
+_RIGHT_HIDDEN = frozenset({JoinType.LEFT_SEMI, JoinType.LEFT_ANTI, JoinType.EXISTENCE})
+
+
+def output_sides(how: "JoinType | str") -> tuple[str, ...]:
+    """The sides whose columns a join of type ``how`` outputs (a semi, anti or existence
+    join outputs its left side's only)."""
+    jt = how if isinstance(how, JoinType) else join_type(how)
+    return ("left",) if jt in _RIGHT_HIDDEN else ("left", "right")
+
+
 def prunable_sides(how: "JoinType | str") -> tuple[str, ...]:
     """The sides of a join of type ``how`` that may be pruned, in order left, right."""
     return tuple(s for s in ("left", "right") if may_prune(how, s))
@@ -138,9 +150,11 @@ RERUN_FUNCTIONS: frozenset[str] = NONDETERMINISTIC_FUNCTIONS | frozenset({
 
 def rules_markdown() -> str:
     """The rules as the docs show them (``docs/rules.md`` is this text)."""
-    lines = ["| join type | left side pruned | right side pruned |", "| --- | --- | --- |"]
+    lines = ["| join type | left side pruned | right side pruned | columns out |",
+             "| --- | --- | --- | --- |"]
     for jt, (left, right) in _PRUNABLE.items():
-        lines.append(f"| {jt.value} | {'yes' if left else 'no'} | {'yes' if right else 'no'} |")
+        lines.append(f"| {jt.value} | {'yes' if left else 'no'} | {'yes' if right else 'no'} "
+                     f"| {' and '.join(output_sides(jt))} |")
     lines += ["", "| operator | a join key passes through |", "| --- | --- |"]
     lines += [f"| {op} | {how} |" for op, how in KEY_PASSAGE.items()]
     lines += ["| anything else (Limit, Sample, Expand, Generate, a Python UDF's node…) | "

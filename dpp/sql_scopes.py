@@ -99,11 +99,6 @@ class Scope:
         return hits[0] if len(hits) == 1 else None
 
 
-# join types whose right side is only tested for a match: none of its rows comes out
-_RIGHT_HIDDEN = frozenset({rules.JoinType.LEFT_SEMI, rules.JoinType.LEFT_ANTI,
-                           rules.JoinType.EXISTENCE})
-
-
 def join_type_of(j: exp.Join) -> Optional[rules.JoinType]:
     """A join's type by :mod:`dpp.rules`' names, None for a kind Spark has no name for.
 
@@ -124,14 +119,15 @@ def inner_join(j: exp.Join) -> bool:
     """Do a join's ON conjuncts hold for the scope's rows as a WHERE's do (both sides come
     out, each pruned by the other's keys)?"""
     jt = join_type_of(j)
-    return jt is not None and jt not in _RIGHT_HIDDEN and \
+    return jt is not None and rules.output_sides(jt) == ("left", "right") and \
         rules.prunable_sides(jt) == ("left", "right")
 
 
 def semi_join(j: exp.Join) -> bool:
     """Is a join's right side only a test whose keys prune its left side (``LEFT SEMI``)?"""
     jt = join_type_of(j)
-    return jt in _RIGHT_HIDDEN and rules.may_prune(jt, "left")
+    return jt is not None and rules.output_sides(jt) == ("left",) and \
+        rules.may_prune(jt, "left")
 
 
 def _mark(before: list[Source], src: Source, j: exp.Join) -> None:
@@ -143,7 +139,7 @@ def _mark(before: list[Source], src: Source, j: exp.Join) -> None:
     jt = join_type_of(j)
     if jt is None:
         return
-    if jt in _RIGHT_HIDDEN:
+    if rules.output_sides(jt) == ("left",):   # the right side is only a test
         src.semi_right = True
         return
     left_kept = not rules.may_prune(jt, "left")

@@ -58,6 +58,8 @@ def test_the_table_itself() -> None:
                          ("outer", JoinType.FULL_OUTER)]:
         assert rules.join_type(spelling) is jt
     assert rules.join_type("sideways") is None and not may_prune("sideways", "left")
+    assert {jt for jt in JoinType if rules.output_sides(jt) == ("left",)} == {
+        JoinType.LEFT_SEMI, JoinType.LEFT_ANTI, JoinType.EXISTENCE}
     with pytest.raises(ValueError, match="side"):
         may_prune(JoinType.INNER, "middle")
 
