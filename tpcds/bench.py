@@ -283,6 +283,12 @@ class Runner:
         watchdog = _Watchdog(spark, self.timeout_s)
         calls0 = None if remote else storage_calls(spark)
         fetched0 = partitions_fetched_metric(spark)
+        # a job makes its dpp session once (the hook's jar loaded, its callback server
+        # started), not per query: the clock starts after, whichever mode came first
+        if mode in DPP_MODES and not remote:
+            self.hook_session()
+        elif mode in DPP_MODES or mode == TEXT:
+            self.dpp_session()
         try:
             with mode_conf(spark, mode), watchdog:
                 window.start()
