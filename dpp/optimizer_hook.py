@@ -151,6 +151,7 @@ class OptimizerHook:
 
     # ------------------------------------------------------------------ the rule's call
     def on_plan(self, msg: dict[str, Any]) -> dict[str, Any]:
+        started = time.perf_counter()
         session = self.session
         cfg = session.config
         self._drop_stale()
@@ -267,11 +268,20 @@ class OptimizerHook:
                 while len(self._scopes) > _KEPT_ANSWERS:
                     self._scopes.pop(next(iter(self._scopes)))
         row_filters: dict[str, list[dict[str, Any]]] = {}
+        phases = request.report.phases
         if not msg.get("explain"):
             request.ensure_started()
+            # the rule's own time while Spark waits: analysis, then the build sides' submission
+            # and the row filters' wait for their loads (each run of the query adds its share)
+            planned = time.perf_counter()
+            phases["analysis"] = phases.get("analysis", 0.0) + planned - started
             self._await_submitted(request, new_filters, min(_SUBMIT_WAIT, cfg.wait_timeout))
+            submitted = time.perf_counter()
+            phases["submit"] = phases.get("submit", 0.0) + submitted - planned
             if cfg.row_group_filter:
                 row_filters = row_filters_for(request, nodes, targets, wrap, cfg)
+                phases["row_filter_wait"] = (phases.get("row_filter_wait", 0.0)
+                                             + time.perf_counter() - submitted)
         else:
             request.report.analysis_notes.append("planned during an explain: build sides "
                                                  "start on the first scan")
