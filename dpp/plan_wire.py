@@ -17,14 +17,88 @@ from?}``.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict
 
 from dpp.core.errors import DppError
 
-__all__ = ["WIRE_VERSION", "WireError", "check_plan"]
+__all__ = ["WIRE_VERSION", "WireError", "check_plan", "PlanMessage", "PlanNode", "Relation",
+           "Key", "InSubquery"]
 
 # bumped whenever a field changes meaning or type; PlanDescriber.WIRE_VERSION is the same
 WIRE_VERSION = 1
+
+
+class _KeyRequired(TypedDict):
+    expr: int            # the expression's number, to build a side or evaluate it
+    type: str            # Spark's simpleString of its type
+    sql: str
+    deterministic: bool
+    refs: list[int]      # the attributes (exprIds) it reads
+
+
+class Key(_KeyRequired, total=False):
+    """A join key or an IN-subquery's value/key."""
+
+    attr: int            # the attribute it is, or casts
+    cast: str            # the cast's target type ...
+    # ... and its source type ("from")
+
+
+class InSubquery(TypedDict):
+    query: int           # the subquery plan's root node
+    value: Key           # the outer side's value
+    queryKey: Key        # the subquery's one output
+
+
+class _RelationRequired(TypedDict):
+    kind: str            # "path" (spark.read), "lazy" (a declared table), "catalog"
+    index: str           # the file index's class
+    rootPaths: list[str]
+    partitionColumns: list[str]   # empty: an unpartitioned relation worth a build side
+    bucketed: bool
+    partitionFiltered: bool       # a filter of the plan reads a partition column
+
+
+class Relation(_RelationRequired, total=False):
+    table: str           # its catalog name
+    root: str            # a declared table's root
+
+
+class _NodeRequired(TypedDict):
+    id: int
+    op: str              # Spark's class name
+    children: list[int]
+    output: list[list[Any]]       # [exprId, name, type]
+
+
+class PlanNode(_NodeRequired, total=False):
+    joinType: str                 # JoinType.sql (dpp.rules.join_type reads it)
+    keys: list[list[Key]]         # equi-join key pairs, [left key, right key]
+    map: list[list[int]]          # [output exprId, source exprId]: Project, Aggregate
+    partitionSpec: list[int]      # Window
+    inSubqueries: list[InSubquery]
+    selective: bool               # Filter: a predicate beyond IS NOT NULL
+    relation: Relation
+    nondeterministic: str         # why its rows may differ per run
+    ordered: bool                 # a limit decided by the sort right below
+    tieOrder: str                 # a window function over tied rows
+    byName: bool
+
+
+class _MessageRequired(TypedDict):
+    op: str
+    version: int
+    request: str
+    explain: bool
+    timeZone: str
+    roots: list[int]
+    nodes: list[PlanNode]
+
+
+class PlanMessage(_MessageRequired, total=False):
+    """One optimizer run's plan, as the rule describes it."""
+
+    scope: str           # Spark's execution id: the runs of one query
 
 
 class WireError(DppError):
