@@ -15,14 +15,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import dpp
 from dpp.enable import session_of
+from tests.adversarial_support import OFF, enabled
 from dpp.spark_metrics import file_scans
 from tests.conftest import spark_conf
 
-OFF = {"spark.dpp.enabled": "false",
-       "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
-       "spark.sql.optimizer.runtime.bloomFilter.enabled": "false"}
 DAYS, ITEMS, PER_ITEM = 3, 40, 30     # per day one file: items 0..39, 30 rows each
 ON = {"spark.dpp.statsPruning.enabled": "true"}
 
@@ -48,15 +45,12 @@ def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
                              "cat": cat}), dims / "part-0.parquet")
     spark.read.parquet(str(sales)).createOrReplaceTempView("rf_sales")
     spark.read.parquet(str(dims)).createOrReplaceTempView("rf_items")
-    with spark_conf(spark, ON):
-        session = dpp.enable(spark)
-        assert session.optimizer_hook is not None, session.hook_note
-        try:
+    try:
+        with enabled(spark, root, ON):
             yield {"sales": str(sales)}
-        finally:
-            dpp.disable(spark)
-            for v in ("rf_sales", "rf_items"):
-                spark.catalog.dropTempView(v)
+    finally:
+        for v in ("rf_sales", "rf_items"):
+            spark.catalog.dropTempView(v)
 
 
 def _rows_scanned(df: Any, folder: str) -> int:

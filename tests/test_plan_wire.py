@@ -81,7 +81,7 @@ SHAPES = {
 
 @pytest.fixture(scope="module")
 def tables(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    import dpp
+    from tests.adversarial_support import enabled
 
     root = tmp_path_factory.mktemp("plan_wire")
     for k in range(4):
@@ -94,12 +94,10 @@ def tables(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any
                              "x": pa.array([1, 0, 1], pa.int32())}), root / "d" / "p.parquet")
     spark.read.parquet(str(root / "f")).createOrReplaceTempView("pw_fact")
     spark.read.parquet(str(root / "d")).createOrReplaceTempView("pw_dim")
-    session = dpp.enable(spark)
-    assert session.optimizer_hook is not None, session.hook_note
     try:
-        yield session
+        with enabled(spark, root) as session:
+            yield session
     finally:
-        dpp.disable(spark)
         spark.catalog.dropTempView("pw_fact")
         spark.catalog.dropTempView("pw_dim")
 

@@ -21,6 +21,7 @@ from dpp import rules
 from dpp.plan_pairs import find_prunes
 from dpp.planner import TableInfo, analyze
 from dpp.rules import JoinType, may_prune
+from tests.adversarial_support import OFF
 
 EQUI_JOINS = [JoinType.INNER, JoinType.LEFT_OUTER, JoinType.RIGHT_OUTER, JoinType.FULL_OUTER,
               JoinType.LEFT_SEMI, JoinType.LEFT_ANTI]
@@ -295,9 +296,6 @@ def test_connect_refuses_a_build_side_calling(fn: str) -> None:
 
 # ---------------------------------------------------------------------- real Spark
 
-OFF = {"spark.dpp.enabled": "false",
-       "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
-       "spark.sql.optimizer.runtime.bloomFilter.enabled": "false"}
 
 
 @pytest.fixture(scope="module")
