@@ -26,10 +26,6 @@ _ROW_PRESERVING = set(KEY_PASSAGE) - {"Join"}
 # a fact-side cast Spark adds to compare with a wider dimension key: every value the wider
 # type holds that equals a fact value is that fact value, so the domain maps back exactly
 _INTEGRAL = ["tinyint", "smallint", "int", "bigint"]
-# operators that keep some rows only (a sample, a limit): they filter, but not
-# deterministically, so such a build side is refused for that (a clearer reason than "filters
-# nothing")
-_ROW_DROPPING = ROW_DROPPING_OPERATORS
 # leaves that hold local rows: a dimension made with createDataFrame, or cached
 _LOCAL_LEAVES = {"LocalRelation", "LogicalRDD", "InMemoryRelation", "Range"}
 
@@ -216,7 +212,9 @@ class _Plan:
             return True
         if not n["children"] and n["op"] in _LOCAL_LEAVES:
             return True
-        if n["op"] in _ROW_DROPPING:   # it filters (though the determinism rule refuses it)
+        # a sample or a limit filters (the determinism rule refuses it, with a clearer reason
+        # than "filters nothing")
+        if n["op"] in ROW_DROPPING_OPERATORS:
             return True
         if n["op"] == "Join" and n.get("joinType") in ("INNER", "LEFT SEMI"):
             return any(self.selective(c, depth + 1) for c in n["children"])
@@ -239,8 +237,7 @@ class _Plan:
 
 # operators a column's values pass through unchanged and whole, from one child (a union's
 # output takes values from every branch; an aggregate or window may compute them)
-_SAME_VALUES = {"Filter", "Sort", "Repartition", "RepartitionByExpression", "RebalancePartitions",
-                "SubqueryAlias", "ResolvedHint", "Distinct", "Deduplicate", "Project"}
+_SAME_VALUES = {op for op, how in KEY_PASSAGE.items() if how == "unchanged"} | {"Project"}
 
 
 def _semi_narrowing(plan: _Plan, join: dict[str, Any], fact_side: int, dim_side: int,
