@@ -53,6 +53,11 @@ public final class DppHook {
     public static final String INTERNAL = "spark.dpp.internal";
     /** Local property set by Python while a DataFrame is explained: no build side starts. */
     public static final String EXPLAIN = "spark.dpp.explaining";
+    /** Spark's local property holding the thread's job tags (a Connect operation's among
+     * them: {@link #CONNECT_OPERATION}). */
+    static final String JOB_TAGS = "spark.job.tags";
+    /** How the job tag of a Spark Connect operation starts (Spark's {@code ExecuteJobTag}). */
+    static final String CONNECT_OPERATION = "SparkConnect_OperationTag_";
     /** Spark's local property naming the executed query an optimizer run belongs to. */
     static final String EXECUTION_ID = "spark.sql.execution.id";
     /** Scopes whose build sides are remembered for {@link #buildSignature}. */
@@ -60,6 +65,8 @@ public final class DppHook {
 
     private static final Map<SparkSession, Function<String, String>> BRIDGES =
         Collections.synchronizedMap(new WeakHashMap<>());
+    /** The bridge of sessions that registered none (a Connect server's), or null. */
+    private static volatile Function<String, String> SERVER;
     /** Scopes (execution ids) with wrapped relations: told to Python when they end. */
     private static final java.util.Set<String> OPEN_SCOPES = ConcurrentHashMap.newKeySet();
     private static final Map<org.apache.spark.SparkContext, Boolean> LISTENING =
@@ -112,16 +119,43 @@ public final class DppHook {
         }
     }
 
+    /**
+     * Routes every session of this driver through dpp, the ones it never saw included: the
+     * sessions a Spark Connect server makes per client share the root session's extensions
+     * (so the rule runs for them) but register no bridge, and they reach {@code bridge}
+     * instead, whose answers then follow each session's own settings
+     * ({@link PlanDescriber#describe}: the message carries them). A session with a bridge of
+     * its own keeps it.
+     */
+    public static boolean installServer(SparkSession root, Function<String, String> bridge) {
+        SERVER = bridge;
+        return install(root, bridge);
+    }
+
     public static void uninstall(SparkSession session) {
-        BRIDGES.remove(session);
+        Function<String, String> gone = BRIDGES.remove(session);
+        if (gone != null && gone == SERVER) {
+            SERVER = null;
+        }
     }
 
     public static boolean installed(SparkSession session) {
         return BRIDGES.containsKey(session);
     }
 
+    /** Whether a driver-wide bridge ({@link #installServer}) serves sessions without one. */
+    public static boolean serving() {
+        return SERVER != null;
+    }
+
     static Function<String, String> bridge(SparkSession session) {
-        return BRIDGES.get(session);
+        Function<String, String> own = BRIDGES.get(session);
+        return own != null ? own : SERVER;
+    }
+
+    /** Whether {@code session} is served by the driver-wide bridge, not a bridge of its own. */
+    static boolean served(SparkSession session) {
+        return SERVER != null && !BRIDGES.containsKey(session);
     }
 
     /** Calls Python with a bound on the wait: a bridge that does not answer in time is "no

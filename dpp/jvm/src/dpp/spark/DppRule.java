@@ -61,11 +61,18 @@ final class DppRule extends Rule<LogicalPlan> {
             request = DppHook.register(d);
             boolean explaining =
                 "true".equals(session.sparkContext().getLocalProperty(DppHook.EXPLAIN));
+            boolean served = DppHook.served(session);
+            if (served && !connectOperation(session)) {
+                // a served session optimizing outside an executed operation (a Connect
+                // explain, schema or persist request): plan, start nothing; a plan that is
+                // scanned later starts its build sides on its first listing
+                explaining = true;
+            }
             // the optimizer runs of one executed query (its subqueries are optimized in runs
             // of their own) share Spark's execution id: Python shares filters and file
             // indexes across them, so Spark's subquery and exchange reuse still apply
             String scope = session.sparkContext().getLocalProperty(DppHook.EXECUTION_ID);
-            String answer = DppHook.call(bridge, d.describe(request, explaining, scope), 120.0);
+            String answer = DppHook.call(bridge, d.describe(request, explaining, scope, served), 120.0);
             if (answer == null) {
                 return plan;
             }
@@ -102,6 +109,11 @@ final class DppRule extends Rule<LogicalPlan> {
                 DppHook.forget(request);
             }
         }
+    }
+
+    private static boolean connectOperation(SparkSession session) {
+        String tags = session.sparkContext().getLocalProperty(DppHook.JOB_TAGS);
+        return tags != null && tags.contains(DppHook.CONNECT_OPERATION);
     }
 
     private static final class Wrap extends AbstractPartialFunction<LogicalPlan, LogicalPlan> {

@@ -138,6 +138,13 @@ final class PlanDescriber {
     static final int WIRE_VERSION = 1;
 
     String describe(String request, boolean explaining, String scope) {
+        return describe(request, explaining, scope, false);
+    }
+
+    /** With {@code served}, the message also carries the session's settings and Spark's job
+     * tags on this thread (a Spark Connect operation's user and session): a driver-wide bridge
+     * answers sessions it never saw by their own settings, not its own. */
+    String describe(String request, boolean explaining, String scope, boolean served) {
         ObjectNode msg = JSON.createObjectNode();
         msg.put("op", "plan");
         msg.put("version", WIRE_VERSION);
@@ -147,6 +154,18 @@ final class PlanDescriber {
             msg.put("scope", scope);
         }
         msg.put("timeZone", session.sessionState().conf().sessionLocalTimeZone());
+        if (served) {
+            ObjectNode about = msg.putObject("session");
+            ObjectNode conf = about.putObject("conf");
+            for (Map.Entry<String, String> e : CollectionConverters.asJava(
+                    session.sessionState().conf().getAllConfs()).entrySet()) {
+                conf.put(e.getKey(), e.getValue());
+            }
+            String tags = session.sparkContext().getLocalProperty(DppHook.JOB_TAGS);
+            if (tags != null) {
+                about.put("jobTags", tags);
+            }
+        }
         ArrayNode r = msg.putArray("roots");
         for (int id : roots) {
             r.add(id);
