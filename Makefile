@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # time is the driver JVM's CPU, and two workers measured 32:56 and 39:52 against 36:21.
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: venv system test check demo bench-splits bench-collectors bench-analysis tpcds-bench clean
+.PHONY: venv system test check docs demo bench-splits bench-collectors bench-analysis tpcds-bench clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -34,5 +34,16 @@ check: venv system
 demo: venv system
 	$(PYTHON) -m tpcds.demo
 
+# The manual: regenerates the pages drawn from the code and the kept benchmark results
+# (scripts/docs_gen.py), then builds docs/ with MkDocs into site/ (gitignored). Strict: a broken
+# link or a page missing from mkdocs.yml's navigation fails the build.
+$(VENV)/.docs-installed: $(VENV)/.installed setup.cfg
+	$(PYTHON) -m pip install -q -e '.[docs]'
+	touch $@
+
+docs: venv $(VENV)/.docs-installed
+	$(PYTHON) scripts/docs_gen.py
+	$(PYTHON) -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache site

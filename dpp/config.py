@@ -368,3 +368,98 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
 }
 
 KNOWN_KEYS = tuple(_KEYS)
+
+
+# What each setting does, for the configuration reference (docs/configuration.md, generated
+# by scripts/docs_gen.py with the key, its default and its parser from above). Every key of
+# KNOWN_KEYS needs an entry here: tests/test_docs_generated.py fails on an undocumented key.
+SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it does)
+    "spark.dpp.enabled": (
+        "true, false",
+        "Read on every query. `false` makes dpp change nothing: `spark.sql` is Spark's own, "
+        "declared tables are not read or registered, no report is written."),
+    "spark.dpp.coordinator": (
+        "`embedded`, `redis://[user:pass@]host:port/db`, `rediss://…`",
+        "Where filters meet their waiters. `embedded` lives in the driver and needs no "
+        "service; Redis shares filters (and the filter cache) across applications and lets "
+        "Arrow build tasks publish directly. Passwords are masked in reports and logs."),
+    "spark.dpp.maxDistinctValues": (
+        "a positive integer",
+        "A build side with more distinct keys than this collapses to its min/max range, plus "
+        "a bloom filter when `spark.dpp.bloomFilter.enabled`."),
+    "spark.dpp.bloomFilter.enabled": (
+        "true, false",
+        "Add a bloom filter to a collapsed range: a range alone prunes little for scattered "
+        "keys."),
+    "spark.dpp.bloomFilter.fpp": (
+        "a probability strictly between 0 and 1",
+        "The bloom filter's false-positive rate (0.01 costs about 1.2 bytes per key)."),
+    "spark.dpp.waitTimeout": (
+        "a duration: `500ms`, `30s`, `2min`, seconds",
+        "How long a scan waits for its filters. A late filter means no pruning of that "
+        "scan (reported as `timeout`); the build job is cancelled."),
+    "spark.dpp.statsPruning.enabled": (
+        "auto, true, false",
+        "Skip files of kept partitions by Parquet min/max statistics on a data-column join "
+        "key. `auto` samples 8 footers per table and column once per session and uses "
+        "statistics only where files hold narrow slices of the key (at most 75% of its "
+        "range), then stops when the first 16 kept files skip nothing; `true` always reads "
+        "footers; `false` builds no filter on data columns."),
+    "spark.dpp.rowGroupFilter.enabled": (
+        "true, false",
+        "Where a data-column filter is used, hand its values to Spark as a predicate on the "
+        "pruned relation (`col IN (…)` up to 10 values, else ranges), which Parquet tests "
+        "each row group against. `false`: files only."),
+    "spark.dpp.filterCache.enabled": (
+        "true, false",
+        "Reuse a build side's filter for the same build query over unchanged dimension "
+        "files (the fingerprint holds their sizes and modification times)."),
+    "spark.dpp.report.path": (
+        "a file path",
+        "Append one JSON line per query dpp ran (see [Reports](reports.md)); safe from "
+        "several threads and processes."),
+    "spark.dpp.maxFilterBytes": (
+        "a size: `512k`, `16m`, bytes (at least 1k)",
+        "Bound on one encoded filter. A larger partial is cut to its range; a merged "
+        "filter still larger is not used (`too_large`)."),
+    "spark.dpp.filterTtl": (
+        "a duration",
+        "Lifetime of filters and cached filters in the service; every Redis key expires "
+        "after it."),
+    "spark.dpp.collector": (
+        "auto, native, arrow",
+        "How build sides compute their keys. `native` (what `auto` means): Spark's own "
+        "aggregation, nothing on executors. `arrow`: this package's collector in Python "
+        "tasks (executors need pyarrow and this package)."),
+    "spark.dpp.lister": (
+        "auto, local, hadoop",
+        "How partition folders are listed. `local`: `os.scandir` (local paths and `file:`); "
+        "`hadoop`: Hadoop's FileSystem in the driver's JVM with the session's Hadoop "
+        "configuration (`s3a://`, `hdfs://`, `gs://`, `abfs://`…); `auto`: local for local "
+        "paths, hadoop for the rest."),
+    "spark.dpp.listWholeCatalogTables": (
+        "true, false",
+        "A partitioned catalog table a query reads with no partition column named anywhere "
+        "is listed by dpp and handed to Spark with the catalog's size figure, instead of "
+        "Spark's metastore fetch and listing job. `false` leaves such tables to Spark."),
+    "spark.dpp.optimizerHook": (
+        "true, false",
+        "On a classic session `dpp.enable` installs the optimizer hook, so DataFrame jobs, "
+        "writes and views are pruned too. Read per query (`false`: that query is Spark's); "
+        "`false` at `enable` installs nothing and `spark.sql` takes the SQL-text analysis."),
+    SQL_PATH_KEY: (
+        "hook, text",
+        "Retired: accepted and ignored. A classic session with the hook prunes every query "
+        "through it; sessions without the hook take the SQL-text analysis."),
+    "spark.dpp.connect.dataFrames": (
+        "true, false",
+        "Spark Connect client side only: prune DataFrame star joins by rewriting the plan "
+        "the client sends. Off by default: only shapes proven right are rewritten. Read per "
+        "action."),
+    TABLES_PREFIX + "<name>": (
+        "a folder path (any scheme Spark reads)",
+        "Declare a Hive-partitioned Parquet folder as table `<name>` (a temporary view on "
+        "classic sessions, listed only when a scan needs it). A name the session already "
+        "holds (its own view or table) wins and is never replaced. Read while dpp is on; an "
+        "unreadable path is a `ConfigError` naming the key."),
+}
