@@ -18,6 +18,7 @@ from hive_splits.javac import cached_jar, spark_jars
 __all__ = ["HookUnavailable", "hook_jar", "load_into"]
 
 _SOURCES = Path(__file__).parent / "jvm" / "src"
+_COMPAT = Path(__file__).parent / "jvm" / "compat"
 _LOCK = threading.Lock()
 _LOADED: dict[int, Any] = {}   # id(jvm) -> that JVM's py4j view, once the jar is loaded
 
@@ -37,12 +38,26 @@ def _spark_jars() -> str:
     return os.path.dirname(found[0])
 
 
+def compat_line(spark_version: str) -> str:
+    """The folder of ``dpp/jvm/compat`` whose shim fits Spark ``spark_version``: ``spark35``
+    for 3.x (Scala 2.12 APIs, the classic session in ``org.apache.spark.sql``), ``spark4`` for
+    4.x."""
+    return "spark35" if spark_version.split(".")[0] == "3" else "spark4"
+
+
+def hook_sources(spark_version: str) -> list[Path]:
+    """The hook's Java sources for Spark ``spark_version``: ``dpp/jvm/src`` (one source for
+    every line) and the line's shim."""
+    return sorted(_SOURCES.rglob("*.java")) + sorted(
+        (_COMPAT / compat_line(spark_version)).rglob("*.java"))
+
+
 def hook_jar(cache_dir: Optional[str] = None) -> Path:
     """The hook's jar, compiled on first use (raises :class:`HookUnavailable` naming what is
     missing)."""
     import pyspark
 
-    return cached_jar("dpp-hook", sorted(_SOURCES.rglob("*.java")),
+    return cached_jar("dpp-hook", hook_sources(pyspark.__version__),
                       os.path.join(_spark_jars(), "*"), HookUnavailable, cache_dir,
                       salt=pyspark.__version__)
 

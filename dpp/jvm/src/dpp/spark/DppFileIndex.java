@@ -37,8 +37,7 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 import scala.Option;
-import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
+import scala.collection.Seq;
 
 /**
  * A file index whose partitions come from dpp's split loader: Spark calls {@link #listFiles}
@@ -49,7 +48,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * base index's, so join selection stays Spark's. Whatever goes wrong — no answer in time, a
  * failed load — the base index lists, as it would have without dpp.
  */
-public final class DppFileIndex implements FileIndex {
+public final class DppFileIndex extends CompatFileIndex {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final SparkSession session;
@@ -82,26 +81,23 @@ public final class DppFileIndex implements FileIndex {
     }
 
     @Override
-    public Seq<Path> rootPaths() {
-        return base.rootPaths();
+    List<Path> roots() {
+        return CollectionConverters.asJava(base.rootPaths());
     }
 
     @Override
-    public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters,
-                                             Seq<Expression> dataFilters) {
+    List<PartitionDirectory> list(Seq<Expression> partitionFilters, Seq<Expression> dataFilters) {
         List<PartitionDirectory> all = load();
         if (all == null) {
-            return base.listFiles(partitionFilters, dataFilters);
+            return CompatFileIndex.listFiles(base, partitionFilters, dataFilters);
         }
         if (base instanceof InMemoryFileIndex) {
             // a relation that holds Spark's own listing (spark.read.parquet, a path table):
             // its files, order, reader options (pathGlobFilter, modifiedAfter...), snapshot,
             // partition values and types are Spark's; dpp only takes away what it ruled out
-            return CollectionConverters.asScala(
-                subtract(base.listFiles(partitionFilters, dataFilters))).toList();
+            return subtract(CompatFileIndex.listFiles(base, partitionFilters, dataFilters));
         }
-        List<PartitionDirectory> kept = prune(all, partitionFilters);
-        return CollectionConverters.asScala(kept).toList();
+        return prune(all, partitionFilters);
     }
 
     private List<PartitionDirectory> load() {
@@ -188,11 +184,11 @@ public final class DppFileIndex implements FileIndex {
      * loader's verdicts by its folder path relative to the table root; one that does not
      * match (another spelling, a folder the loader never saw) is kept: dpp may fail to skip,
      * never skip what it did not rule out. */
-    private List<PartitionDirectory> subtract(Seq<PartitionDirectory> listed) {
+    private List<PartitionDirectory> subtract(List<PartitionDirectory> listed) {
         List<Path> roots = CollectionConverters.asJava(base.rootPaths());
         List<PartitionDirectory> out = new ArrayList<>();
         String root = roots.size() == 1 ? trimmed(roots.get(0)) : null;
-        for (PartitionDirectory pd : CollectionConverters.asJava(listed)) {
+        for (PartitionDirectory pd : listed) {
             List<FileStatusWithMetadata> files = CollectionConverters.asJava(pd.files());
             String rel = root == null || files.isEmpty() ? null
                 : relative(files.get(0).getPath().getParent(), root);
@@ -311,9 +307,9 @@ public final class DppFileIndex implements FileIndex {
             return base.inputFiles();
         }
         if (base instanceof InMemoryFileIndex) {
-            scala.collection.immutable.Seq<Expression> none =
+            Seq<Expression> none =
                 CollectionConverters.asScala(new ArrayList<Expression>()).toList();
-            all = subtract(base.listFiles(none, none));
+            all = subtract(CompatFileIndex.listFiles(base, none, none));
         }
         List<String> names = new ArrayList<>();
         for (PartitionDirectory p : all) {

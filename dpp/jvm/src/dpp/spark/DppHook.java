@@ -25,7 +25,7 @@ import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
-import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.execution.datasources.FileStatusCache;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
@@ -34,7 +34,6 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractFunction1;
 
 /**
@@ -108,7 +107,7 @@ public final class DppHook {
                 LISTENING.put(sc, Boolean.TRUE);
             }
         }
-        SparkSessionExtensions ext = ((org.apache.spark.sql.classic.SparkSession) session).extensions();
+        SparkSessionExtensions ext = Compat.extensions(session);
         synchronized (INSTALLED) {
             if (INSTALLED.containsKey(ext)) {
                 return false;
@@ -190,7 +189,7 @@ public final class DppHook {
         if (d == null) {
             throw new IllegalStateException("dpp: plan request " + request + " is over");
         }
-        return Dataset.ofRows(buildSession(d.session()), buildPlan(d, node, expr, semi));
+        return Compat.ofRows(buildSession(d.session()), buildPlan(d, node, expr, semi));
     }
 
     /**
@@ -206,8 +205,8 @@ public final class DppHook {
      * place in the queue. The clone has no bridge, so dpp's rule leaves its plans alone.
      * A clone is reused while the session's settings stay the same.
      */
-    static org.apache.spark.sql.classic.SparkSession buildSession(
-            org.apache.spark.sql.classic.SparkSession s) {
+    static SparkSession buildSession(
+            SparkSession s) {
         scala.collection.immutable.Map<String, String> confs = s.sessionState().conf().getAllConfs();
         synchronized (CLONES) {
             BuildSession kept = CLONES.get(s);
@@ -215,7 +214,7 @@ public final class DppHook {
                 return kept.session;
             }
         }
-        org.apache.spark.sql.classic.SparkSession clone = s.cloneSession();
+        SparkSession clone = Compat.cloneSession(s);
         org.apache.spark.sql.internal.SQLConf conf = clone.sessionState().conf();
         conf.setConfString("spark.sql.adaptive.enabled", "false");
         int cores = Math.max(1, s.sparkContext().defaultParallelism());
@@ -229,10 +228,10 @@ public final class DppHook {
 
     private static final class BuildSession {
         final scala.collection.immutable.Map<String, String> confs;
-        final org.apache.spark.sql.classic.SparkSession session;
+        final SparkSession session;
 
         BuildSession(scala.collection.immutable.Map<String, String> confs,
-                     org.apache.spark.sql.classic.SparkSession session) {
+                     SparkSession session) {
             this.confs = confs;
             this.session = session;
         }
@@ -261,7 +260,7 @@ public final class DppHook {
             if (why != null) {
                 return p.getClass().getSimpleName() + " (" + why + ")";
             }
-            for (LogicalPlan c : scala.jdk.javaapi.CollectionConverters.asJava(p.children())) {
+            for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
                 stack.push(c);
             }
         }
@@ -330,7 +329,7 @@ public final class DppHook {
             throw new IllegalStateException("dpp: plan request " + request + " is over");
         }
         return new KeyEvaluator(d.expression(expr), refs,
-            d.session().sessionState().conf().sessionLocalTimeZone());
+            Compat.sessionState(d.session()).conf().sessionLocalTimeZone());
     }
 
     /**
@@ -356,12 +355,12 @@ public final class DppHook {
         Map<String, String> opts = new java.util.HashMap<>();
         opts.put("basePath", root);
         scala.collection.immutable.Map<String, String> options =
-            scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(opts));
+            Compat.toMap(opts);
         LazyPathIndex index = new LazyPathIndex(session, new Path(root), options, full, parts, estimate);
         HadoopFsRelation rel = new HadoopFsRelation(index, parts, dataSchema, Option.empty(),
             new ParquetFileFormat(), options, session);
         LogicalRelation plan = LogicalRelation$.MODULE$.apply(rel, false);
-        return Dataset.ofRows((org.apache.spark.sql.classic.SparkSession) session, plan);
+        return Compat.ofRows(session, plan);
     }
 
     /** The rule wrapped relations for the query running as execution {@code scope}. */

@@ -53,7 +53,7 @@ final class DppRule extends Rule<LogicalPlan> {
             if (!PlanDescriber.worthDescribing(plan)) {
                 return plan;
             }
-            PlanDescriber d = new PlanDescriber((org.apache.spark.sql.classic.SparkSession) session)
+            PlanDescriber d = new PlanDescriber(session)
                 .walk(plan);
             if (d.candidates() == 0) {
                 return plan;
@@ -147,8 +147,7 @@ final class DppRule extends Rule<LogicalPlan> {
                 bridge, timeout);
             HadoopFsRelation wrapped = rel.copy(index, rel.partitionSchema(), rel.dataSchema(),
                 rel.bucketSpec(), rel.fileFormat(), rel.options(), rel.sparkSession());
-            LogicalRelation out = lr.copy(wrapped, lr.output(), lr.catalogTable(),
-                lr.isStreaming(), lr.stream());
+            LogicalRelation out = Compat.withRelation(lr, wrapped);
             JsonNode filters = rowFilters.get(p);
             return filters == null ? out : RowFilter.over(out, filters);
         }

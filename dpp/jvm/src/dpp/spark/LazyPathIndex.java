@@ -13,8 +13,7 @@ import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 import org.apache.spark.sql.types.StructType;
 import scala.Option;
 import scala.collection.immutable.Map;
-import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
+import scala.collection.Seq;
 
 /**
  * A declared path table that is listed only when a scan needs it whole: Spark's reader lists
@@ -23,7 +22,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * the rest get Spark's own {@code InMemoryFileIndex}, made on first use. The size Spark plans
  * with is the estimate given at declaration (listing it would be the cost this avoids).
  */
-public final class LazyPathIndex implements FileIndex {
+public final class LazyPathIndex extends CompatFileIndex {
     private final SparkSession session;
     private final Path root;
     private final Map<String, String> options;
@@ -64,16 +63,15 @@ public final class LazyPathIndex implements FileIndex {
     }
 
     @Override
-    public Seq<Path> rootPaths() {
+    List<Path> roots() {
         List<Path> roots = new ArrayList<>();
         roots.add(root);
-        return CollectionConverters.asScala(roots).toList();
+        return roots;
     }
 
     @Override
-    public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters,
-                                             Seq<Expression> dataFilters) {
-        return index().listFiles(partitionFilters, dataFilters);
+    List<PartitionDirectory> list(Seq<Expression> partitionFilters, Seq<Expression> dataFilters) {
+        return CompatFileIndex.listFiles(index(), partitionFilters, dataFilters);
     }
 
     @Override

@@ -25,13 +25,12 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.plans.logical.Window;
-import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.datasources.CatalogFileIndex;
 import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * A plan as Python reads it: every node numbered, with what tracing a join key needs (join
@@ -153,12 +152,12 @@ final class PlanDescriber {
         if (scope != null) {
             msg.put("scope", scope);
         }
-        msg.put("timeZone", session.sessionState().conf().sessionLocalTimeZone());
+        msg.put("timeZone", Compat.sessionState(session).conf().sessionLocalTimeZone());
         if (served) {
             ObjectNode about = msg.putObject("session");
             ObjectNode conf = about.putObject("conf");
             for (Map.Entry<String, String> e : CollectionConverters.asJava(
-                    session.sessionState().conf().getAllConfs()).entrySet()) {
+                    Compat.sessionState(session).conf().getAllConfs()).entrySet()) {
                 conf.put(e.getKey(), e.getValue());
             }
             String tags = session.sparkContext().getLocalProperty(DppHook.JOB_TAGS);

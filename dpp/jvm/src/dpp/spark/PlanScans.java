@@ -23,7 +23,6 @@ import org.apache.spark.sql.execution.datasources.InMemoryFileIndex;
 import org.apache.spark.sql.execution.exchange.ReusedExchangeExec;
 import org.apache.spark.sql.execution.metric.SQLMetric;
 import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The file scans of an executed physical plan and their metrics, as one JSON answer.

@@ -20,7 +20,6 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * A data column's dynamic filter as a Catalyst {@code Filter} right above the relation it
