@@ -43,7 +43,7 @@ $(VENV)/.docs-installed: $(VENV)/.installed setup.cfg
 
 docs: venv $(VENV)/.docs-installed
 	$(PYTHON) scripts/docs_gen.py
-	$(PYTHON) -m mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache site

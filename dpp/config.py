@@ -203,6 +203,7 @@ class DppConfig:
     optimizer_hook: bool = True
     sql_path: str = "hook"
     connect_dataframes: bool = False     # Spark Connect: the DataFrame plan rewrite
+    connect_server: bool = False         # set by `dpp connect-server`: the server prunes
 
     @classmethod
     def from_mapping(cls, conf: Mapping[str, str]) -> "DppConfig":
@@ -301,6 +302,7 @@ def _session_settings(spark: Any, ctx: _Context) -> dict[str, str]:
 
 
 ENABLED_KEY = "spark.dpp.enabled"
+CONNECT_SERVER_KEY = "spark.dpp.connectServer"
 TABLES_PREFIX = "spark.dpp.tables."
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -365,6 +367,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.optimizerHook": ("optimizer_hook", _parse_bool),
     SQL_PATH_KEY: ("sql_path", _parse_choice(SQL_PATHS)),
     "spark.dpp.connect.dataFrames": ("connect_dataframes", _parse_bool),
+    CONNECT_SERVER_KEY: ("connect_server", _parse_bool),
 }
 
 KNOWN_KEYS = tuple(_KEYS)
@@ -416,8 +419,8 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "files (the fingerprint holds their sizes and modification times)."),
     "spark.dpp.report.path": (
         "a file path",
-        "Append one JSON line per query dpp ran (see [Reports](reports.md)); safe from "
-        "several threads and processes."),
+        "Append one JSON line per query dpp ran (the job report); safe from several "
+        "threads and processes."),
     "spark.dpp.maxFilterBytes": (
         "a size: `512k`, `16m`, bytes (at least 1k)",
         "Bound on one encoded filter. A larger partial is cut to its range; a merged "
@@ -456,6 +459,11 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "Spark Connect client side only: prune DataFrame star joins by rewriting the plan "
         "the client sends. Off by default: only shapes proven right are rewritten. Read per "
         "action."),
+    CONNECT_SERVER_KEY: (
+        "true, false (set by `dpp connect-server`)",
+        "Marks a Spark Connect server whose driver runs dpp's optimizer hook for every "
+        "session: a client's `dpp.enable(spark)` then leaves the pruning to the server and "
+        "keeps its own analysis off. Not meant to be set by hand."),
     TABLES_PREFIX + "<name>": (
         "a folder path (any scheme Spark reads)",
         "Declare a Hive-partitioned Parquet folder as table `<name>` (a temporary view on "

@@ -11,7 +11,7 @@ A generated block sits between ``<!-- generated:NAME -->`` and ``<!-- /generated
 in README.md or any page under docs/; everything else on the page is written by hand. The
 blocks:
 
-- ``settings``: the configuration reference, from ``dpp.config`` (each key's default from
+- ``settings`` (and ``settings-common``, the five most used): the configuration reference, from ``dpp.config`` (each key's default from
   ``DppConfig``, its meaning from ``SETTING_DOCS``);
 - ``report-schema``: the report's fields, from ``dpp.report`` (types from the dataclasses,
   meanings from ``FIELD_DOCS``);
@@ -43,8 +43,8 @@ DOCS = ROOT / "docs"
 BENCH = DOCS / "bench"
 #: the run the README's headline table shows (a file of docs/bench/)
 HEADLINE = "sf1-all-99"
-_BLOCK = re.compile(r"(<!-- generated:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /generated:(?P=name) -->)",
-                    re.S)
+_BLOCK = re.compile(r"(<!-- generated:(?P<name>[\w-]+) -->\n?)(?P<body>.*?)"
+                    r"(<!-- /generated:(?P=name) -->)", re.S)
 
 
 # ---------------------------------------------------------------------- settings
@@ -77,10 +77,17 @@ def settings_defaults() -> dict[str, str]:
     return out
 
 
-def settings_markdown() -> str:
+#: the settings most users touch, in the README and on top of the configuration page
+COMMON_SETTINGS = ("spark.dpp.enabled", "spark.dpp.tables.<name>", "spark.dpp.report.path",
+                   "spark.dpp.waitTimeout", "spark.dpp.coordinator")
+
+
+def settings_markdown(only: Optional[tuple[str, ...]] = None) -> str:
     from dpp import config as c
 
     defaults = settings_defaults()
+    if only is not None:
+        defaults = {k: defaults[k] for k in only}
     missing = [k for k in defaults if k not in c.SETTING_DOCS]
     if missing:
         raise SystemExit(f"dpp.config.SETTING_DOCS has no entry for {', '.join(missing)}")
@@ -262,13 +269,25 @@ def bench_all_markdown() -> str:
     return "\n".join(out) if out else "(no kept benchmark run)\n"
 
 
+# ---------------------------------------------------------------------- the JVM part
+
+def jvm_size() -> str:
+    """The JVM part's size as the README states it (``tests/test_docs_true.py`` counts alike)."""
+    sources = sorted((ROOT / "dpp" / "jvm" / "src").rglob("*.java"))
+    lines = [ln for f in sources for ln in f.read_text().splitlines()]
+    code = [ln for ln in lines if ln.strip() and not re.match(r"\s*(//|\*|/\*)", ln)]
+    return f"{len(lines):,} lines of Java, {len(code):,} of them code"
+
+
 # ---------------------------------------------------------------------- the files
 
 GENERATORS: dict[str, Callable[[], str]] = {
     "settings": settings_markdown,
+    "settings-common": lambda: settings_markdown(COMMON_SETTINGS),
     "report-schema": report_markdown,
     "bench-headline": bench_headline_markdown,
     "bench-all": bench_all_markdown,
+    "jvm-size": jvm_size,   # inline: <!-- generated:jvm-size -->…<!-- /generated:jvm-size -->
 }
 
 

@@ -1,5 +1,5 @@
 """Bad input gives a clear error naming the thing at fault, or a documented safe fallback —
-never a wrong answer (docs/WHAT_HAPPENS_WHEN.md lists every case)."""
+never a wrong answer (docs/reliability.md lists every case)."""
 from __future__ import annotations
 
 import time
