@@ -781,9 +781,10 @@ FIELD_DOCS: dict[str, str] = {
     "tables.folders_listed": "directory listings, the table root included",
     "tables.files_listed": "files listed (`files_kept + files_skipped`)",
     "tables.files_kept": "files handed to Spark",
-    "tables.files_skipped": "files listed but not handed to Spark",
+    "tables.files_skipped": "files listed but not handed to Spark (files of pruned folders are "
+                            "never listed, so not counted)",
     "tables.bytes_kept": "bytes of the kept files",
-    "tables.bytes_skipped": "bytes of the skipped files",
+    "tables.bytes_skipped": "bytes of the skipped files (as `files_skipped`: listed files only)",
     "tables.footers_unreadable": "corrupt or zero-byte files kept (warned about)",
     "tables.footers_read": "Parquet footers read for statistics pruning",
     "tables.stats_seconds": "time spent awaiting and testing footers once the filters were "
