@@ -39,6 +39,7 @@ from dpp.core.codec import DEFAULT_MAX_BYTES
 from dpp.core.domain import Domain, TupleDomain
 from dpp.core.errors import DomainError, DppError
 from dpp.core.remote import functions_for
+from dpp.core.spark_compat import to_arrow
 from dpp.core.policy import CollapsePolicy
 
 __all__ = ["build_filter_native"]
@@ -80,8 +81,8 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
             # that means every group was seen (with limit + 1 rows the NULL group could push
             # a key out unseen, and the domain would lose it)
             fetch = policy.exact_limit + 2
-            keys = (selected.groupBy(col).agg(F.count(F.lit(1)).alias(_COUNT))
-                    .limit(fetch).toArrow())
+            keys = to_arrow(selected.groupBy(col).agg(F.count(F.lit(1)).alias(_COUNT))
+                            .limit(fetch))
             non_null = len(keys) - keys.column(0).null_count
             rows: Optional[int] = None
             if len(keys) < fetch and non_null <= policy.exact_limit:
@@ -97,9 +98,9 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
                 rows = collector.rows
             else:
                 jobs = 2
-                stats = selected.agg(F.min(col).alias("lo"), F.max(col).alias("hi"),
-                                     F.count(F.lit(1)).alias("n"),
-                                     F.count(col).alias("n_keys")).toArrow()
+                stats = to_arrow(selected.agg(F.min(col).alias("lo"), F.max(col).alias("hi"),
+                                              F.count(F.lit(1)).alias("n"),
+                                              F.count(col).alias("n_keys")))
                 rows = int(stats.column("n")[0].as_py())
                 td = _min_max(stats, name, key_types,
                               null=rows > int(stats.column("n_keys")[0].as_py()))

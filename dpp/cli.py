@@ -14,11 +14,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     rp = sub.add_parser("report", help="summarize a JSON-lines file of job reports")
     rp.add_argument("file", help="the file spark.dpp.report.path appends to")
     rp.add_argument("--html", metavar="OUT", help="also write an HTML page with a chart per job")
+    rn = sub.add_parser("run", help="run a command (dpp run -- python job.py) with dpp "
+                                    "switched on for every SparkSession it creates")
+    rn.add_argument("command", nargs=argparse.REMAINDER,
+                    help="the command and its arguments, after --")
     ex = sub.add_parser("explain", help="print the pruning plan of a query (starts Spark)")
     ex.add_argument("--table", action="append", default=[], metavar="NAME=PATH",
                     help="register a Hive-partitioned Parquet folder (repeatable)")
     ex.add_argument("sql")
     args = ap.parse_args(argv)
+    if args.cmd == "run":
+        from dpp.autoenable import run_main
+
+        return run_main(args.command)
     try:
         if args.cmd == "report":
             from dpp.report_cli import main as report_main

@@ -1,26 +1,55 @@
-"""The optimizer hook's JVM part (``dpp/jvm/src``), compiled from this package's own source.
+"""The optimizer hook's JVM part: one jar per Spark line, built with the package.
 
-The Java sources are compiled once per source digest and pyspark build with the JDK's
-``javac`` against pyspark's own jars, into ``~/.cache/dpp-spark`` (or ``$XDG_CACHE_HOME``),
-and loaded into a running driver JVM by adding the jar to the classloader Spark's driver
+The Java source (``dpp/jvm/src``, one source for every Spark line, plus the line's small shim
+in ``dpp/jvm/compat/spark35`` or ``dpp/jvm/compat/spark4``) is compiled when the package is
+built (``scripts/build_hook_jars.py``, run by ``setup.py``), once per Spark minor line against
+that line's own jars, into ``dpp/jvm/jars/dpp-hook-spark<line>_<scala>.jar``; the wheel
+carries them, and ``jars/manifest.json`` records each jar's Spark release, Scala version and
+the digest of the sources it was compiled from.
+
+At run time :func:`hook_jar` takes the jar of the running Spark's line and Scala version. No
+JDK is needed for it: a driver with a JRE only gets the hook. Only a Spark no jar matches (a
+line this package predates, a Scala 2.13 build of Spark 3.5), or a source tree whose sources
+changed since its jars were built, compiles the sources with the JDK's ``javac`` against the
+running Spark's jars, cached in ``~/.cache/dpp-spark`` (or ``$XDG_CACHE_HOME``); with neither
+a jar nor ``javac`` it raises :class:`HookUnavailable` saying so, and dpp reports that in the
+first report.
+
+The jar is loaded into a running driver JVM by adding it to the classloader Spark's driver
 already uses for ``--jars`` (``MutableURLClassLoader``): a live session needs no restart and
 no ``spark.jars`` setting.
 """
 from __future__ import annotations
 
+import glob
+import hashlib
+import json
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any, Optional
 
 from hive_splits.javac import cached_jar, spark_jars
 
-__all__ = ["HookUnavailable", "hook_jar", "load_into"]
+__all__ = ["HookUnavailable", "SPARK_LINES", "hook_jar", "hook_sources", "load_into",
+           "prebuilt_jar"]
 
 _SOURCES = Path(__file__).parent / "jvm" / "src"
 _COMPAT = Path(__file__).parent / "jvm" / "compat"
+JARS = Path(__file__).parent / "jvm" / "jars"
 _LOCK = threading.Lock()
 _LOADED: dict[int, Any] = {}   # id(jvm) -> that JVM's py4j view, once the jar is loaded
+
+# The Spark lines a jar is built for: line -> (the pyspark release its jars come from, Scala
+# binary version, javac --release). Spark 3.5 runs on Java 8/11/17, 4.x on 17+.
+SPARK_LINES: dict[str, tuple[str, str, str]] = {
+    "3.5": ("3.5.9", "2.12", "8"),
+    "4.0": ("4.0.5", "2.13", "17"),
+    "4.1": ("4.1.4", "2.13", "17"),
+    "4.2": ("4.2.1", "2.13", "17"),
+    "4.3": ("4.3.0", "2.13", "17"),
+}
 
 
 class HookUnavailable(RuntimeError):
@@ -38,6 +67,21 @@ def _spark_jars() -> str:
     return os.path.dirname(found[0])
 
 
+def spark_line(spark_version: str) -> str:
+    """``"3.5.2"`` -> ``"3.5"`` (a build suffix such as ``4.1.0-SNAPSHOT`` is ignored)."""
+    m = re.match(r"(\d+)\.(\d+)", spark_version)
+    return f"{m.group(1)}.{m.group(2)}" if m else spark_version
+
+
+def scala_binary(scala_version: str) -> str:
+    """``"2.12.18"`` -> ``"2.12"``."""
+    return spark_line(scala_version)
+
+
+def jar_name(line: str, scala: str) -> str:
+    return f"dpp-hook-spark{line}_{scala}.jar"
+
+
 def compat_line(spark_version: str) -> str:
     """The folder of ``dpp/jvm/compat`` whose shim fits Spark ``spark_version``: ``spark35``
     for 3.x (Scala 2.12 APIs, the classic session in ``org.apache.spark.sql``), ``spark4`` for
@@ -52,14 +96,66 @@ def hook_sources(spark_version: str) -> list[Path]:
         (_COMPAT / compat_line(spark_version)).rglob("*.java"))
 
 
-def hook_jar(cache_dir: Optional[str] = None) -> Path:
-    """The hook's jar, compiled on first use (raises :class:`HookUnavailable` naming what is
-    missing)."""
-    import pyspark
+def sources_digest(spark_version: str) -> str:
+    """The digest of the line's sources a prebuilt jar records (names relative to
+    ``dpp/jvm``, and contents)."""
+    digest = hashlib.sha256()
+    base = _SOURCES.parent
+    for src in hook_sources(spark_version):
+        digest.update(src.relative_to(base).as_posix().encode() + b"\0" + src.read_bytes())
+    return digest.hexdigest()
 
-    return cached_jar("dpp-hook", hook_sources(pyspark.__version__),
-                      os.path.join(_spark_jars(), "*"), HookUnavailable, cache_dir,
-                      salt=pyspark.__version__)
+
+def _manifest() -> dict[str, Any]:
+    try:
+        return json.loads((JARS / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def prebuilt_jar(spark_version: str, scala_version: str) -> tuple[Optional[Path], str]:
+    """The package's jar for Spark ``spark_version`` on Scala ``scala_version``, or None and
+    why not."""
+    line, scala = spark_line(spark_version), scala_binary(scala_version)
+    name = jar_name(line, scala)
+    entry = _manifest().get(name)
+    jar = JARS / name
+    if entry is None or not jar.is_file():
+        have = ", ".join(sorted(_manifest())) or "none"
+        return None, f"no prebuilt hook jar for Spark {line} (Scala {scala}) (this package has: {have})"
+    if _SOURCES.is_dir() and entry.get("sources") != sources_digest(spark_version):
+        return None, f"the prebuilt {name} is older than the Java sources beside it"
+    return jar, ""
+
+
+def _scala_of_jars() -> str:
+    found = glob.glob(os.path.join(_spark_jars(), "scala-library-*.jar"))
+    m = re.search(r"scala-library-(\d+\.\d+)", found[0]) if found else None
+    return m.group(1) if m else "unknown"
+
+
+def hook_jar(cache_dir: Optional[str] = None, spark_version: Optional[str] = None,
+             scala_version: Optional[str] = None) -> Path:
+    """The hook's jar for the running Spark (``spark_version``/``scala_version``; by default
+    the installed pyspark's and its jars'): the package's prebuilt jar of that line, else one
+    compiled with ``javac`` on first use. Raises :class:`HookUnavailable` naming what is
+    missing."""
+    if spark_version is None:
+        import pyspark
+
+        spark_version = pyspark.__version__
+    if scala_version is None:
+        scala_version = _scala_of_jars()
+    jar, why = prebuilt_jar(spark_version, scala_version)
+    if jar is not None:
+        return jar
+    try:
+        return cached_jar("dpp-hook", hook_sources(spark_version),
+                          os.path.join(_spark_jars(), "*"), HookUnavailable, cache_dir,
+                          salt=spark_version)
+    except HookUnavailable as exc:
+        raise HookUnavailable(f"{why}, and the sources could not be compiled here: {exc}") \
+            from None
 
 
 def loaded_hook() -> Any:
@@ -84,7 +180,8 @@ def load_into(spark: Any) -> Any:
             from py4j.java_gateway import JavaClass
 
             if not isinstance(found, JavaClass):
-                jar = hook_jar()
+                jar = hook_jar(spark_version=spark.version,
+                               scala_version=_jvm_scala(jvm))
                 loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
                 if loader.getClass().getName() != "org.apache.spark.util.MutableURLClassLoader":
                     raise HookUnavailable(
@@ -94,3 +191,11 @@ def load_into(spark: Any) -> Any:
                 loader.addURL(jvm.java.io.File(str(jar)).toURI().toURL())
             _LOADED[id(jvm)] = jvm
         return jvm.dpp.spark.DppHook
+
+
+def _jvm_scala(jvm: Any) -> Optional[str]:
+    """The Scala version of a driver JVM (``2.13.16``), None when it cannot be asked."""
+    try:
+        return str(jvm.scala.util.Properties.versionNumberString())
+    except Exception:  # pragma: no cover - not a Scala JVM: the jars' version is used
+        return None
