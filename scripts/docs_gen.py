@@ -15,6 +15,8 @@ blocks:
   ``DppConfig``, its meaning from ``SETTING_DOCS``);
 - ``report-schema``: the report's fields, from ``dpp.report`` (types from the dataclasses,
   meanings from ``FIELD_DOCS``);
+- ``versions``: the Spark lines a hook jar is built for, from ``dpp.jvm_build.SPARK_LINES``;
+- ``jvm-size``: the JVM part's size, counted as ``tests/test_docs_true.py`` counts it;
 - ``bench-headline`` and ``bench-all``: tables from the summaries in ``docs/bench/*.json``,
   each made by ``import-bench`` from a ``tpcds bench`` results file, with the command, the
   data and the date that produced it.
@@ -279,6 +281,25 @@ def jvm_size() -> str:
     return f"{len(lines):,} lines of Java, {len(code):,} of them code"
 
 
+# ---------------------------------------------------------------------- supported versions
+
+def versions_markdown() -> str:
+    """The Spark lines the package builds a hook jar for (``dpp.jvm_build.SPARK_LINES``) and
+    the Python it installs on (setup.cfg's ``python_requires``)."""
+    import configparser
+
+    from dpp.jvm_build import SPARK_LINES
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    python = cfg.get("options", "python_requires", fallback="").strip()
+    lines = ["| Spark line | hook jar built against | Scala | Java |", "| --- | --- | --- | --- |"]
+    for line, (release, scala, java) in SPARK_LINES.items():
+        lines.append(f"| {line} | pyspark {release} | {scala} | {java}+ |")
+    return "\n".join(lines) + f"\n\nPython {python.replace('>=', '')} or later" \
+        f" (`python_requires {python}`).\n"
+
+
 # ---------------------------------------------------------------------- the files
 
 GENERATORS: dict[str, Callable[[], str]] = {
@@ -287,6 +308,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "report-schema": report_markdown,
     "bench-headline": bench_headline_markdown,
     "bench-all": bench_all_markdown,
+    "versions": versions_markdown,
     "jvm-size": jvm_size,   # inline: <!-- generated:jvm-size -->…<!-- /generated:jvm-size -->
 }
 
