@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The compatibility tier (`make test-compat`, `make test-compat SPARK="3.5 4.0"`): for each
+# Spark line a virtual environment of its own (scripts/compat_venv.sh: that line's pyspark with
+# the pins of constraints/spark-<line>.txt) and a compact suite in it:
+#   - the job shapes on a path table and a catalog table (tests/test_job_shapes.py, one time
+#     zone), each against Spark's own rows with pruning off;
+#   - the examples through spark-submit, and dpp-submit / dpp run on a job without a dpp line;
+#   - a Spark Connect smoke test (a local Connect server of that line);
+#   - TPC-DS SF0.1, twelve queries, modes spark and dpp, every answer checked against DuckDB.
+# Each line's wall time is appended to bench-out/compat/times.txt and printed at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LINES="${SPARK:-3.5 4.0 4.1 4.2 4.3}"
+DATA="${TPCDS_DATA:-data/tpcds-sf0.1}"
+QUERIES="q3,q7,q19,q27,q42,q43,q52,q55,q68,q72,q96,q98"
+OUT=bench-out/compat
+COMPACT=(
+  "tests/test_job_shapes.py::test_job_shape_prunes_with_sparks_rows"
+  tests/test_examples.py
+  tests/test_dpp_submit.py
+  "tests/test_connect.py::test_enable_prunes_path_table_declared_by_conf"
+)
+mkdir -p "$OUT"
+summary=()
+for line in $LINES; do
+  start=$(date +%s)
+  scripts/compat_venv.sh "$line"
+  py=".venv-compat/$line/bin/python"
+  "$py" -c "import pyspark, pyarrow, pandas; print('test-compat: Spark line $line: pyspark', pyspark.__version__, 'pyarrow', pyarrow.__version__, 'pandas', pandas.__version__)"
+  if [ ! -f "$DATA/manifest.json" ]; then
+    "$py" -m tpcds.cli generate --sf 0.1 --out "$DATA"
+  fi
+  "$py" -m pytest -p no:cacheprovider -q "${COMPACT[@]}" -k "not America"
+  "$py" -m tpcds.cli bench --data "$DATA" --modes spark,dpp --queries "$QUERIES" \
+      --table-kind path --no-warmup --out "$OUT/$line" > "$OUT/$line.log"
+  tail -n 3 "$OUT/$line.log"
+  secs=$(( $(date +%s) - start ))
+  pyspark_version=$("$py" -c "import pyspark; print(pyspark.__version__)")
+  msg="Spark $line (pyspark $pyspark_version): $((secs / 60)) min $((secs % 60)) s"
+  echo "$(date -u +%Y-%m-%dT%H:%MZ) $msg" >> "$OUT/times.txt"
+  summary+=("$msg")
+done
+echo "test-compat: green on: ${LINES}"
+printf '  %s\n' "${summary[@]}"
