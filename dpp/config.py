@@ -31,7 +31,7 @@ Defaults, and why:
   Spark's own aggregation (``SELECT key, count(*) GROUP BY key LIMIT n+2``, then min/max past the limit),
   which needs nothing on executors; ``arrow`` runs this package's collector in every build
   task (executors need pyarrow and this package; with Redis, tasks publish directly).
-  ``auto`` is ``native``: measured by ``python -m coordinator.bench``, see the README.
+  ``auto`` is ``native``: measured by ``python -m coordinator.bench`` (docs/benchmarks.md).
 - ``lister=auto`` (an addition): how the split loader lists folders. ``local`` is
   ``os.scandir`` (local paths and ``file:`` only; fastest there), ``hadoop`` is Hadoop's
   FileSystem in the driver's JVM with the session's Hadoop configuration (any scheme Spark

@@ -916,7 +916,7 @@ def render_scale_table(results: list[dict[str, Any]]) -> str:
 
 def main(argv: Optional[list[str]] = None) -> int:
     """``python -m tpcds.report --scale OUT1 OUT2 ...``: the scale table of several benchmark
-    output folders (their ``results.json``), for README."""
+    output folders (their ``results.json``)."""
     import argparse
     import json
 
