@@ -11,8 +11,9 @@ A generated block sits between ``<!-- generated:NAME -->`` and ``<!-- /generated
 in README.md or any page under docs/; everything else on the page is written by hand. The
 blocks:
 
-- ``settings`` (and ``settings-common``, the five most used): the configuration reference, from ``dpp.config`` (each key's default from
-  ``DppConfig``, its meaning from ``SETTING_DOCS``);
+- ``settings`` (and ``settings-common``, the five most used): the configuration reference,
+  from ``dpp.config`` (each key's default from ``DppConfig``, its meaning from
+  ``SETTING_DOCS``);
 - ``report-schema``: the report's fields, from ``dpp.report`` (types from the dataclasses,
   meanings from ``FIELD_DOCS``);
 - ``versions``: the Spark lines a hook jar is built for, from ``dpp.jvm_build.SPARK_LINES``;

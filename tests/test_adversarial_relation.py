@@ -4,9 +4,9 @@ A ``spark.read`` DataFrame defines which files it holds: its reader options
 (``pathGlobFilter``, ``modifiedAfter``/``modifiedBefore``), the listing it made when it was
 created (a snapshot: files added later are not in it), and the order Spark hands its files to
 tasks. dpp may skip what Spark would read, never read what Spark would not. Declared tables and
-catalog tables are dpp's own semantics, documented in docs/reliability.md and checked here: a declared
-table is listed afresh by every query; a catalog table's pruned reads list the kept partitions
-afresh too, where Spark may answer from its file-status cache until ``REFRESH TABLE``.
+catalog tables are dpp's own semantics, documented in docs/reliability.md and checked here: a
+declared table is listed afresh by every query; a catalog table's pruned reads list the kept
+partitions afresh too, where Spark may answer from its file-status cache until ``REFRESH TABLE``.
 Every case is compared with Spark with every pruning off on the same DataFrame objects.
 """
 from __future__ import annotations
