@@ -1,7 +1,7 @@
 """The layers point one way (docs/contributing.md, "Architecture"): ``dpp.core`` at the bottom
 imports nothing else of the project; ``collectors``, ``coordinator`` and ``hive_splits``
-import only ``dpp.core`` of ``dpp``; nothing imports ``tpcds``. Read from the source (every ``import``, at
-any depth, so a function-level import cannot hide an arrow pointing up)."""
+import only ``dpp.core`` of ``dpp``; nothing imports ``tpcds``. Read from the source (every
+``import``, at any depth, so a function-level import cannot hide an arrow pointing up)."""
 from __future__ import annotations
 
 import ast
