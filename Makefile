@@ -50,7 +50,7 @@ jars: venv
 # (scripts/docs_gen.py), then builds docs/ with MkDocs into site/ (gitignored). Strict: a broken
 # link or a page missing from mkdocs.yml's navigation fails the build.
 $(VENV)/.docs-installed: $(VENV)/.installed setup.cfg
-	$(PYTHON) -m pip install -q -e '.[docs]'
+	$(PYTHON) -m pip install -q -c constraints/dev.txt -e '.[docs]'
 	touch $@
 
 docs: venv $(VENV)/.docs-installed
