@@ -71,9 +71,7 @@ def spark_jars(release: str, cache: Path) -> str:
     archive = sdists / f"pyspark-{release}.tar.gz"
     if not archive.exists():
         print(f"build_hook_jars: downloading pyspark {release} (its Spark jars)", flush=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                        "--no-binary", ":all:",
-                        f"pyspark=={release}", "-d", str(sdists)], check=True)
+        download(release, sdists)
     unpacking = folder.with_name("jars.partial")
     shutil.rmtree(unpacking, ignore_errors=True)
     unpacking.mkdir(parents=True)
@@ -91,6 +89,42 @@ def spark_jars(release: str, cache: Path) -> str:
     shutil.rmtree(folder, ignore_errors=True)
     unpacking.rename(folder)
     return str(folder)
+
+
+def _pip() -> list[str] | None:
+    """A pip to download with: this Python's, else one on PATH (an isolated build environment
+    may have none)."""
+    if subprocess.run([sys.executable, "-m", "pip", "--version"],
+                      capture_output=True).returncode == 0:
+        return [sys.executable, "-m", "pip"]
+    found = shutil.which("pip3") or shutil.which("pip")
+    return [found] if found else None
+
+
+def download(release: str, folder: Path) -> None:
+    """pyspark ``release``'s source distribution into ``folder``: with pip (its index settings
+    apply), else from PyPI's JSON API, its SHA-256 checked."""
+    pip = _pip()
+    if pip is not None:
+        subprocess.run([*pip, "download", "-q", "--no-deps", "--no-binary", ":all:",
+                        f"pyspark=={release}", "-d", str(folder)], check=True)
+        return
+    import hashlib
+    import urllib.request
+
+    with urllib.request.urlopen(f"https://pypi.org/pypi/pyspark/{release}/json") as r:
+        meta = json.load(r)
+    (sdist,) = [u for u in meta["urls"] if u["packagetype"] == "sdist"]
+    partial = folder / (sdist["filename"] + ".partial")
+    digest = hashlib.sha256()
+    with urllib.request.urlopen(sdist["url"]) as r, open(partial, "wb") as out:
+        for chunk in iter(lambda: r.read(1 << 20), b""):
+            digest.update(chunk)
+            out.write(chunk)
+    if digest.hexdigest() != sdist["digests"]["sha256"]:
+        partial.unlink()
+        raise SystemExit(f"build_hook_jars: {sdist['filename']}: SHA-256 mismatch")
+    partial.replace(folder / f"pyspark-{release}.tar.gz")
 
 
 def write_jar(classes: Path, jar: Path, line: str, release: str) -> None:
