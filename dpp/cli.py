@@ -22,7 +22,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ex.add_argument("--table", action="append", default=[], metavar="NAME=PATH",
                     help="register a Hive-partitioned Parquet folder (repeatable)")
     ex.add_argument("sql")
+    from dpp import connect_server
+
+    cs = sub.add_parser("connect-server", help="run a Spark Connect server that prunes every "
+                                               "session it serves (foreground)")
+    connect_server.add_arguments(cs)
     args = ap.parse_args(argv)
+    if args.cmd == "connect-server":
+        return connect_server.run(args)
     if args.cmd == "run":
         from dpp.autoenable import run_main
 

@@ -213,6 +213,12 @@ def _install_hook(session: "DppSession") -> None:
 
     session.hook_note = None  # type: ignore[attr-defined]
     if is_remote(session.spark):
+        if session.config.connect_server:   # the server prunes: never twice
+            from dpp.session import SERVER_PRUNES
+
+            session.hook_note = SERVER_PRUNES  # type: ignore[attr-defined]
+            log.info("dpp: %s", SERVER_PRUNES)
+            return
         note = ("Spark Connect: no optimizer hook (no JVM in Python); spark.sql queries are "
                 "pruned by the SQL-text analysis")
         try:

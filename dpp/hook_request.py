@@ -5,7 +5,7 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from dpp.filter_runs import FilterRuns, FilterSpec
 from dpp.report import JobReport
@@ -27,6 +27,7 @@ class Request:
     runs: FilterRuns
     capacity: int                                   # the pool's threads: builds + loads
     scope: Optional[str] = None
+    cfg: Any = None                                 # the settings it was planned with
     tokens: dict[str, tuple[Table, str]] = field(default_factory=dict)  # token -> (table, name)
     loads: dict[str, Future] = field(default_factory=dict)
     builds: dict[int, FilterSpec] = field(default_factory=dict)   # build signature -> filter

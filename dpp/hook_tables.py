@@ -33,11 +33,14 @@ class RelationTables:
     def __init__(self, session: "DppSession") -> None:
         self.session = session
         self._lock = threading.Lock()
-        self._path_tables: dict[str, Optional[Table]] = {}
+        self._path_tables: dict[tuple[str, str], Optional[Table]] = {}
 
-    def table_for(self, rel: dict[str, Any], node: dict[str, Any], prunes: list["Prune"]
-                   ) -> tuple[Optional[Table], str, Optional[str]]:
-        """The table dpp lists for a relation, its name for reports, or why there is none."""
+    def table_for(self, rel: dict[str, Any], node: dict[str, Any], prunes: list["Prune"],
+                  cfg: Any = None, rules: Optional[SparkRules] = None
+                  ) -> tuple[Optional[Table], str, Optional[str]]:
+        """The table dpp lists for a relation, its name for reports, or why there is none
+        (``cfg`` / ``rules``: the settings of the session the plan is from; default this
+        hook's session's)."""
         s = self.session
         kind = rel.get("kind")
         table: Optional[Table] = None
@@ -59,7 +62,7 @@ class RelationTables:
             if table is None:
                 if parse_folder_name(os.path.basename(path.rstrip("/"))) is not None:
                     return None, path, "a read of one partition folder, not of the table root"
-                table = self.path_table(path)
+                table = self.path_table(path, cfg, rules)
                 if table is None or (not table.partition_columns
                                      and rel.get("partitionColumns")):
                     return None, path, "not a Hive-partitioned Parquet folder dpp can list"
@@ -106,23 +109,25 @@ class RelationTables:
                 return t
         return None
 
-    def path_table(self, path: str) -> Optional[Table]:
-        """The folder at ``path`` as a table (partitioned or not), read once; None when dpp
-        cannot list it."""
-        with self._lock:
-            if path in self._path_tables:
-                return self._path_tables[path]
+    def path_table(self, path: str, cfg: Any = None, rules: Optional[SparkRules] = None
+                   ) -> Optional[Table]:
+        """The folder at ``path`` as a table (partitioned or not), read once per timestamp
+        type; None when dpp cannot list it."""
         s = self.session
+        ts_type = (rules or SparkRules.from_spark(s.spark)).timestamp_type
+        key = (path, ts_type)
+        with self._lock:
+            if key in self._path_tables:
+                return self._path_tables[key]
         try:
             table: Optional[Table] = table_from_path(
                 path, name=os.path.basename(path.rstrip("/")) or path,
-                timestamp_type=SparkRules.from_spark(s.spark).timestamp_type,
-                lister=s.runtime.lister(path, s.config))
+                timestamp_type=ts_type, lister=s.runtime.lister(path, cfg or s.config))
         except Exception as exc:
             log.info("dpp: %s is not a table dpp can list: %s", path, exc)
             table = None
         with self._lock:
-            self._path_tables[path] = table
+            self._path_tables[key] = table
         return table
 
 

@@ -44,6 +44,7 @@ from dpp.hook_explain import explaining, patch_explain
 from dpp.hook_request import Request
 from dpp.hook_answers import encode, plan_text, probe_type, probe_type_of, ruled_out
 from dpp.hook_row_filters import row_filters_for
+from dpp.hook_sessions import served_session
 from dpp.hook_tables import RelationTables, handoff_relation, plain_path, size_estimate, uri
 from dpp.jvm_build import HookUnavailable, load_into
 from dpp.plan_pairs import Prune, find_prunes, relation_nodes, unstable_relations
@@ -119,6 +120,11 @@ class OptimizerHook:
         self._scopes: dict[str, Request] = {}   # Spark execution id -> its open request
         self._jvm_hook.install(spark._jsparkSession, self._bridge)
 
+    def serve_all(self) -> None:
+        """Answers every session of this driver that has no hook of its own (the sessions a
+        Spark Connect server makes per client), each by its own settings."""
+        self._jvm_hook.installServer(self.session.spark._jsparkSession, self._bridge)
+
     def close(self) -> None:
         try:
             self._jvm_hook.uninstall(self.session.spark._jsparkSession)
@@ -153,11 +159,11 @@ class OptimizerHook:
     def on_plan(self, msg: dict[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
         session = self.session
-        cfg = session.config
         self._drop_stale()
+        check_plan(msg)   # a message of another build: Spark's plan, the reason logged
+        cfg, rules, connect = self._settings(msg)
         if not cfg.enabled:
             return {"wrap": {}}
-        check_plan(msg)   # a message of another build: Spark's plan, the reason logged
         rels = relation_nodes(msg)
         if any(handoff_relation(r) for r in rels.values()):
             # the SQL-text path's rewritten query (it pruned already, and reports it)
@@ -180,7 +186,6 @@ class OptimizerHook:
             return {"wrap": {}}
         nodes = {n["id"]: n for n in msg["nodes"]}
         scope = msg.get("scope")   # Spark's execution id: the optimizer runs of one query
-        rules = SparkRules.from_spark(session.spark)
         by_rel: dict[int, list[Prune]] = {}
         for p in prunes:
             by_rel.setdefault(p.relation, []).append(p)
@@ -188,7 +193,8 @@ class OptimizerHook:
         unpruned: list[tuple[str, str]] = []
         uses = self._data_policy(cfg, notes, rels)
         for rel_id, ps in by_rel.items():
-            table, name, why = self.tables.table_for(rels[rel_id], nodes[rel_id], ps)
+            table, name, why = self.tables.table_for(rels[rel_id], nodes[rel_id], ps,
+                                                     cfg, rules)
             if table is None:
                 if any(not p.data for p in ps):
                     unpruned.append((name, why or "not a table dpp can list"))
@@ -199,7 +205,8 @@ class OptimizerHook:
             elif self._reads_whole(rels[rel_id], cfg):
                 whole_rels.append(rel_id)   # only data-column keys, none worth a filter
         for rel_id in whole_rels:
-            table, name, _why = self.tables.table_for(rels[rel_id], nodes[rel_id], [])
+            table, name, _why = self.tables.table_for(rels[rel_id], nodes[rel_id], [],
+                                                      cfg, rules)
             if table is not None:
                 targets[rel_id] = (table, name, [])   # no filter: a load that lists all
         if not targets and not prunes and not notes:
@@ -213,6 +220,7 @@ class OptimizerHook:
                 return {"wrap": {}}
             report = JobReport.start(query_text=plan_text(msg, prunes), kind="plan",
                                      settings=cfg.as_settings(), enabled=True)
+            report.connect_session = connect
             report.analysis_notes.extend(notes)
             for name, why in unpruned:
                 report.add_table_unpruned(name, None, why)
@@ -248,13 +256,15 @@ class OptimizerHook:
         if request is None:
             report = JobReport.start(query_text=plan_text(msg, prunes), kind="plan",
                                      settings=cfg.as_settings(), enabled=True)
+            report.connect_session = connect
             report.analysis_notes.extend(notes)
             for name, why in unpruned:
                 report.add_table_unpruned(name, None, why)
             capacity = max(_POOL_THREADS, 2 * (len(signature) + len(targets)) + 1)
             runs = FilterRuns(session.spark, session.runtime.filter_service(cfg), cfg, rules,
                               capacity, session.runtime.env_notes, session.runtime.filter_memory)
-            request = Request(report=report, runs=runs, capacity=capacity, scope=scope)
+            request = Request(report=report, runs=runs, capacity=capacity, scope=scope,
+                              cfg=cfg)
         else:
             for name, why in unpruned:
                 request.report.add_table_unpruned(name, None, why)
@@ -378,6 +388,16 @@ class OptimizerHook:
                                      wait=runs.waiter(filter_id, col, deadline)))
         request.loads[token] = runs.submit(self._load, table, dyn, cfg, request.runs.rules)
 
+    def _settings(self, msg: dict[str, Any]) -> tuple[Any, SparkRules, Optional[dict[str, str]]]:
+        """The settings a plan is answered by: this hook's session's, or, for a session it
+        serves without having made it (a Connect server's), that session's own
+        (:mod:`dpp.hook_sessions`), with the Connect operation it runs for."""
+        about = msg.get("session")
+        if about is None:
+            return self.session.config, SparkRules.from_spark(self.session.spark), None
+        served = served_session(about)
+        return served.config, served.rules, served.connect
+
     @staticmethod
     def _reads_whole(rel: dict[str, Any], cfg: Any) -> bool:
         """Whether a relation with nothing to prune is still listed by dpp: a declared path
@@ -463,7 +483,7 @@ class OptimizerHook:
                 return kept[1]
             return {"status": "none", "reason": "unknown token"}
         request.ensure_started()
-        cfg = self.session.config
+        cfg = request.cfg
         table, name = request.tokens[token]
         try:
             result: LoadResult = request.loads[token].result(timeout=cfg.wait_timeout + 60.0)
@@ -527,7 +547,7 @@ class OptimizerHook:
                 self._by_token.pop(t, None)
             if request.scope and self._scopes.get(request.scope) is request:
                 del self._scopes[request.scope]
-        self._finish(report, self.session.config)
+        self._finish(report, request.cfg)
 
     def _finish(self, report: JobReport, cfg: Any) -> None:
         self.session.publish(report, cfg)

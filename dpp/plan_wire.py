@@ -99,6 +99,14 @@ class PlanMessage(_MessageRequired, total=False):
     """One optimizer run's plan, as the rule describes it."""
 
     scope: str           # Spark's execution id: the runs of one query
+    session: "ServedSessionWire"   # a session served by a driver-wide hook: its settings
+
+
+class ServedSessionWire(TypedDict, total=False):
+    """What a driver-wide hook needs of a session it never made (:mod:`dpp.hook_sessions`)."""
+
+    conf: dict[str, str]     # the session's SQL conf (its --conf entries included)
+    jobTags: str             # Spark's job tags on the optimizing thread
 
 
 class WireError(DppError):
@@ -154,7 +162,13 @@ def check_plan(msg: Mapping[str, Any]) -> None:
                         f"version {WIRE_VERSION}: the hook's jar and the dpp package are from "
                         f"different builds (restart the driver to load the jar this package "
                         f"compiles)")
-    _fields("the message", msg, _MESSAGE, {"scope": str})
+    _fields("the message", msg, _MESSAGE, {"scope": str, "session": dict})
+    about = msg.get("session")
+    if about is not None:
+        _fields("the message's session", about, {"conf": dict}, {"jobTags": str})
+        bad = [k for k, v in about["conf"].items() if not isinstance(v, str)]
+        if bad:
+            raise WireError(f"plan wire: session conf {bad[0]!r} is not text")
     ids = set()
     for n in msg["nodes"]:
         where = f"node {n.get('id') if isinstance(n, dict) else '?'}"

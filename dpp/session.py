@@ -45,10 +45,14 @@ from dpp.views import norm_name
 from dpp.whole_tables import read_whole, whole_catalog_refs
 from hive_splits import DynamicFilter, LoadResult, SplitLoader, Table
 
-__all__ = ["DppSession", "CONNECT_CATALOG_LEFT", "CONNECT_NOTES", "full_dataframe",
-           "unwrapped_sql"]
+__all__ = ["DppSession", "CONNECT_CATALOG_LEFT", "CONNECT_NOTES", "SERVER_PRUNES",
+           "full_dataframe", "unwrapped_sql"]
 
 log = logging.getLogger(__name__)
+
+SERVER_PRUNES = ("the Spark Connect server runs dpp's optimizer hook (dpp connect-server, "
+                 "spark.dpp.connectServer=true): it prunes this query and writes its report; "
+                 "the client-side analysis stays off")
 
 
 class DppSession:
@@ -197,6 +201,9 @@ class DppSession:
             try:
                 if not cfg.enabled:
                     report.analysis_notes.append("spark.dpp.enabled=false: no pruning")
+                    df = self._unpruned(query)
+                elif cfg.connect_server:
+                    report.analysis_notes.append(SERVER_PRUNES)
                     df = self._unpruned(query)
                 else:
                     df = self._plan_and_rewrite(query, cfg, report, temp_views)

@@ -37,17 +37,20 @@ class ConnectServer:
     def url(self) -> str:
         return f"sc://127.0.0.1:{self.port}"
 
+    def command(self) -> list[str]:
+        submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+        return [str(submit), "--class", SERVER_CLASS, "--master", "local[2]",
+                "--driver-memory", self.memory,
+                "--conf", "spark.ui.enabled=false",
+                "--conf", "spark.sql.shuffle.partitions=4",
+                "--conf", f"spark.sql.warehouse.dir={self.workdir / 'warehouse'}",
+                "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={self.workdir}",
+                "--conf", f"spark.connect.grpc.binding.port={self.port}",
+                "--conf", "spark.connect.grpc.binding.address=127.0.0.1"]
+
     def start(self, timeout: float = 120.0) -> "ConnectServer":
         self.workdir.mkdir(parents=True, exist_ok=True)
-        submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-        cmd = [str(submit), "--class", SERVER_CLASS, "--master", "local[2]",
-               "--driver-memory", self.memory,
-               "--conf", "spark.ui.enabled=false",
-               "--conf", "spark.sql.shuffle.partitions=4",
-               "--conf", f"spark.sql.warehouse.dir={self.workdir / 'warehouse'}",
-               "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={self.workdir}",
-               "--conf", f"spark.connect.grpc.binding.port={self.port}",
-               "--conf", "spark.connect.grpc.binding.address=127.0.0.1"]
+        cmd = self.command()
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
         env.pop("SPARK_REMOTE", None)
         with open(self.log, "wb") as out:
@@ -84,6 +87,49 @@ class ConnectServer:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+class DppConnectServer(ConnectServer):
+    """``dpp connect-server`` itself (the console script beside this Python), as a user
+    starts it: dpp's hook inside the driver, serving every client session."""
+
+    def __init__(self, workdir: Path, conf: Optional[dict[str, str]] = None,
+                 memory: str = "1500m") -> None:
+        super().__init__(workdir, memory)
+        self.conf = dict(conf or {})
+
+    def command(self) -> list[str]:
+        script = Path(sys.executable).parent / "dpp"
+        head = [str(script)] if script.exists() else [sys.executable, "-m", "dpp.connect_server"]
+        if head[0] == str(script):
+            head.append("connect-server")
+        conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
+                "spark.driver.memory": self.memory,
+                "spark.sql.warehouse.dir": str(self.workdir / "warehouse"),
+                "spark.driver.extraJavaOptions": f"-Dderby.system.home={self.workdir}",
+                **self.conf}
+        cmd = head + ["--port", str(self.port), "--host", "127.0.0.1", "--master", "local[2]"]
+        for k, v in conf.items():
+            cmd += ["--conf", f"{k}={v}"]
+        return cmd
+
+    def jvm_pids(self) -> list[int]:
+        """The driver JVMs this server's process started (its child processes running java)."""
+        if self.proc is None:
+            return []
+        out = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == self.proc.pid and b"java" in cmdline:
+                out.append(int(entry))
+        return out
 
 
 def serve(tmp_path_factory: Any, name: str) -> Iterator[ConnectServer]:

@@ -26,9 +26,9 @@ OFF = {"spark.dpp.enabled": "false",
        "spark.sql.optimizer.runtime.bloomFilter.enabled": "false"}
 
 
-@pytest.fixture(scope="module")
-def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    root = tmp_path_factory.mktemp("shapes")
+def write_shape_data(root: Path) -> tuple[Path, Path]:
+    """The shapes' star under ``root``: ``events`` by a DATE ``day`` (40 days and a NULL
+    partition) and a ``calendar`` dimension; returns their folders."""
     fact = root / "events"
     for i, day in enumerate(DAYS):
         folder = fact / f"day={day.isoformat()}"
@@ -45,6 +45,13 @@ def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
     pq.write_table(pa.table({"day": pa.array(DAYS + [dt.date(2024, 3, 1)], pa.date32()),
                              "month": pa.array([d.month for d in DAYS] + [3], pa.int32())}),
                    cal / "part-0.parquet")
+    return fact, cal
+
+
+@pytest.fixture(scope="module")
+def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("shapes")
+    fact, cal = write_shape_data(root)
     spark.sql("DROP TABLE IF EXISTS js_events")
     spark.sql(f"CREATE TABLE js_events (amount INT, item INT, day DATE) USING parquet "
               f"PARTITIONED BY (day) LOCATION '{fact}'")
@@ -124,9 +131,8 @@ def _cached_dim(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
 
 
 def _broadcast(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
-    from pyspark.sql import functions as F
-
-    return (spark.table(fact).join(F.broadcast(_cal(spark, data)), "day")
+    # the hint F.broadcast puts on a DataFrame, spelled so a Connect client sends it too
+    return (spark.table(fact).join(_cal(spark, data).hint("broadcast"), "day")
             .select("amount", "item", "day").collect())
 
 

@@ -1,0 +1,58 @@
+"""The session a plan came from, when one driver-wide hook serves every session of a driver.
+
+A Spark Connect server makes a classic session per client session; they share the root
+session's optimizer extensions, so dpp's rule runs for them, but no Python object was ever made
+for them. The rule then sends their settings along with the plan (``session`` in the plan
+message: the session's SQL conf, which holds the server's ``--conf`` entries and what the
+client set, and the thread's Spark job tags), and the hook answers by those: a client's
+``spark.dpp.enabled``, time zone, ANSI mode or report path apply to its queries only.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+from dpp.config import PREFIX, DppConfig
+from dpp.core.spark_rules import SparkRules
+
+__all__ = ["ServedSession", "served_session", "connect_operation"]
+
+# Spark's ExecuteJobTag: SparkConnect_OperationTag_User_<user>_Session_<uuid>_Operation_<id>
+_CONNECT_TAG = re.compile(r"SparkConnect_OperationTag_User_(?P<user>.*)_Session_"
+                          r"(?P<session>[0-9a-fA-F-]{36})_Operation_(?P<operation>[^,]*)")
+
+
+@dataclass(frozen=True)
+class ServedSession:
+    """One served session's settings, as the hook uses them for one plan."""
+
+    config: DppConfig
+    rules: SparkRules
+    connect: Optional[dict[str, str]]   # session_id, user, operation: for reports
+
+
+def connect_operation(job_tags: Optional[str]) -> Optional[dict[str, str]]:
+    """The Spark Connect operation a thread runs for, from its job tags (comma-separated),
+    or None outside one."""
+    for tag in (job_tags or "").split(","):
+        m = _CONNECT_TAG.fullmatch(tag.strip())
+        if m:
+            found = {"session_id": m.group("session"), "user": m.group("user"),
+                     "operation": m.group("operation")}
+            return {k: v for k, v in found.items() if v}   # a client may send no user id
+    return None
+
+
+def served_session(about: Mapping[str, Any]) -> ServedSession:
+    """The settings of the session a plan message's ``session`` describes (raises
+    :class:`~dpp.core.errors.ConfigError` naming a bad ``spark.dpp.*`` value)."""
+    conf = {str(k): str(v) for k, v in (about.get("conf") or {}).items()}
+
+    def get(key: str, default: str) -> Optional[str]:
+        return conf.get(key, default)
+
+    return ServedSession(
+        config=DppConfig.from_mapping({k: v for k, v in conf.items() if k.startswith(PREFIX)}),
+        rules=SparkRules.from_conf(get),
+        connect=connect_operation(about.get("jobTags")))

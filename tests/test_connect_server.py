@@ -1,0 +1,284 @@
+"""``dpp connect-server``: plain Spark Connect clients pruned by the hook inside the server.
+
+One server for the module, started as a user starts it (the ``dpp connect-server`` console
+script, on a free loopback port). The clients are plain ``pyspark[connect]`` sessions: the
+code they run never calls dpp (one test runs a client in a process that never imports it).
+Two client sessions share the server: ``on`` (dpp's default, on) and ``off``
+(``spark.dpp.enabled=false`` and Spark's own pruning off) — Spark's answer on the same server,
+the same data. Every job shape of ``tests/test_job_shapes.py`` (SQL, DataFrames, INSERT, CTAS,
+``saveAsTable``, views, unions, a cached dimension, IN subqueries) and a CTE run on a path
+table (``spark.read.parquet`` of a folder) and a catalog table over the same folder, in UTC and
+America/Los_Angeles (a DATE partition column): same rows, and the server's report lines name
+the client's Connect session and show the fact pruned. ``off`` gets no report at all.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from dpp.report import JobReport
+from tests.conftest import spark_conf
+from tests.connect_server import DppConnectServer, client
+from tests.test_job_shapes import FEB, OFF, SHAPES, write_shape_data
+
+pytestmark = pytest.mark.connect   # every test here starts or uses a Connect server process
+
+ROOT = Path(__file__).resolve().parent.parent
+CLIENT_JOB = ROOT / "tests" / "jobs" / "connect_client_job.py"
+
+
+def _cte(spark: Any, data: dict[str, Any], fact: str) -> list[Any]:
+    return spark.sql(f"WITH feb AS (SELECT day FROM parquet.`{data['cal']}` WHERE month = 2) "
+                     f"SELECT f.amount, f.item, f.day FROM {fact} f JOIN feb "
+                     f"ON f.day = feb.day").collect()
+
+
+CONNECT_SHAPES: dict[str, Callable[[Any, dict[str, Any], str], list[Any]]] = {
+    **SHAPES, "cte": _cte}
+
+
+# ---------------------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DppConnectServer]:
+    workdir = tmp_path_factory.mktemp("dpp-connect-server")
+    data_root = workdir / "data"
+    data_root.mkdir()
+    fact, _cal = write_shape_data(data_root)
+    srv = DppConnectServer(workdir, conf={"spark.dpp.waitTimeout": "120s",
+                                          "spark.dpp.report.path": str(workdir / "reports.jsonl"),
+                                          "spark.dpp.tables.js_declared": str(fact)})
+    srv.data_root = data_root  # type: ignore[attr-defined]
+    srv.start(timeout=300.0)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def data(connect_server: DppConnectServer) -> Iterator[dict[str, Any]]:
+    root: Path = connect_server.data_root  # type: ignore[attr-defined]
+    reports = connect_server.workdir / "reports.jsonl"
+    on, off = client(connect_server.url), client(connect_server.url)
+    for k, v in OFF.items():
+        off.conf.set(k, v)
+    on.sql("DROP TABLE IF EXISTS js_events")
+    on.sql(f"CREATE TABLE js_events (amount INT, item INT, day DATE) USING parquet "
+           f"PARTITIONED BY (day) LOCATION '{root / 'events'}'")
+    on.sql("ALTER TABLE js_events RECOVER PARTITIONS")
+    for s in (on, off):
+        s.read.parquet(str(root / "events")).createOrReplaceTempView("js_fact")
+    try:
+        yield {"fact": root / "events", "cal": str(root / "calendar"), "on": on, "off": off,
+               "reports": reports}
+    finally:
+        for s in (on, off):
+            try:
+                s.stop()
+            except Exception:
+                pass
+
+
+def _reports(path: Path) -> list[JobReport]:
+    if not path.exists():
+        return []
+    return [JobReport.from_json(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _of(reports: list[JobReport], spark: Any) -> list[JobReport]:
+    return [r for r in reports
+            if (r.connect_session or {}).get("session_id") == spark.session_id]
+
+
+def _assert_fact_pruned(new: list[JobReport], what: str) -> None:
+    applied = [t for r in new for t in r.tables if t.pruning == "applied"]
+    assert applied, f"{what}: nothing pruned: {[r.tables for r in new]}"
+    for t in applied:
+        assert t.partitions_kept <= len(FEB), t
+        assert t.partitions_kept < t.partitions_total, t
+        assert t.folders_listed <= t.partitions_kept + 1, t
+
+
+def _rows(rows: list[Any]) -> list[tuple]:
+    return sorted(map(tuple, rows), key=repr)
+
+
+# ---------------------------------------------------------------------------- shapes
+
+@pytest.mark.parametrize("tz", ["UTC", "America/Los_Angeles"])
+@pytest.mark.parametrize("fact", ["js_fact", "js_events"])
+@pytest.mark.parametrize("shape", sorted(CONNECT_SHAPES))
+def test_client_job_is_pruned_by_the_server(data: dict[str, Any], shape: str, fact: str,
+                                            tz: str) -> None:
+    run = CONNECT_SHAPES[shape]
+    on, off = data["on"], data["off"]
+    with spark_conf(on, {"spark.sql.session.timeZone": tz}), \
+            spark_conf(off, {"spark.sql.session.timeZone": tz}):
+        expected = _rows(run(off, data, fact))
+        before = len(_reports(data["reports"]))
+        got = _rows(run(on, data, fact))
+    assert got == expected
+    assert expected, f"{shape}: no rows, the comparison would prove nothing"
+    new = _reports(data["reports"])[before:]
+    _assert_fact_pruned(_of(new, on), f"{shape} on {fact} ({tz})")
+    assert not _of(_reports(data["reports"]), off), "a session with dpp off got a report"
+
+
+def test_two_sessions_at_once_each_by_its_own_settings(data: dict[str, Any]) -> None:
+    """``on`` and ``off`` run the same jobs at the same time: the server answers each plan by
+    its own session's settings (one prunes, the other is Spark's own plan)."""
+    on, off = data["on"], data["off"]
+    shapes = ["sql_join", "dataframe_join", "in_subquery", "cte"]
+    before = len(_reports(data["reports"]))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for shape in shapes:
+            run = CONNECT_SHAPES[shape]
+            a = pool.submit(run, on, data, "js_events")
+            b = pool.submit(run, off, data, "js_events")
+            assert _rows(a.result()) == _rows(b.result()), shape
+    new = _reports(data["reports"])[before:]
+    assert len(_of(new, on)) >= len(shapes)
+    _assert_fact_pruned(_of(new, on), "concurrent on-session")
+    assert not _of(new, off)
+
+
+def test_declared_table_is_a_global_view_every_session_reads(data: dict[str, Any]) -> None:
+    on, off = data["on"], data["off"]
+    q = (f"SELECT f.amount, f.day FROM global_temp.js_declared f JOIN "
+         f"parquet.`{data['cal']}` c ON f.day = c.day WHERE c.month = 2")
+    expected = _rows(off.sql(q).collect())
+    before = len(_reports(data["reports"]))
+    assert _rows(on.sql(q).collect()) == expected and expected
+    new = _of(_reports(data["reports"])[before:], on)
+    _assert_fact_pruned(new, "declared table")
+    assert any(t.table == "js_declared" for r in new for t in r.tables)
+
+
+def test_reports_name_the_connect_session(data: dict[str, Any]) -> None:
+    on = data["on"]
+    before = len(_reports(data["reports"]))
+    CONNECT_SHAPES["sql_join"](on, data, "js_events")
+    new = _of(_reports(data["reports"])[before:], on)
+    assert new, "no report names the session"
+    assert all(r.kind == "plan" and r.connect_session["operation"] for r in new)
+
+
+def test_explain_on_a_client_starts_nothing(data: dict[str, Any]) -> None:
+    """A Connect explain is optimized outside an executed operation: planned, no build side
+    started and no report; the same DataFrame executed afterwards is pruned."""
+    on, off = data["on"], data["off"]
+    df = on.table("js_events").join(on.read.parquet(data["cal"]).where("month = 2"), "day")
+    before = len(_reports(data["reports"]))
+    df.explain()
+    time.sleep(1.0)
+    assert _reports(data["reports"])[before:] == []
+    ref = off.table("js_events").join(off.read.parquet(data["cal"]).where("month = 2"), "day")
+    assert _rows(df.collect()) == _rows(ref.collect())
+    _assert_fact_pruned(_of(_reports(data["reports"])[before:], on), "after explain")
+
+
+def test_client_enable_leaves_pruning_to_the_server(connect_server: DppConnectServer,
+                                                   data: dict[str, Any]) -> None:
+    """``dpp.enable`` on a client of a dpp server keeps the client-side analysis off: the
+    query is pruned once, by the server, and the client's report says so."""
+    import dpp
+    from dpp.session import SERVER_PRUNES
+
+    c = client(connect_server.url)
+    try:
+        session = dpp.enable(c)
+        assert session.hook_note == SERVER_PRUNES
+        assert session.connect_frames is None
+        q = (f"SELECT f.amount, f.day FROM js_events f JOIN parquet.`{data['cal']}` c "
+             f"ON f.day = c.day WHERE c.month = 2")
+        before = len(_reports(data["reports"]))
+        got = _rows(c.sql(q).collect())
+        assert got == _rows(data["off"].sql(q).collect()) and got
+        assert session.last_report is not None
+        assert SERVER_PRUNES in session.last_report.analysis_notes
+        assert not any(t.pruning == "applied" for t in session.last_report.tables)
+        new = _of(_reports(data["reports"])[before:], c)
+        _assert_fact_pruned(new, "client with dpp.enable")
+        dpp.disable(c)
+    finally:
+        c.stop()
+
+
+def test_a_client_process_that_never_imports_dpp(connect_server: DppConnectServer,
+                                                 data: dict[str, Any],
+                                                 tmp_path: Path) -> None:
+    """A job run by the venv's Python, as a user runs it: SQL star join, DataFrame join and a
+    write ending in ``saveAsTable``, with nothing of dpp in the process."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SPARK_REMOTE", "PYSPARK_PYTHON", "PYTHONPATH")}
+    out = subprocess.run([sys.executable, str(CLIENT_JOB), connect_server.url, str(data["fact"]),
+                          data["cal"]], capture_output=True, text=True, timeout=600, env=env,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["dpp_imported"] is False
+    off = data["off"]
+    q = (f"SELECT f.amount, f.item, f.day FROM parquet.`{data['fact']}` f JOIN "
+         f"parquet.`{data['cal']}` c ON f.day = c.day WHERE c.month = 2")
+    expected = [list(r) for r in _rows(off.sql(q).collect())]
+    for name in ("sql", "dataframe", "saved"):
+        assert sorted(result[name], key=repr) == sorted(
+            [[str(x) for x in row] for row in expected], key=repr), name
+    mine = [r for r in _reports(data["reports"])
+            if (r.connect_session or {}).get("session_id") == result["session_id"]]
+    assert len(mine) >= 3, mine
+    _assert_fact_pruned(mine, "client process")
+
+
+def test_sigterm_stops_the_server_and_its_jvm(tmp_path: Path) -> None:
+    srv = DppConnectServer(tmp_path, memory="512m").start(timeout=300.0)
+    try:
+        jvms = srv.jvm_pids()
+        assert jvms, "no driver JVM found under the server process"
+        assert srv.proc is not None
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(timeout=120) == 0
+        deadline = time.monotonic() + 60
+        alive = jvms
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in jvms if Path(f"/proc/{p}").exists()
+                     and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1][:3]]
+            time.sleep(0.5)
+        assert not alive, f"driver JVM {alive} outlived the server"
+    finally:
+        srv.stop()
+
+
+def test_bad_setting_is_an_error_naming_it(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "dpp"
+    out = subprocess.run([str(script), "connect-server", "--port", "1",
+                          "--conf", "spark.dpp.waitTimeout=soon"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 2
+    assert "spark.dpp.waitTimeout" in out.stderr and "soon" in out.stderr
+
+
+def test_a_sessions_own_report_path(connect_server: DppConnectServer, data: dict[str, Any],
+                                    tmp_path: Path) -> None:
+    """``spark.dpp.*`` set by a client applies to its session only: here its report file."""
+    c = client(connect_server.url)
+    try:
+        own = tmp_path / "mine.jsonl"
+        c.conf.set("spark.dpp.report.path", str(own))
+        c.read.parquet(str(data["fact"])).createOrReplaceTempView("js_fact")
+        before = len(_reports(data["reports"]))
+        CONNECT_SHAPES["sql_join"](c, data, "js_fact")
+        _assert_fact_pruned(_of(_reports(own), c), "own report path")
+        assert not _of(_reports(data["reports"])[before:], c)
+    finally:
+        c.stop()
