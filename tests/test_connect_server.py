@@ -8,8 +8,10 @@ Two client sessions share the server: ``on`` (dpp's default, on) and ``off``
 the same data. Every job shape of ``tests/test_job_shapes.py`` (SQL, DataFrames, INSERT, CTAS,
 ``saveAsTable``, views, unions, a cached dimension, IN subqueries) and a CTE run on a path
 table (``spark.read.parquet`` of a folder) and a catalog table over the same folder, in UTC and
-America/Los_Angeles (a DATE partition column): same rows, and the server's report lines name
-the client's Connect session and show the fact pruned. ``off`` gets no report at all.
+America/Los_Angeles (a DATE partition column), and the cases of Spark's DPP suite that
+``tests/test_hook_coverage.py`` ports (expression keys, coerced key types; ANSI on and off): same
+rows, and the server's report lines name the client's Connect session and show the fact
+pruned as on a classic session. ``off`` gets no report at all.
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ import pytest
 from dpp.report import JobReport
 from tests.conftest import spark_conf
 from tests.connect_server import DppConnectServer, client
+from tests.test_hook_coverage import CASES as COVERAGE
+from tests.test_hook_coverage import create_catalog_tables, write_coverage_data
 from tests.test_job_shapes import FEB, OFF, SHAPES, write_shape_data
 
 pytestmark = pytest.mark.connect   # every test here starts or uses a Connect server process
@@ -282,3 +286,40 @@ def test_a_sessions_own_report_path(connect_server: DppConnectServer, data: dict
         assert not _of(_reports(data["reports"])[before:], c)
     finally:
         c.stop()
+
+
+# ---------------------------------------------------------------------------- Spark's DPP cases
+
+@pytest.fixture(scope="module")
+def coverage(connect_server: DppConnectServer, data: dict[str, Any]) -> dict[str, Any]:
+    """``tests/test_hook_coverage.py``'s cases (Spark's DPP suite: expression keys, a string
+    key against integer folders) on the server: path facts read by each session, catalog
+    facts made by a client."""
+    folders = write_coverage_data(connect_server.workdir / "coverage")
+    create_catalog_tables(data["on"], folders)
+    for s in (data["on"], data["off"]):
+        for name in ("sales", "ab", "stores", "dims"):
+            s.read.parquet(str(folders[name])).createOrReplaceTempView(f"cov_{name}")
+    return data
+
+
+@pytest.mark.parametrize("ansi", ["true", "false"])
+@pytest.mark.parametrize("form", ["sql", "dataframe"])
+@pytest.mark.parametrize("kind", ["path", "catalog"])
+@pytest.mark.parametrize("case", sorted(COVERAGE))
+def test_sparks_dpp_cases_from_a_client(coverage: dict[str, Any], case: str, kind: str,
+                                        form: str, ansi: str) -> None:
+    job, fact, can_match = COVERAGE[case]
+    fact = fact if kind == "path" else f"{fact}_cat"
+    on, off = coverage["on"], coverage["off"]
+    with spark_conf(on, {"spark.sql.ansi.enabled": ansi}), \
+            spark_conf(off, {"spark.sql.ansi.enabled": ansi}):
+        expected = _rows(job(off, fact, form).collect())
+        before = len(_reports(coverage["reports"]))
+        got = _rows(job(on, fact, form).collect())
+    assert got == expected and expected
+    applied = [t for r in _of(_reports(coverage["reports"])[before:], on) for t in r.tables
+               if t.pruning == "applied"]
+    assert applied, f"{case} on {fact}: not pruned"
+    for t in applied:
+        assert can_match == t.partitions_kept < t.partitions_total, t

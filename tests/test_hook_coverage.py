@@ -29,9 +29,9 @@ NL = [2, 5, 11]        # stores whose country is NL: their ids, ...
 NL_TEXT = ["2", "05", " 11"]   # ... and the same ids as a string key, as people type them
 
 
-@pytest.fixture(scope="module")
-def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    root = tmp_path_factory.mktemp("coverage")
+def write_coverage_data(root: Path) -> dict[str, Path]:
+    """The cases' folders under ``root``: facts ``sales`` (by ``sid``) and ``ab`` (by ``a``,
+    ``b``), dimensions ``stores`` and ``dims``."""
     sales = root / "sales"
     for sid in range(STORES):
         folder = sales / f"sid={sid}"
@@ -60,12 +60,27 @@ def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
                              "z": pa.array([1, 4, 0], pa.int32()),
                              "flag": pa.array([True, False, False])}),
                    dims / "part-0.parquet")
-    for name, folder, cols, parts in (("cov_sales_cat", sales, "amount INT, sid INT", "sid"),
-                                      ("cov_ab_cat", ab, "x INT, a INT, b INT", "a, b")):
+    return {"sales": sales, "ab": ab, "stores": stores, "dims": dims}
+
+
+# catalog table: (its fact folder, columns, partition columns)
+CATALOG_TABLES = {"cov_sales_cat": ("sales", "amount INT, sid INT", "sid"),
+                  "cov_ab_cat": ("ab", "x INT, a INT, b INT", "a, b")}
+
+
+def create_catalog_tables(spark: Any, folders: dict[str, Path]) -> None:
+    for name, (fact, cols, parts) in CATALOG_TABLES.items():
         spark.sql(f"DROP TABLE IF EXISTS {name}")
         spark.sql(f"CREATE TABLE {name} ({cols}) USING parquet PARTITIONED BY ({parts}) "
-                  f"LOCATION '{folder}'")
+                  f"LOCATION '{folders[fact]}'")
         spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+
+
+@pytest.fixture(scope="module")
+def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    folders = write_coverage_data(tmp_path_factory.mktemp("coverage"))
+    sales, ab, stores, dims = (folders[k] for k in ("sales", "ab", "stores", "dims"))
+    create_catalog_tables(spark, folders)
     spark.read.parquet(str(stores)).createOrReplaceTempView("cov_stores")
     spark.read.parquet(str(dims)).createOrReplaceTempView("cov_dims")
     with spark_conf(spark, {"spark.dpp.tables.cov_sales": str(sales),
