@@ -35,7 +35,10 @@ def patch_explain() -> None:
     """``DataFrame.explain`` of a session with the hook runs under :func:`explaining`, so
     explaining a plan never starts its build sides (once per process; a no-op for sessions
     without the hook)."""
-    from pyspark.sql.classic.dataframe import DataFrame
+    try:
+        from pyspark.sql.classic.dataframe import DataFrame
+    except ImportError:   # PySpark 3.5: the classic DataFrame is pyspark.sql's own
+        from pyspark.sql.dataframe import DataFrame  # type: ignore[assignment]
 
     with _PATCH_LOCK:
         original = DataFrame.explain
