@@ -131,7 +131,8 @@ class DataType:
                   pa.float64(): DOUBLE, pa.float32(): FLOAT}
         if t in simple:
             return simple[t]
-        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        if (pa.types.is_string(t) or pa.types.is_large_string(t)
+                or getattr(pa.types, "is_string_view", lambda _: False)(t)):  # pyarrow < 16: none
             return STRING
         if pa.types.is_decimal(t):
             return decimal_type(t.precision, t.scale)
