@@ -220,6 +220,7 @@ class Runner:
         self.catalog_db = catalog_db
         self._dpp: Any = None
         self._hook: Any = None
+        self._server_prunes: Optional[bool] = None
         #: the rows of the last run (None when it failed): modes compared without DuckDB
         self.last_rows: Optional[list[Any]] = None
 
@@ -241,9 +242,27 @@ class Runner:
             self._hook = session
         return self._hook
 
+    @property
+    def server_prunes(self) -> bool:
+        """A Spark Connect server with dpp inside (``dpp connect-server``): its hook prunes
+        the client's plain queries; the client runs no analysis of its own."""
+        if self._server_prunes is None:
+            self._server_prunes = is_remote(self.spark) and str(
+                self.spark.conf.get("spark.dpp.connectServer", "false")).lower() == "true"
+        return self._server_prunes
+
     def _open(self, q: Query, mode: str, kind: str) -> None:
         tables = q.tables()
         hooked = mode in DPP_MODES and not is_remote(self.spark)
+        if kind == "path" and mode in DPP_MODES and self.server_prunes:
+            # the server's declared tables (lazy relations, as the classic hook's): a view
+            # over global_temp.<fact>; a fact it does not declare is read as a folder
+            declared = [t for t in tables if t in FACT_PARTITIONS
+                        and self.spark.conf.get(f"spark.dpp.tables.{t}", None)]
+            for t in declared:
+                self.spark.table(f"global_temp.{t}").createOrReplaceTempView(t)
+            open_path_tables(self.spark, self.data_dir, [t for t in tables if t not in declared])
+            return
         if kind == "path" and hooked:
             hook = self.hook_session()
             facts = [t for t in tables if t in FACT_PARTITIONS]
@@ -287,7 +306,7 @@ class Runner:
         # started), not per query: the clock starts after, whichever mode came first
         if mode in DPP_MODES and not remote:
             self.hook_session()
-        elif mode in DPP_MODES or mode == TEXT:
+        elif (mode in DPP_MODES or mode == TEXT) and not self.server_prunes:
             self.dpp_session()
         try:
             with mode_conf(spark, mode), watchdog:
@@ -298,6 +317,8 @@ class Runner:
                 if mode in DPP_MODES and not remote:
                     self.hook_session().last_report = None
                     df = spark.sql(q.spark_sql)
+                elif mode in DPP_MODES and self.server_prunes:
+                    df = spark.sql(q.spark_sql)   # the server's hook prunes it
                 elif mode in DPP_MODES or mode == TEXT:
                     df = self.dpp_session().sql(q.spark_sql)
                 else:

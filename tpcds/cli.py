@@ -209,13 +209,38 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def dpp_connect_server_command(port: int, state_dir: Path, data: Optional[str]) -> list[str]:
+    """``dpp connect-server`` with the classic bench session's settings (master, driver
+    memory, no UI, a Derby metastore in ``state_dir`` as the catalog kind has) and, with
+    ``data``, every partitioned fact declared (``global_temp.<fact>`` to its clients)."""
+    from tpcds.bench import FACT_PARTITIONS
+
+    url = f"jdbc:derby:;databaseName={state_dir / 'metastore_db'};create=true"
+    conf = {"spark.driver.memory": os.environ.get("TPCDS_DRIVER_MEMORY", "6g"),
+            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.warehouse.dir": str(state_dir / "warehouse"),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={state_dir}",
+            "spark.sql.catalogImplementation": "hive",
+            "spark.hadoop.javax.jdo.option.ConnectionURL": url}
+    if data:
+        for t in FACT_PARTITIONS:
+            if (Path(data) / t).is_dir():
+                conf[f"spark.dpp.tables.{t}"] = str((Path(data) / t).resolve())
+    cmd = [sys.executable, "-m", "dpp.connect_server", "--port", str(port),
+           "--host", "127.0.0.1", "--master", os.environ.get("TPCDS_SPARK_MASTER", "local[2]")]
+    for k, v in conf.items():
+        cmd += ["--conf", f"{k}={v}"]
+    return cmd
+
+
 def cmd_connect_server(args: argparse.Namespace) -> int:
     import subprocess
 
     state = Path(args.state or tempfile.mkdtemp(prefix="tpcds-connect-"))
     state.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
-    cmd = connect_server_command(args.port, state)
+    cmd = (dpp_connect_server_command(args.port, state, args.data) if args.dpp
+           else connect_server_command(args.port, state))
     print("starting: " + " ".join(cmd), file=sys.stderr)
     return subprocess.call(cmd, env=env)
 
@@ -290,6 +315,12 @@ def build_parser() -> argparse.ArgumentParser:
                                               "bench session's settings (until stopped)")
     c.add_argument("--port", type=int, default=15002)
     c.add_argument("--state", default=None, help="folder for its warehouse and metastore")
+    c.add_argument("--dpp", action="store_true",
+                   help="start `dpp connect-server` (dpp's hook inside the server) instead of "
+                        "Spark's own; bench it with --modes spark,dpp")
+    c.add_argument("--data", default=None,
+                   help="with --dpp: declare this data's partitioned facts on the server "
+                        "(lazy global_temp.<fact> relations, as the classic hook reads them)")
     c.set_defaults(func=cmd_connect_server)
     return ap
 
