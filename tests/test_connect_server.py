@@ -323,3 +323,75 @@ def test_sparks_dpp_cases_from_a_client(coverage: dict[str, Any], case: str, kin
     assert applied, f"{case} on {fact}: not pruned"
     for t in applied:
         assert can_match == t.partitions_kept < t.partitions_total, t
+
+
+# ---------------------------------------------------------------------------- hostile shapes
+
+def test_partitions_added_between_two_actions_are_read(connect_server: DppConnectServer,
+                                                        data: dict[str, Any]) -> None:
+    """A client adds a partition to a catalog table between two queries of another session:
+    the second query reads it (the server's hook holds no stale partition list)."""
+    on, off = data["on"], data["off"]
+    on.sql("DROP TABLE IF EXISTS cs_grow")
+    on.sql("CREATE TABLE cs_grow (amount INT, day DATE) USING parquet PARTITIONED BY (day)")
+    on.sql("INSERT INTO cs_grow VALUES (1, DATE'2024-02-01'), (2, DATE'2024-02-02')")
+    q = (f"SELECT g.amount, g.day FROM cs_grow g JOIN parquet.`{data['cal']}` c "
+         f"ON g.day = c.day WHERE c.month = 2")
+    try:
+        assert _rows(on.sql(q).collect()) == _rows(off.sql(q).collect())
+        off.sql("INSERT INTO cs_grow VALUES (3, DATE'2024-02-03'), (4, DATE'2024-01-25')")
+        got, expected = _rows(on.sql(q).collect()), _rows(off.sql(q).collect())
+        assert got == expected and (3,) in [(r[0],) for r in got]
+    finally:
+        on.sql("DROP TABLE IF EXISTS cs_grow")
+
+
+def test_each_sessions_own_temp_view_of_one_name(connect_server: DppConnectServer,
+                                                 data: dict[str, Any], tmp_path: Path) -> None:
+    """Two sessions name different folders ``js_mine`` at the same time: each query is
+    pruned over its own session's view, never the other's."""
+    from tests.test_job_shapes import write_shape_data
+
+    other_fact, _ = write_shape_data(tmp_path)   # same layout, same rows, another folder
+    a, b = client(connect_server.url), client(connect_server.url)
+    try:
+        a.read.parquet(str(data["fact"])).createOrReplaceTempView("js_mine")
+        b.read.parquet(str(other_fact)).where("amount >= 100").createOrReplaceTempView("js_mine")
+        q = (f"SELECT f.amount, f.day FROM js_mine f JOIN parquet.`{data['cal']}` c "
+             f"ON f.day = c.day WHERE c.month = 2")
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            ra, rb = pool.submit(lambda: a.sql(q).collect()), pool.submit(lambda: b.sql(q).collect())
+            got_a, got_b = _rows(ra.result()), _rows(rb.result())
+        off = data["off"]
+        want_a = _rows(off.sql(q.replace("js_mine", f"parquet.`{data['fact']}`")).collect())
+        want_b = _rows(off.sql(q.replace("js_mine", f"(SELECT * FROM parquet.`{other_fact}` "
+                                                    f"WHERE amount >= 100)")).collect())
+        assert got_a == want_a and got_b == want_b and got_a != got_b
+        reports = _reports(data["reports"])
+        for s, folder in ((a, data["fact"]), (b, other_fact)):
+            mine = _of(reports, s)
+            _assert_fact_pruned(mine, "own view")
+            assert all(str(folder) in (t.location or "") for r in mine for t in r.tables
+                       if t.pruning == "applied")
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_a_write_over_the_table_read_is_refused_as_by_spark(data: dict[str, Any]) -> None:
+    """INSERT OVERWRITE of the catalog table the query reads: Spark refuses it with or without
+    dpp, and the table keeps every row."""
+    on, off = data["on"], data["off"]
+    before = _rows(off.table("js_events").collect())
+    write = (f"INSERT OVERWRITE TABLE js_events SELECT f.amount, f.item, f.day FROM js_events f "
+             f"JOIN parquet.`{data['cal']}` c ON f.day = c.day WHERE c.month = 2")
+    errors = []
+    for s in (off, on):
+        try:
+            s.sql(write).collect()
+            errors.append(None)
+        except Exception as exc:   # Spark's AnalysisException, through Connect
+            errors.append(type(exc).__name__)
+    assert errors[0] is not None, "Spark accepted a self-overwrite: the test proves nothing"
+    assert errors[1] == errors[0]
+    assert _rows(off.table("js_events").collect()) == before
