@@ -238,7 +238,8 @@ def arrow_to_spark_type(t: Any) -> str:
     if t in simple:
         return simple[t]
     # pyarrow < 16 has no string views (a fallback of ``bool`` took every type for a string)
-    if pt.is_string(t) or pt.is_large_string(t) or getattr(pt, "is_string_view", lambda _: False)(t):
+    if (pt.is_string(t) or pt.is_large_string(t)
+            or getattr(pt, "is_string_view", lambda _: False)(t)):
         return "string"
     if pt.is_binary(t) or pt.is_large_binary(t) or pt.is_fixed_size_binary(t):
         return "binary"
