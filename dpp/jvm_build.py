@@ -150,9 +150,12 @@ def hook_jar(cache_dir: Optional[str] = None, spark_version: Optional[str] = Non
     if jar is not None:
         return jar
     try:
+        # the bytecode level of the line (Spark 3.x may run on Java 8)
+        release = SPARK_LINES.get(spark_line(spark_version),
+                                  ("", "", "8" if spark_version.startswith("3.") else "17"))[2]
         return cached_jar("dpp-hook", hook_sources(spark_version),
                           os.path.join(_spark_jars(), "*"), HookUnavailable, cache_dir,
-                          salt=spark_version)
+                          salt=spark_version, javac_args=("--release", release))
     except HookUnavailable as exc:
         raise HookUnavailable(f"{why}, and the sources could not be compiled here: {exc}") \
             from None

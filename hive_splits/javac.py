@@ -43,13 +43,16 @@ def spark_jars(pattern: str) -> list[str]:
 
 
 def cached_jar(prefix: str, sources: Sequence[Path], classpath: str, unavailable: type,
-               cache_dir: Optional[str] = None, salt: str = "") -> Path:
-    """The jar of ``sources`` compiled against ``classpath``, built once per digest. Raises
-    ``unavailable`` (an exception class) saying what is missing: no JDK, a compile error."""
+               cache_dir: Optional[str] = None, salt: str = "",
+               javac_args: Sequence[str] = ()) -> Path:
+    """The jar of ``sources`` compiled against ``classpath``, built once per digest (of the
+    sources, the class path, ``salt`` and ``javac_args``, e.g. ``("--release", "8")``).
+    Raises ``unavailable`` (an exception class) saying what is missing: no JDK, a compile
+    error."""
     digest = hashlib.sha256()
     for src in sources:
         digest.update(src.name.encode() + src.read_bytes())
-    digest.update((classpath + salt).encode())
+    digest.update((classpath + salt + " ".join(javac_args)).encode())
     base = Path(cache_dir or os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     jar = base / "dpp-spark" / f"{prefix}-{digest.hexdigest()[:16]}.jar"
     if jar.exists():
@@ -60,7 +63,7 @@ def cached_jar(prefix: str, sources: Sequence[Path], classpath: str, unavailable
                           f"a JDK (Debian: openjdk-17-jdk-headless)")
     jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([javac, "-nowarn", "-cp", classpath, "-d", tmp,
+        out = subprocess.run([javac, "-nowarn", *javac_args, "-cp", classpath, "-d", tmp,
                               *[str(s) for s in sources]], capture_output=True, text=True)
         if out.returncode != 0:
             raise unavailable(f"javac failed on {prefix}: {out.stderr.strip()[:800]}")
