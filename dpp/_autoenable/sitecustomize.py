@@ -43,8 +43,12 @@ def _patch(module):
 
     def getOrCreate(self):
         spark = original(self)
-        from dpp.autoenable import on_session
-
+        try:
+            from dpp.autoenable import on_session
+        except ImportError as exc:  # a Python without dpp runs the job: it runs as it is
+            print(f"dpp: not enabled, this Python ({sys.executable}) cannot import dpp: "
+                  f"{exc}", file=sys.stderr)
+            return spark
         on_session(spark)
         return spark
 
