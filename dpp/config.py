@@ -248,8 +248,9 @@ def spark_settings(spark: Any) -> dict[str, str]:
     if is_remote(spark):
         # Spark Connect: no SparkContext here. The server's session conf already holds its
         # SparkConf entries (Spark copies them into every session's SQL conf): one RPC
-        return {str(k): str(v) for k, v in spark.conf.getAll.items()
-                if str(k).startswith(PREFIX)}
+        from dpp.core.spark_compat import conf_items
+
+        return {k: v for k, v in conf_items(spark).items() if k.startswith(PREFIX)}
     ctx = _context(spark.sparkContext)
     conf = dict(ctx.settings)
     try:

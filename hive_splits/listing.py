@@ -493,7 +493,9 @@ def _arrow_lister(location: str, spark: Any, cache: Optional[dict]) -> Lister:
     with _CACHE_LOCK:
         shared = cache.get(slot) if cache is not None else None
     if shared is None:
-        shared = ArrowLister.for_location(location, dict(spark.conf.getAll))
+        from dpp.core.spark_compat import conf_items
+
+        shared = ArrowLister.for_location(location, conf_items(spark))
         if cache is not None:
             with _CACHE_LOCK:
                 cache[slot] = shared

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["to_arrow", "has_to_arrow"]
+__all__ = ["to_arrow", "has_to_arrow", "conf_items"]
 
 
 def has_to_arrow(df: Any) -> bool:
@@ -34,3 +34,15 @@ def to_arrow(df: Any) -> Any:
     # Connect 3.5
     table, _ = df._session.client.to_table(df._plan.to_proto(df._session.client))
     return table
+
+
+def conf_items(spark: Any) -> dict[str, str]:
+    """Every setting of ``spark``'s session: ``spark.conf.getAll`` (PySpark 4.0+, one round
+    trip on Spark Connect). PySpark 3.5's ``RuntimeConfig`` has no ``getAll``: there the
+    ``SET`` command lists them, run through the class's own ``sql`` (never a wrapper
+    ``dpp.enable`` put on the instance, which reads the settings itself)."""
+    every = getattr(spark.conf, "getAll", None)   # a property: the dict itself
+    if every is not None:
+        return {str(k): str(v) for k, v in every.items()}
+    rows = type(spark).sql(spark, "SET").collect()
+    return {str(r[0]): str(r[1]) for r in rows}
