@@ -1,9 +1,10 @@
 """Java sources of this project compiled into a cached jar with the JDK's ``javac``.
 
-The project ships its thin JVM parts as source (the counting filesystem here, the optimizer
-hook in ``dpp/jvm``), never as binaries: each is compiled on first use against the jars of
-the installed pyspark, into ``~/.cache/dpp-spark`` (or ``$XDG_CACHE_HOME``), under a name
-keyed by the sources and the class path, so an upgrade of either builds a new jar.
+The counting filesystem here is compiled on first use against the jars of the installed
+pyspark; so is the optimizer hook (``dpp/jvm``) for a Spark none of the package's prebuilt
+jars fits (see :mod:`dpp.jvm_build`). Jars go into ``~/.cache/dpp-spark`` (or
+``$XDG_CACHE_HOME``), under a name keyed by the sources, the class path and the ``javac``
+arguments, so an upgrade of any builds a new jar.
 """
 from __future__ import annotations
 
