@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, Optional
 
-__all__ = ["EXPLAIN", "explaining", "patch_explain"]
+__all__ = ["EXPLAIN", "ExplainListener", "explaining", "patch_explain"]
+
+WHOLE = "nothing to prune: read whole through dpp's listing"
 
 EXPLAIN = "spark.dpp.explaining"
 
@@ -58,3 +60,61 @@ def patch_explain() -> None:
         explain.dpp_patched = True  # type: ignore[attr-defined]
         explain.__doc__ = original.__doc__
         DataFrame.explain = explain  # type: ignore[method-assign]
+
+
+class ExplainListener:
+    """What the hook decided for explained plans, collected while ``DppSession.explain``
+    listens: Spark plans the query as ``EXPLAIN`` (nothing runs, no build side starts) and the
+    rule's answers are described per relation. One explain listens at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._one = threading.Lock()
+        self._lines: Optional[list[str]] = None
+
+    def explain(self, session: Any, query: str) -> list[str]:
+        with self._one:
+            with self._lock:
+                self._lines = []
+            try:
+                with explaining(session.spark):
+                    shown = session.plain_sql(f"EXPLAIN {query}").collect()
+                # Spark's EXPLAIN answers an unplannable query with the error as its text
+                text = str(shown[0][0]).strip() if shown else ""
+                if text.startswith("Error occurred during query planning"):
+                    from dpp.enable import is_query
+
+                    if is_query(query):   # analysed, not run: Spark's own error, with its why
+                        session.plain_sql(query)
+                    raise ValueError("Spark's EXPLAIN gives no reason for a statement")
+            except Exception as exc:   # Spark's own error: the query cannot be planned
+                text = [x for x in str(exc).strip().splitlines() if x.strip()]
+                return [f"dpp (optimizer hook): Spark cannot plan the query: "
+                        f"{text[0] if text else type(exc).__name__}"]
+            finally:
+                with self._lock:
+                    lines, self._lines = self._lines, None
+        return lines or ["dpp (optimizer hook): no partitioned Parquet relation of this plan "
+                         "is joined so that dpp could prune it; Spark's plan as it is"]
+
+    def record(self, targets: Iterable[tuple[Any, str, list[Any]]],
+               unpruned: list[tuple[str, str]], notes: list[str]) -> None:
+        """One explained optimizer run's decisions: per relation, what prunes it (a
+        ``dpp.plan_pairs.Prune``), or why nothing does."""
+        with self._lock:
+            if self._lines is None:
+                return
+        lines = []
+        for _table, name, prunes in targets:
+            if not prunes:
+                lines.append(f"{name}: {WHOLE}")
+            for p in prunes:
+                kind = (" (a data column: files by statistics, row groups by the values)"
+                        if p.data else "")
+                lines.append(f"{name}: pruned on {p.fact_sql or p.column} by the values of "
+                             f"{p.build_sql} ({p.join}){kind}")
+        lines += [f"{name}: not pruned: {why}" for name, why in unpruned]
+        lines += [f"note: {n}" for n in notes]
+        with self._lock:
+            if self._lines is not None:
+                self._lines.extend(f"dpp (optimizer hook): {x}" for x in lines)

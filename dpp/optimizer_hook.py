@@ -40,7 +40,7 @@ from dpp.core.domain import DataType, TupleDomain
 from dpp.core.spark_rules import SparkRules
 from dpp.decision import data_filter_verdict, real_column
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
-from dpp.hook_explain import explaining, patch_explain
+from dpp.hook_explain import WHOLE, ExplainListener, explaining, patch_explain
 from dpp.hook_request import Request
 from dpp.hook_answers import encode, plan_text, probe_type, probe_type_of, ruled_out
 from dpp.hook_row_filters import row_filters_for
@@ -62,7 +62,6 @@ log = logging.getLogger(__name__)
 _STALE_SECONDS = 900.0   # a plan optimized and never scanned (cache lookups, abandoned plans)
 _KEPT_ANSWERS = 64       # listing answers kept for copies of a relation listed later
 _POOL_THREADS = 16       # a request's pool bound (threads start only when needed)
-WHOLE = "nothing to prune: read whole through dpp's listing"
 _SUBMIT_WAIT = 5.0       # how long the rule waits for a started build side to reach Spark
 
 
@@ -118,6 +117,7 @@ class OptimizerHook:
         # answers by token, for copies of a relation Spark lists separately (no reuse)
         self._answers: dict[str, tuple[float, dict[str, Any]]] = {}
         self._scopes: dict[str, Request] = {}   # Spark execution id -> its open request
+        self._explain = ExplainListener()   # what explained plans decided, for explain()
         self._jvm_hook.install(spark._jsparkSession, self._bridge)
 
     def serve_all(self) -> None:
@@ -209,6 +209,8 @@ class OptimizerHook:
                                                       cfg, rules)
             if table is not None:
                 targets[rel_id] = (table, name, [])   # no filter: a load that lists all
+        if msg.get("explain"):
+            self._explain.record(targets.values(), unpruned, notes)
         if not targets and not prunes and not notes:
             return {"wrap": {}}
         if not targets:   # nothing to wrap: the report says why (refusals, unusable tables)
@@ -387,6 +389,11 @@ class OptimizerHook:
             dyn.append(DynamicFilter(filter_id=filter_id, column=col,
                                      wait=runs.waiter(filter_id, col, deadline)))
         request.loads[token] = runs.submit(self._load, table, dyn, cfg, request.runs.rules)
+
+    # ------------------------------------------------------------------ explain
+    def explain(self, query: str) -> list[str]:
+        """What the hook decides for ``query`` (:class:`~dpp.hook_explain.ExplainListener`)."""
+        return self._explain.explain(self.session, query)
 
     def _settings(self, msg: dict[str, Any]) -> tuple[Any, SparkRules, Optional[dict[str, str]]]:
         """The settings a plan is answered by: this hook's session's, or, for a session it

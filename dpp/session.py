@@ -151,7 +151,8 @@ class DppSession:
         return rows
 
     def explain(self, query: str) -> str:
-        """The pruning plan as text: per table reference, what prunes it, or why nothing does."""
+        """The pruning plan as text: per table reference, what prunes it, or why nothing does
+        (with the optimizer hook, the hook's own decisions on Spark's plan; nothing runs)."""
         cfg = self.config
         head = [f"dpp: enabled={cfg.enabled}, coordinator={redact_url(cfg.coordinator)}, "
                 f"waitTimeout={cfg.wait_timeout:g}s, maxDistinctValues={cfg.max_distinct_values}, "
@@ -159,6 +160,9 @@ class DppSession:
         head += [f"statistics pruning (auto), judged so far: {v}" for v in self.runtime.judged()]
         if not cfg.enabled:
             head.append("spark.dpp.enabled=false: the query runs as spark.sql(query), unpruned")
+        if self.optimizer_hook is not None:   # what the hook decides on Spark's plan
+            body = (self.optimizer_hook.explain(query) if cfg.enabled else [])
+            return "\n".join(head + self.catalog.views.declined() + body)
         plan = planner.analyze(query, self.catalog.resolver({}),
                                rules=SparkRules.from_spark(self.spark))
         return "\n".join(head + self.catalog.views.declined() + [plan.explain()])

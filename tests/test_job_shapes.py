@@ -453,3 +453,34 @@ def test_a_relation_spark_never_scans_still_gets_its_report(spark: Any, data: di
     entry = json.loads(lines[0])
     assert entry["kind"] == "plan"
     assert any("never listed" in (t.get("reason") or "") for t in entry["tables"]), entry
+
+
+@pytest.mark.parametrize("fact", ["js_fact", "js_events"])
+def test_dpp_explain_shows_the_hooks_decisions(spark: Any, data: dict[str, Any],
+                                               fact: str) -> None:
+    """``DppSession.explain`` on a session with the hook describes what the hook decides on
+    Spark's plan (not the SQL-text analysis), and runs nothing: no report, no build side, no
+    Spark job beyond what Spark's own EXPLAIN runs."""
+    session = data["session"]
+    reports: Path = data["reports"]
+    tracker = spark.sparkContext.statusTracker()
+    query = (f"SELECT f.amount FROM {fact} f JOIN parquet.`{data['cal']}` c "
+             f"ON f.day = c.day WHERE c.month = 2")
+    with spark_conf(spark, OFF):   # what Spark itself runs to explain it (a listing job)
+        jobs_before = set(tracker.getJobIdsForGroup(None))
+        spark.sql(f"EXPLAIN {query}").collect()
+        sparks_own = len(set(tracker.getJobIdsForGroup(None)) - jobs_before)
+    before = reports.read_text().count("\n") if reports.exists() else 0
+    session.last_report = None
+    jobs_before = set(tracker.getJobIdsForGroup(None))
+    text = session.explain(query)
+    jobs = set(tracker.getJobIdsForGroup(None)) - jobs_before
+    assert len(jobs) <= sparks_own, f"explain ran Spark jobs {jobs} (Spark alone: {sparks_own})"
+    assert "dpp (optimizer hook):" in text and "pruned on day" in text, text
+    outer = session.explain(f"SELECT f.amount FROM {fact} f LEFT JOIN parquet.`{data['cal']}` c "
+                            f"ON f.day = c.day AND c.month = 2")
+    assert "pruned on" not in outer and "LEFT OUTER" in outer, outer
+    missing = session.explain("SELECT * FROM js_no_such_table")
+    assert "Spark cannot plan the query" in missing and "js_no_such_table" in missing
+    assert session.last_report is None
+    assert (reports.read_text().count("\n") if reports.exists() else 0) == before
