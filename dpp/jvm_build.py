@@ -121,7 +121,7 @@ def prebuilt_jar(spark_version: str, scala_version: str) -> tuple[Optional[Path]
     entry = _manifest().get(name)
     jar = JARS / name
     if entry is None or not jar.is_file():
-        have = ", ".join(sorted(_manifest())) or "none"
+        have = ", ".join(sorted(n for n in _manifest() if (JARS / n).is_file())) or "none"
         return None, f"no prebuilt hook jar for Spark {line} (Scala {scala}) (this package has: {have})"
     if _SOURCES.is_dir() and entry.get("sources") != sources_digest(spark_version):
         return None, f"the prebuilt {name} is older than the Java sources beside it"
