@@ -543,8 +543,9 @@ class ConnectFrames:
             del self.client._execute_and_fetch_as_iterator
 
     # ------------------------------------------------------------------ interception
-    def _execute(self, req: Any, observations: Any, progress: Any = None,
-                 *args: Any, **kwargs: Any) -> Iterator[Any]:
+    def _execute(self, req: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        # the client's own arguments passed on as they come: (req, observations, progress)
+        # on PySpark 4, (req) alone on 3.5
         self.lifecycle.drain()
         views: list[str] = []
         try:
@@ -562,7 +563,7 @@ class ConnectFrames:
                 self._busy.release()
         finished = False
         try:
-            yield from self._original(req, observations, progress, *args, **kwargs)
+            yield from self._original(req, *args, **kwargs)
             finished = True
         finally:
             if finished:

@@ -240,7 +240,9 @@ class ConnectHandoff:
         re-synced to the user's now. Called under ``_SIBLING_LOCK``."""
         bucket = round(math.log2(factor) * 8) / 8
         sib = self.siblings.get(bucket)
-        mine = {k: v for k, v in self.spark.conf.getAll.items() if k != _FACTOR_KEY}
+        from dpp.core.spark_compat import conf_items
+
+        mine = {k: v for k, v in conf_items(self.spark).items() if k != _FACTOR_KEY}
         if sib is None:
             from dpp.connect_frames import lifecycle_of
 
@@ -248,7 +250,7 @@ class ConnectHandoff:
             # ended with the user's session and at exit, never left to hold the process
             lifecycle_of(self.spark).add_clone(sib)
         else:
-            theirs = sib.conf.getAll
+            theirs = conf_items(sib)
             for k in set(theirs) - set(mine) - {_FACTOR_KEY}:
                 try:
                     sib.conf.unset(k)
