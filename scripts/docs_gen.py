@@ -149,9 +149,10 @@ def report_markdown() -> str:
 
 # ---------------------------------------------------------------------- benchmarks
 
-def _command(cfg: dict[str, Any], out: str) -> str:
+def _command(cfg: dict[str, Any], out: str, env: Optional[dict[str, Any]] = None) -> str:
     data = Path(cfg["data_dir"])
     data_arg = f"data/{data.name}" if data.parent.name == "data" else str(data)
+    server = _server_command(cfg, env)
     kinds = cfg["table_kinds"]
     kind = "both" if sorted(kinds) == ["catalog", "path"] else kinds[0]
     parts = ["tpcds bench", f"--data {data_arg}", f"--modes {','.join(cfg['modes'])}",
@@ -163,8 +164,21 @@ def _command(cfg: dict[str, Any], out: str) -> str:
     parts.append(f"--table-kind {kind}")
     if cfg.get("query_timeout_s"):
         parts.append(f"--query-timeout {cfg['query_timeout_s']:g}")
+    if server:
+        parts.insert(2, "--connect sc://127.0.0.1:15002")
     parts.append(f"--out {out}")
     return " ".join(parts)
+
+
+def _server_command(cfg: dict[str, Any], env: Optional[dict[str, Any]]) -> Optional[str]:
+    """The server a run was a client of, when it was ``dpp connect-server`` (the run's
+    session conf says so)."""
+    conf = (env or {}).get("conf") or {}
+    if str(conf.get("spark.dpp.connectServer", "")).lower() != "true":
+        return None
+    data = Path(cfg["data_dir"])
+    data_arg = f"data/{data.name}" if data.parent.name == "data" else str(data)
+    return f"tpcds connect-server --dpp --data {data_arg} --port 15002"
 
 
 def bench_summary(results_dir: Path, name: str) -> dict[str, Any]:
@@ -203,7 +217,8 @@ def bench_summary(results_dir: Path, name: str) -> dict[str, Any]:
     sf = d["data"].get("sf")
     return {
         "name": name,
-        "command": _command(cfg, f"bench-out/{results_dir.name}"),
+        "command": _command(cfg, f"bench-out/{results_dir.name}", env),
+        **({"server": _server_command(cfg, env)} if _server_command(cfg, env) else {}),
         "date": started.strftime("%Y-%m-%d"),
         "wall_minutes": round((d["finished"] - d["started"]) / 60, 1),
         "data": {"scale_factor": sf, "generator": d["data"].get("generator"),
@@ -251,7 +266,8 @@ def bench_run_markdown(s: dict[str, Any]) -> str:
             "per query and mode"
             f"{'' if s['warmup'] else ', no warm-up'}; answers checked against DuckDB"
             if s["checked_against_duckdb"] else "; answers not checked")
-    return (f"`{s['command']}`\n\n" + "\n".join(lines) + "\n\n"
+    server = f"`{s['server']} &`, then\n" if s.get("server") else ""
+    return (f"{server}`{s['command']}`\n\n" + "\n".join(lines) + "\n\n"
             f"{note}. Run on {s['date']} (UTC) in {s['wall_minutes']:g} min; Spark "
             f"{env['spark']}, Python {env['python']}, `{env['master']}` on {env['cpus']} cores. "
             "Times are elapsed seconds summed over the queries, each opening its tables afresh; "
@@ -268,7 +284,9 @@ def bench_headline_markdown() -> str:
 def bench_all_markdown() -> str:
     out = []
     for s in load_bench():
-        out += [f"### {_sf(s)}, {_queries(s)}", "", bench_run_markdown(s)]
+        through = (", through Spark Connect (`dpp connect-server`)"
+                   if s.get("server") else "")
+        out += [f"### {_sf(s)}, {_queries(s)}{through}", "", bench_run_markdown(s)]
     return "\n".join(out) if out else "(no kept benchmark run)\n"
 
 
