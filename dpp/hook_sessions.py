@@ -14,9 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from dpp.config import PREFIX, DppConfig
+from dpp.core.errors import ConfigError
 from dpp.core.spark_rules import SparkRules
+from dpp.hook_answers import plan_text
+from dpp.report import JobReport
 
-__all__ = ["ServedSession", "served_session", "connect_operation"]
+__all__ = ["ServedSession", "served_session", "served_connect", "connect_operation",
+           "refused_settings_report"]
 
 # Spark's ExecuteJobTag: SparkConnect_OperationTag_User_<user>_Session_<uuid>_Operation_<id>
 _CONNECT_TAG = re.compile(r"SparkConnect_OperationTag_User_(?P<user>.*)_Session_"
@@ -44,6 +48,11 @@ def connect_operation(job_tags: Optional[str]) -> Optional[dict[str, str]]:
     return None
 
 
+def served_connect(about: Mapping[str, Any]) -> Optional[dict[str, str]]:
+    """The Connect operation a plan message's ``session`` ran for, or None."""
+    return connect_operation(about.get("jobTags"))
+
+
 def served_session(about: Mapping[str, Any]) -> ServedSession:
     """The settings of the session a plan message's ``session`` describes (raises
     :class:`~dpp.core.errors.ConfigError` naming a bad ``spark.dpp.*`` value)."""
@@ -55,4 +64,16 @@ def served_session(about: Mapping[str, Any]) -> ServedSession:
     return ServedSession(
         config=DppConfig.from_mapping({k: v for k, v in conf.items() if k.startswith(PREFIX)}),
         rules=SparkRules.from_conf(get),
-        connect=connect_operation(about.get("jobTags")))
+        connect=served_connect(about))
+
+
+def refused_settings_report(msg: Mapping[str, Any], exc: ConfigError, server: DppConfig
+                            ) -> JobReport:
+    """The report of a served session's query whose own ``spark.dpp.*`` value dpp cannot
+    read: Spark's plan ran (the hook cannot fail a query); the report, under the server's
+    settings, names the key, the value and the Connect session."""
+    report = JobReport.start(query_text=plan_text(dict(msg), []), kind="plan",
+                             settings=server.as_settings(), enabled=True)
+    report.connect_session = served_connect(msg.get("session") or {})
+    report.error = f"{exc}: this session's query ran with Spark's plan, unpruned"
+    return report

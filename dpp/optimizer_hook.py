@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dpp.core.domain import DataType, TupleDomain
+from dpp.core.errors import ConfigError
 from dpp.core.spark_rules import SparkRules
 from dpp.decision import data_filter_verdict, real_column
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
@@ -44,7 +45,7 @@ from dpp.hook_explain import WHOLE, ExplainListener, explaining, patch_explain
 from dpp.hook_request import Request
 from dpp.hook_answers import encode, plan_text, probe_type, probe_type_of, ruled_out
 from dpp.hook_row_filters import row_filters_for
-from dpp.hook_sessions import served_session
+from dpp.hook_sessions import refused_settings_report, served_session
 from dpp.hook_tables import RelationTables, handoff_relation, plain_path, size_estimate, uri
 from dpp.jvm_build import HookUnavailable, load_into
 from dpp.plan_pairs import Prune, find_prunes, relation_nodes, unstable_relations
@@ -161,7 +162,11 @@ class OptimizerHook:
         session = self.session
         self._drop_stale()
         check_plan(msg)   # a message of another build: Spark's plan, the reason logged
-        cfg, rules, connect = self._settings(msg)
+        try:
+            cfg, rules, connect = self._settings(msg)
+        except ConfigError as exc:   # a served session's own bad value: said, Spark's plan
+            self._refuse_settings(msg, exc)
+            return {"wrap": {}}
         if not cfg.enabled:
             return {"wrap": {}}
         rels = relation_nodes(msg)
@@ -404,6 +409,15 @@ class OptimizerHook:
             return self.session.config, SparkRules.from_spark(self.session.spark), None
         served = served_session(about)
         return served.config, served.rules, served.connect
+
+    def _refuse_settings(self, msg: dict[str, Any], exc: ConfigError) -> None:
+        """A session served by this hook set a ``spark.dpp.*`` value dpp cannot read: its
+        query keeps Spark's plan (the hook cannot fail it), and a report under the server's
+        settings names the key and the value, with the Connect session it came from."""
+        if not msg.get("explain"):
+            report = refused_settings_report(msg, exc, self.session.config)
+            log.warning("dpp: %s", report.error)
+            self._finish(report, self.session.config)
 
     @staticmethod
     def _reads_whole(rel: dict[str, Any], cfg: Any) -> bool:

@@ -395,3 +395,23 @@ def test_a_write_over_the_table_read_is_refused_as_by_spark(data: dict[str, Any]
     assert errors[0] is not None, "Spark accepted a self-overwrite: the test proves nothing"
     assert errors[1] == errors[0]
     assert _rows(off.table("js_events").collect()) == before
+
+
+def test_a_sessions_bad_setting_is_reported_and_its_rows_are_sparks(
+        connect_server: DppConnectServer, data: dict[str, Any]) -> None:
+    """A client sets a ``spark.dpp.*`` value dpp cannot read: the server cannot fail its
+    query, so it runs with Spark's plan, and a report names the key, the value and the
+    session."""
+    c = client(connect_server.url)
+    try:
+        c.conf.set("spark.dpp.waitTimeout", "soon")
+        before = len(_reports(data["reports"]))
+        q = (f"SELECT f.amount, f.day FROM js_events f JOIN parquet.`{data['cal']}` c "
+             f"ON f.day = c.day WHERE c.month = 2")
+        assert _rows(c.sql(q).collect()) == _rows(data["off"].sql(q).collect())
+        mine = _of(_reports(data["reports"])[before:], c)
+        assert mine and all(r.error and "spark.dpp.waitTimeout" in r.error and "soon" in r.error
+                            for r in mine), mine
+        assert not any(t.pruning == "applied" for r in mine for t in r.tables)
+    finally:
+        c.stop()
