@@ -5,7 +5,7 @@
 #   - the job shapes on a path table and a catalog table (tests/test_job_shapes.py, one time
 #     zone), each against Spark's own rows with pruning off;
 #   - the examples through spark-submit, and dpp-submit / dpp run on a job without a dpp line;
-#   - a Spark Connect smoke test (a local Connect server of that line);
+#   - Spark Connect smoke tests (a local Connect server of that line; dpp connect-server);
 #   - TPC-DS SF0.1, twelve queries, modes spark and dpp, every answer checked against DuckDB.
 # Each line's wall time is appended to bench-out/compat/times.txt and printed at the end.
 set -euo pipefail
@@ -19,7 +19,9 @@ COMPACT=(
   tests/test_examples.py
   tests/test_dpp_submit.py
 )
-CONNECT_SMOKE="tests/test_connect.py::test_enable_prunes_path_table_declared_by_conf"
+# the client road (dpp.enable on a Connect client) and the server road (dpp connect-server)
+CONNECT_SMOKE=("tests/test_connect.py::test_enable_prunes_path_table_declared_by_conf"
+               "tests/test_connect_server.py::test_a_client_process_that_never_imports_dpp")
 mkdir -p "$OUT"
 summary=()
 for line in $LINES; do
@@ -34,7 +36,7 @@ for line in $LINES; do
   # pip's pyspark 3.5 carries no Connect server (spark-connect_2.12 comes from Maven with
   # --packages): the smoke test needs a line whose package has it
   if "$py" -c "import glob, os, pyspark, sys; sys.exit(not glob.glob(os.path.join(os.path.dirname(pyspark.__file__), 'jars', 'spark-connect_*.jar')))"; then
-    tests+=("$CONNECT_SMOKE")
+    tests+=("${CONNECT_SMOKE[@]}")
   else
     echo "test-compat: Spark line $line: no Spark Connect server jar in its pyspark package; Connect smoke test not run"
   fi
