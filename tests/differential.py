@@ -15,6 +15,12 @@ name tables as the queries do).
 Every dpp run also checks that no split loader waited out ``spark.dpp.waitTimeout``: on these
 tiny tables a build side takes a second or two, so reaching the timeout means a hang that the
 fallback (no pruning) would otherwise hide.
+
+On a Spark Connect client of ``dpp connect-server`` (``tests/test_connect_peer_bugs.py``) the
+same checks run as a client would run them: the query as plain ``spark.sql`` (a ``dpp.join``
+as the DataFrame join it stands for), path facts as ``spark.read.parquet`` views, Spark's
+answer with ``spark.dpp.enabled=false`` on the same session, and the reports read from the
+server's report file (``spark.dpp.report.path``), by the client's session id.
 """
 from __future__ import annotations
 
@@ -125,6 +131,10 @@ class Check:
     expected: Outcome
     runs: list[tuple[Outcome, Optional[dict]]]
     hook_runs: list[tuple[Outcome, Optional[dict]]] = field(default_factory=list)
+    # a query with no join and no subquery on a dpp connect-server: only Spark's own static
+    # partition pruning applies there (the hook prunes by joins), so no report is expected
+    static_only: bool = False
+    served: bool = False     # dpp connect-server's runs (their reports are the server's)
 
     @property
     def expected_count(self) -> int:
@@ -162,9 +172,18 @@ class Check:
         for i, (got, rep) in enumerate(self.runs):
             if got.error is not None:
                 continue  # a failed run is reported by verify()
+            if self.static_only and rep is None:
+                continue  # Spark's static pruning, on the server road (see static_only)
+            if self.served and rep is None and not kept and self.expected_count == 0:
+                # the server's hook reports every plan holding a relation it may prune,
+                # scanned or not: no report at all is a plan Spark emptied itself (an empty
+                # local build side) before any rule saw the fact, so nothing is read
+                continue
             refs = [t for t in (rep or {"tables": []})["tables"] if t["table"] == table]
             assert refs, f"{self.label} run {i + 1}: no report for {table}: {summary(rep)}"
             for t in refs:
+                if (t.get("reason") or "").startswith("never listed") and not kept:
+                    continue   # Spark skipped the scan (an empty build side): nothing read
                 assert t["pruning"] == "applied" and \
                     t["partitions_kept"] < t["partitions_total"], (
                         f"{self.label} run {i + 1}: expected pruning of {table}, got "
@@ -186,6 +205,64 @@ def _dpp_settings(cache: bool) -> dict[str, Optional[str]]:
             "spark.dpp.filterCache.enabled": "true" if cache else "false"}
 
 
+def served(spark: Any) -> bool:
+    """A Spark Connect client of ``dpp connect-server``: the server prunes its queries."""
+    from dpp.core.remote import is_remote
+
+    return is_remote(spark) and str(spark.conf.get("spark.dpp.connectServer", "false")) \
+        .lower() == "true"
+
+
+def _report_lines(spark: Any) -> int:
+    path = spark.conf.get("spark.dpp.report.path", None)
+    try:
+        return len(open(path).read().splitlines()) if path else 0
+    except OSError:
+        return 0
+
+
+def _served_report(spark: Any, since: int, facts: Sequence[Fact]) -> Optional[dict]:
+    """The server's reports for this client session after line ``since``, as one report; a
+    path fact's entries named as the query names it (the server knows only its folder)."""
+    import json
+
+    path = spark.conf.get("spark.dpp.report.path", None)
+    try:
+        lines = open(path).read().splitlines()[since:] if path else []
+    except OSError:
+        lines = []
+    mine = [r for r in map(json.loads, filter(str.strip, lines))
+            if (r.get("connect_session") or {}).get("session_id") == spark.session_id]
+    if not mine:
+        return None
+    folders = {f.path.rstrip("/"): f.name for f in facts if f.kind == "path"}
+    bases = {f.path.rstrip("/").rsplit("/", 1)[-1]: f.name for f in facts if f.kind == "path"}
+    tables = []
+    for r in mine:
+        for t in r["tables"]:
+            loc = (t.get("location") or "").replace("file:", "", 1).rstrip("/")
+            name = folders.get(loc) or (bases.get(t["table"]) if not loc else None)
+            tables.append({**t, "table": name or t["table"]})
+    return {"tables": tables, "filters": [f for r in mine for f in r["filters"]],
+            "analysis_notes": [n for r in mine for n in r["analysis_notes"]]}
+
+
+def _served_run(spark: Any, facts: Sequence[Fact], run: Callable[[], Sequence[Any]]
+                ) -> tuple[Outcome, Optional[dict]]:
+    import time
+
+    since = _report_lines(spark)
+    got = capture(run)
+    report = _served_report(spark, since, facts)
+    deadline = time.monotonic() + 3.0
+    while report is None and time.monotonic() < deadline:
+        # a relation Spark never scanned is reported when the Connect operation's end event
+        # reaches the server's listener, just after the client has its rows
+        time.sleep(0.2)
+        report = _served_report(spark, since, facts)
+    return got, report
+
+
 def run_sql(spark: Any, facts: Sequence[Fact], query: str, *, cache: bool,
             settings: Mapping[str, Optional[str]] = {}, session: Any = None) -> Check:
     """``query`` (``{f0}``, ``{f1}``... name the facts) through dpp.collect / dpp.sql vs Spark.
@@ -196,6 +273,8 @@ def run_sql(spark: Any, facts: Sequence[Fact], query: str, *, cache: bool,
     """
     names = {f"f{i}": f.name for i, f in enumerate(facts)}
     refs = {f"f{i}": f.ref_name for i, f in enumerate(facts)}
+    if served(spark):
+        return _served_sql(spark, facts, query, names, refs, cache, settings)
     with spark_conf(spark, settings):
         with spark_conf(spark, PRUNING_OFF):
             for f in facts:
@@ -214,6 +293,28 @@ def run_sql(spark: Any, facts: Sequence[Fact], query: str, *, cache: bool,
     tables = ", ".join(map(str, facts))
     where = f"{tables}; cache={'on' if cache else 'off'}; {_describe(settings)}"
     return Check(f"sql [{where}] {q}", expected, runs, hook_runs)
+
+
+def _served_sql(spark: Any, facts: Sequence[Fact], query: str, names: dict[str, str],
+                refs: dict[str, str], cache: bool, settings: Mapping[str, Optional[str]]
+                ) -> Check:
+    with spark_conf(spark, settings):
+        with spark_conf(spark, {**PRUNING_OFF, "spark.dpp.enabled": "false"}):
+            for f in facts:
+                if f.kind == "path":
+                    f.reference_df(spark).createOrReplaceTempView(f.ref_name)
+            expected = capture(lambda: spark.sql(query.format(**refs)).collect())
+        with spark_conf(spark, _dpp_settings(cache)):
+            for f in facts:   # the job's own read of the folder, under the same settings
+                if f.kind == "path":
+                    f.reference_df(spark).createOrReplaceTempView(f.name)
+            q = query.format(**names)
+            runs = [_served_run(spark, facts, lambda: spark.sql(q).collect())
+                    for _ in range(2 if cache else 1)]
+    where = (f"{', '.join(map(str, facts))}; cache={'on' if cache else 'off'}; "
+             f"{_describe(settings)}; dpp connect-server")
+    static = " join " not in q.lower() and q.lower().count("select") == 1
+    return Check(f"sql [{where}] {q}", expected, runs, static_only=static, served=True)
 
 
 def _hook_run(spark: Any, facts: Sequence[Fact], q: str, dpp: Any
@@ -244,15 +345,25 @@ def run_join(spark: Any, fact: Fact, dim: Callable[[], Any], on: Sequence[tuple[
     run whatever ``cache`` says: dpp.join never caches (its build side has no query text to
     fingerprint), the setting is only passed through.
     """
+    def reference() -> list:
+        fdf, ddf = fact.reference_df(spark), dim()
+        cond = None
+        for a, b in on:
+            c = fdf[a] == ddf[b]
+            cond = c if cond is None else cond & c
+        return fdf.join(ddf, cond, how).collect()
+
+    if served(spark):   # the DataFrame join dpp.join stands for, pruned by the server
+        with spark_conf(spark, settings):
+            with spark_conf(spark, {**PRUNING_OFF, "spark.dpp.enabled": "false"}):
+                expected = capture(reference)
+            with spark_conf(spark, _dpp_settings(cache)):
+                runs = [_served_run(spark, [fact], reference)]
+        return Check(f"join [{fact}; {_describe(settings)}; dpp connect-server] "
+                     f"{fact.name} join dim on={list(on)} how={how!r}", expected, runs,
+                     served=True)
     with spark_conf(spark, settings):
         with spark_conf(spark, PRUNING_OFF):
-            def reference() -> list:
-                fdf, ddf = fact.reference_df(spark), dim()
-                cond = None
-                for a, b in on:
-                    c = fdf[a] == ddf[b]
-                    cond = c if cond is None else cond & c
-                return fdf.join(ddf, cond, how).collect()
             expected = capture(reference)
         runs = []
         with spark_conf(spark, _dpp_settings(cache)):

@@ -57,6 +57,8 @@ public final class DppHook {
     static final String JOB_TAGS = "spark.job.tags";
     /** How the job tag of a Spark Connect operation starts (Spark's {@code ExecuteJobTag}). */
     static final String CONNECT_OPERATION = "SparkConnect_OperationTag_";
+    /** A scope named by a Connect operation's job tag (see {@link #scope}). */
+    static final String CONNECT_SCOPE = "connect:";
     /** Spark's local property naming the executed query an optimizer run belongs to. */
     static final String EXECUTION_ID = "spark.sql.execution.id";
     /** Scopes whose build sides are remembered for {@link #buildSignature}. */
@@ -377,23 +379,65 @@ public final class DppHook {
     static final class ExecutionEnds extends org.apache.spark.scheduler.SparkListener {
         @Override
         public void onOtherEvent(org.apache.spark.scheduler.SparkListenerEvent event) {
-            if (!(event instanceof org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd)) {
-                return;
+            String scope;
+            if (event instanceof org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd) {
+                scope = Long.toString(((org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd)
+                    event).executionId());
+            } else {
+                scope = connectOperationEnd(event);
             }
-            String scope = Long.toString(
-                ((org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd) event).executionId());
-            if (!OPEN_SCOPES.remove(scope)) {
+            if (scope == null || !OPEN_SCOPES.remove(scope)) {
                 return;
             }
             List<Function<String, String>> bridges;
             synchronized (BRIDGES) {
                 bridges = new ArrayList<>(BRIDGES.values());
             }
-            String message = "{\"op\": \"end\", \"scope\": \"" + scope + "\"}";
+            String message = new com.fasterxml.jackson.databind.ObjectMapper().createObjectNode()
+                .put("op", "end").put("scope", scope).toString();   // a tag holds a user's id
             for (Function<String, String> b : bridges) {
                 CALLS.submit(() -> call(b, message, 30.0));
             }
         }
+    }
+
+    /** Spark Connect's events that end an operation (its classes are not on every driver's
+     * class path, so they are known by name): the operation's scope, or null. */
+    private static final java.util.Set<String> CONNECT_ENDS = new java.util.HashSet<>(
+        java.util.Arrays.asList("SparkListenerConnectOperationFinished",
+            "SparkListenerConnectOperationFailed", "SparkListenerConnectOperationCanceled",
+            "SparkListenerConnectOperationClosed"));
+
+    static String connectOperationEnd(org.apache.spark.scheduler.SparkListenerEvent event) {
+        if (!CONNECT_ENDS.contains(event.getClass().getSimpleName())) {
+            return null;
+        }
+        try {
+            return CONNECT_SCOPE + event.getClass().getMethod("jobTag").invoke(event);
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
+    }
+
+    /**
+     * The scope of an optimizer run: Spark's execution id, or, where a Spark Connect operation
+     * optimizes outside one (Connect plans a query before it executes it), the operation's job
+     * tag, which its end event names too; null for neither.
+     */
+    static String scope(org.apache.spark.SparkContext sc) {
+        String execution = sc.getLocalProperty(EXECUTION_ID);
+        if (execution != null) {
+            return execution;
+        }
+        String tags = sc.getLocalProperty(JOB_TAGS);
+        if (tags != null) {
+            for (String tag : tags.split(",")) {
+                if (tag.startsWith(CONNECT_OPERATION)) {
+                    return CONNECT_SCOPE + tag;
+                }
+            }
+        }
+        return null;
     }
 
     static final class Builder extends AbstractFunction1<SparkSession, Rule<LogicalPlan>>

@@ -69,9 +69,10 @@ final class DppRule extends Rule<LogicalPlan> {
                 explaining = true;
             }
             // the optimizer runs of one executed query (its subqueries are optimized in runs
-            // of their own) share Spark's execution id: Python shares filters and file
-            // indexes across them, so Spark's subquery and exchange reuse still apply
-            String scope = session.sparkContext().getLocalProperty(DppHook.EXECUTION_ID);
+            // of their own) share Spark's execution id (a Connect operation's tag where Connect
+            // plans outside one): Python shares filters and file indexes across them, so
+            // Spark's subquery and exchange reuse still apply
+            String scope = DppHook.scope(session.sparkContext());
             String answer = DppHook.call(bridge, d.describe(request, explaining, scope, served), 120.0);
             if (answer == null) {
                 return plan;
