@@ -263,6 +263,32 @@ def test_sigterm_stops_the_server_and_its_jvm(tmp_path: Path) -> None:
         srv.stop()
 
 
+def test_a_server_stopped_mid_query_is_an_error_at_the_client(
+        data: dict[str, Any], tmp_path: Path) -> None:
+    """SIGTERM while a pruned star join runs: the client's action raises, it never returns
+    rows (a half-finished query must not look like an answer)."""
+    srv = DppConnectServer(tmp_path, memory="768m").start(timeout=300.0)
+    c = client(srv.url)
+    try:
+        f = c.read.parquet(str(data["fact"]))
+        cal = c.read.parquet(data["cal"]).where("month = 2")
+        slow = (f.join(cal, f.day == cal.day)
+                .crossJoin(c.range(5_000_000_000).selectExpr("id % 2 AS z"))
+                .groupBy().count())
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(slow.collect)
+            time.sleep(8.0)
+            assert not running.done(), running.result()
+            assert srv.proc is not None
+            srv.proc.send_signal(signal.SIGTERM)
+            with pytest.raises(Exception) as lost:
+                running.result(timeout=180)
+        assert "CANCELLED" in str(lost.value) or "UNAVAILABLE" in str(lost.value), lost.value
+        assert srv.proc.wait(timeout=120) == 0
+    finally:
+        srv.stop()
+
+
 def test_bad_setting_is_an_error_naming_it(tmp_path: Path) -> None:
     script = Path(sys.executable).parent / "dpp"
     out = subprocess.run([str(script), "connect-server", "--port", "1",
