@@ -9,6 +9,7 @@ client set, and the thread's Spark job tags), and the hook answers by those: a c
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
@@ -56,15 +57,19 @@ def served_connect(about: Mapping[str, Any]) -> Optional[dict[str, str]]:
 def served_session(about: Mapping[str, Any]) -> ServedSession:
     """The settings of the session a plan message's ``session`` describes (raises
     :class:`~dpp.core.errors.ConfigError` naming a bad ``spark.dpp.*`` value)."""
-    conf = {str(k): str(v) for k, v in (about.get("conf") or {}).items()}
+    conf = tuple(sorted((str(k), str(v)) for k, v in (about.get("conf") or {}).items()))
+    config, rules = _settings(conf)
+    return ServedSession(config=config, rules=rules, connect=served_connect(about))
 
-    def get(key: str, default: str) -> Optional[str]:
-        return conf.get(key, default)
 
-    return ServedSession(
-        config=DppConfig.from_mapping({k: v for k, v in conf.items() if k.startswith(PREFIX)}),
-        rules=SparkRules.from_conf(get),
-        connect=served_connect(about))
+@functools.lru_cache(maxsize=64)
+def _settings(conf: tuple[tuple[str, str], ...]) -> tuple[DppConfig, SparkRules]:
+    """Parsed once per distinct session conf: it sits on the planning path of every query a
+    Connect server serves, and a session's conf rarely changes between its queries (a bad
+    value raises each time: exceptions are not cached)."""
+    values = dict(conf)
+    return (DppConfig.from_mapping({k: v for k, v in values.items() if k.startswith(PREFIX)}),
+            SparkRules.from_conf(lambda key, default: values.get(key, default)))
 
 
 def refused_settings_report(msg: Mapping[str, Any], exc: ConfigError, server: DppConfig

@@ -269,10 +269,13 @@ def spark_ddl(table: Table) -> str:
 
 def spark_struct_type(table: Table) -> Any:
     """The table's full schema as a PySpark ``StructType`` (needs an active SparkContext)."""
-    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+    from pyspark.sql.types import StructType, _parse_datatype_string
 
-    return StructType([StructField(n, _parse_datatype_string(t), True)
-                       for n, t in table.all_columns()])
+    # one parse of the whole DDL (a JVM call per column cost ~4 ms each, on every query's
+    # opening of a declared table); DDL fields are nullable, as a listed table's are
+    parsed = _parse_datatype_string(spark_ddl(table))
+    assert isinstance(parsed, StructType) and len(parsed.fields) == len(table.all_columns())
+    return parsed
 
 
 # ------------------------------------------------------------------ path tables
