@@ -62,6 +62,9 @@ class FilterSpec:
     probe_type: Optional[DataType]
     build_query: Optional[str] = None
     probe_label: str = ""           # the table (or tables) it prunes, for Spark's UI
+    # no text, but a build side made of Spark's own plan (the optimizer hook's) reading files
+    # only: fingerprinted by that plan made canonical, for the filter cache
+    cache_plan: bool = False
 
     @property
     def description(self) -> str:
@@ -237,13 +240,13 @@ class FilterRuns:
         t0 = time.perf_counter()
         try:
             fp = None
-            files = dataframe_files(df) if cfg.filter_cache and spec.build_query else []
-            if spec.build_query is not None and files:
+            ident = _identity(spec, df) if cfg.filter_cache else None
+            files = dataframe_files(df) if ident is not None else []
+            if ident is not None and files:
                 # a build side that reads no files (local rows, a redefined view over them)
                 # cannot be fingerprinted by its files: never cached; and the session's
                 # settings change its rows (hour(t) in the session zone): part of the key
-                fp = fingerprint(f"{spec.build_query}\n-- {self.rules.signature()}", [key],
-                                 files)
+                fp = fingerprint(f"{ident}\n-- {self.rules.signature()}", [key], files)
                 run.fingerprint = fp
                 cached = service.cache_get(fp)
                 if cached is None and self.memory.pruned_nothing(fp, spec.probe_label):
@@ -430,3 +433,22 @@ def _key_type(spec: FilterSpec, df: DataFrame, key: str) -> DataType:
     except DppError:
         raise DppError(f"build key {spec.build_label} has type "
                        f"{spark_type.simpleString()}, not supported") from None
+
+
+def _identity(spec: FilterSpec, df: DataFrame) -> Optional[str]:
+    """What a build side computes, as the filter cache keys it: its SQL text, or for a build
+    side cut from Spark's plan (the optimizer hook's) that plan made canonical (attribute ids
+    normalized, so the same build side of two queries is one entry; the files it reads and
+    the session's rules complete the key). None: not cached."""
+    if spec.build_query is not None:
+        return spec.build_query
+    if not spec.cache_plan:
+        return None
+    try:
+        plan = df._jdf.queryExecution().analyzed().canonicalized()  # type: ignore[attr-defined]
+        text = str(plan.toString())
+    except Exception:   # no JVM plan to read (Spark Connect): not cached
+        log.debug("no canonical plan for %s", spec.build_label, exc_info=True)
+        return None
+    # a subquery's relations are not among the files that key the entry
+    return None if "subquery" in text.lower() else f"-- canonical plan\n{text}"

@@ -323,7 +323,8 @@ class OptimizerHook:
                         continue
                     spec = FilterSpec(filter_id=f"{qid}-o{len(request.builds) + 1}",
                                       build_label=f"plan.{p.build_sql}",
-                                      probe_type=probe_type(table, p), probe_label=name)
+                                      probe_type=probe_type(table, p), probe_label=name,
+                                      cache_plan=p.build_cacheable)
                     request.builds[sig] = spec
                     new_filters.append(spec.filter_id)
                     frame = self._build_frame(msg["request"], p)

@@ -58,6 +58,9 @@ class Prune:
     # (node on the probe side, ((build-side key expr, that node's key expr), ...)); the
     # build keeps only rows with a match there (TPC-DS q72: date_dim d2 by d1's weeks)
     build_semi: Optional[tuple[int, tuple[tuple[int, int], ...]]] = None
+    # the build side reads files only (no local rows, cached data or declared table, no
+    # IN-subquery): its plan and files identify its keys, so the filter cache may keep them
+    build_cacheable: bool = False
 
     @property
     def build(self) -> tuple[int, int, str]:
@@ -230,6 +233,17 @@ class _Plan:
             found += tuple(r for r in self.relations_read(c, depth + 1) if r not in found)
         return found
 
+    def reads_files_only(self, node: int, depth: int = 0) -> bool:
+        """Whether every leaf below ``node`` is a file relation dpp does not list itself."""
+        if depth > 200:
+            return False
+        n = self.nodes[node]
+        if n.get("inSubqueries"):
+            return False
+        if not n["children"]:
+            return n["op"] == "LogicalRelation" and (n.get("relation") or {}).get("kind") != "lazy"
+        return all(self.reads_files_only(c, depth + 1) for c in n["children"])
+
     def is_partition_column(self, rel: int, column: str) -> bool:
         parts = self.nodes[rel]["relation"]["partitionColumns"]
         return column.lower() in {c.lower() for c in parts}
@@ -394,9 +408,12 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
             data = not plan.is_partition_column(rel, col)
             facts = plan.relations_read(build_node) + (
                 plan.relations_read(semi[0]) if semi is not None else ())
+            cacheable = plan.reads_files_only(build_node) and (
+                semi is None or plan.reads_files_only(semi[0]))
             out.append(Prune(rel, col, build_node, build_key["expr"], build_key["type"],
                              build_key.get("sql", "?"), how, data=data,
-                             build_facts=facts if data else (), build_semi=semi))
+                             build_facts=facts if data else (), build_semi=semi,
+                             build_cacheable=cacheable))
 
     def add_expression(fact: dict, target: tuple[int, tuple[tuple[int, str], ...]],
                        build_node: int, build_key: dict, how: str) -> None:
@@ -412,7 +429,8 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
         out.append(Prune(rel, pairs[0][1], build_node, build_key["expr"], build_key["type"],
                          build_key.get("sql", "?"), how, fact_expr=fact["expr"],
                          fact_refs=pairs, fact_type=fact["type"],
-                         fact_sql=fact.get("sql", "?")))
+                         fact_sql=fact.get("sql", "?"),
+                         build_cacheable=plan.reads_files_only(build_node)))
 
     def reads_only(key: dict, side: int) -> bool:
         return all(r in plan.outputs[side] for r in key.get("refs") or []) and (

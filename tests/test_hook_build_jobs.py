@@ -55,6 +55,9 @@ def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
     spark.read.parquet(str(cal)).createOrReplaceTempView("bj_cal")
     with spark_conf(spark, {"spark.dpp.tables.bj_sales": str(sales),
                             "spark.dpp.sqlPath": "hook",
+                            # every case must run its build side (a cached filter runs no
+                            # job; tests/test_hook_filter_cache.py checks those)
+                            "spark.dpp.filterCache.enabled": "false",
                             "spark.sql.adaptive.enabled": "true"}):
         session = dpp.enable(spark)
         assert session.optimizer_hook is not None, session.hook_note
