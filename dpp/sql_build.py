@@ -93,10 +93,11 @@ def _local_to(tables: Tables, sc: Scope, conjuncts_: list[exp.Expression],
     is self-contained)."""
     out = []
     for c in conjuncts_:
-        if has_subquery(c) and not _self_contained(tables, c):
-            continue
-        cols = outer_columns(c)
-        if cols and {sc.owner(col) for col in cols} == {alias}:
+        if id(c) not in sc.about:
+            cols = outer_columns(c)
+            sc.about[id(c)] = frozenset() if has_subquery(c) and not _self_contained(
+                tables, c) else frozenset(sc.owner(col) for col in cols)
+        if sc.about[id(c)] == {alias}:
             out.append(c)
     return out
 

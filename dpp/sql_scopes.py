@@ -7,7 +7,7 @@ the build sides and the push inward read the flags and never the join's spelling
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from sqlglot import exp
@@ -74,6 +74,8 @@ class Scope:
     sources: dict[str, Source]
     where: list[exp.Expression]          # WHERE conjuncts (pushed ones included)
     inner_on: list[exp.Expression]       # ON conjuncts of its inner joins
+    # id(conjunct) -> the FROM items it is about (asked once per build side and pair)
+    about: dict[int, frozenset] = field(default_factory=dict, repr=False)
 
     def owner(self, c: exp.Column, probe: Optional[Source] = None) -> Optional[str]:
         """Which FROM item a column belongs to (None: an outer scope's, or unknown); with one

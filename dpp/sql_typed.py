@@ -6,28 +6,39 @@ SELECT becomes the operators Spark's analyzer makes of it, in Spark's order: its
 (a partitioned reference a ``LogicalRelation`` with a ``relation``, another table a
 ``LogicalRelation`` without, a derived table its own translated query) each under a
 ``Filter`` of the conjuncts about it alone, joined left-deep in FROM order; then a ``Filter``
-of the rest, ``Aggregate`` / ``Window`` / ``Project`` / ``Distinct``, ``Sort`` and
-``GlobalLimit``. A union is a ``Union`` of its branches, an intersection or difference an
-operator that stops keys.
+of the rest (the WHERE's equalities too, as written), ``Window``, ``Aggregate`` or
+``Project``, ``Distinct``, ``Sort``, ``GlobalLimit``. A union is a ``Union`` of its branches,
+an intersection or difference an operator that stops keys.
 
-Where the typed plan and SQL scopes differ, Spark's semantics decide:
+Where the typed plan and SQL scopes differ:
 
-* An equality ``a.x = b.y`` of the WHERE or an inner join's ON (both sides of a comma list
-  or inner join) is a key of the lowest join that has ``a`` on one side and ``b`` on the
-  other, when that join is inner (Spark's optimizer moves it there); below an outer join it
-  stays a plain condition above (it would change which rows come out unmatched).
+* **Keys.** Spark's optimizer would key each WHERE equality of a comma list at one join of
+  its left-deep tree (``ReorderJoin``), where the other side is whatever FROM items came
+  before; the SQL front end has always paired the two references an equality names, with a
+  build side of the other one and the filtered references joined to it (a snowflake,
+  :func:`dpp.sql_build.snowflake`). To keep those answers each equality that may key a join
+  is a ``Join`` of its own, an extra root of the plan: of type ``INNER`` for one of the WHERE
+  or an inner ON between two references no outer join fills with NULLs (not a semi join's
+  test), of the join's own type for one of an outer or semi join's ON between its new item
+  and an earlier one (the earlier on the left); each side is its reference with the
+  neighbours its build query would read. The left-deep tree of the query carries no keys.
+  Every pair is then find_prunes' to decide: sides (:func:`dpp.rules.may_prune`), tracing,
+  determinism on both sides, whether the build side filters anything.
 * A conjunct about one FROM item alone is a ``Filter`` over that item, unless an outer join
   may fill the item with NULLs: then it stays above the joins (Spark moves it below only
   after turning the join into an inner one). An outer join's ON conjuncts about its
-  NULL-supplied side are a ``Filter`` below it; the ON's equalities are its keys.
+  NULL-supplied side are a ``Filter`` below it.
 * ``col IN (subquery)`` is a ``Filter``'s ``inSubqueries`` entry; ``EXISTS`` with one
   equality correlating it is the same entry over the subquery with that equality taken out
   (Spark rewrites both to a left-semi join). Correlated ``IN``, ``NOT IN`` / ``NOT
-  EXISTS`` give no entry.
+  EXISTS`` give no entry (noted).
 * ``IS NOT NULL`` alone filters nothing (``selective`` False); a call to one of
   :data:`dpp.rules.NONDETERMINISTIC_FUNCTIONS` makes a node ``nondeterministic``, and so
   does one of :data:`dpp.rules.RERUN_FUNCTIONS` in a subtree that reads no partitioned
-  relation (a build side only: it is run again at another instant).
+  relation (a build side only: it is run again at another instant). A ``LIMIT`` of a
+  global aggregate's one row is no node (Spark's ``EliminateLimits``).
+* A column of a table the resolver does not know, or of a derived table over ``*``, is an
+  output of that item as the query names it.
 
 The side tables link the plan back: relation node -> its ``Source``; a key's expression
 number -> the conjunct, column and FROM item it came from.
