@@ -359,9 +359,10 @@ class _Select:
             if col.find_ancestor(exp.Select) is self.sel:
                 self.attr(col)
         pos = {id(s): i for i, s in enumerate(order)}
-        joins = [j for j in self.sel.args.get("joins") or []
-                 if isinstance(j.this, (exp.Table, exp.Subquery))]
-        types = [join_type_of(j) for j in joins]
+        # the join that brings each FROM item after the first (by position in ``order``)
+        by_node = {id(j.this): j for j in self.sel.args.get("joins") or []}
+        joins = [by_node.get(id(s.node)) for s in order[1:]]
+        types = [join_type_of(j) if j is not None else JoinType.INNER for j in joins]
         below: dict[int, list[tuple[exp.Expression, int, int]]] = {id(s): [] for s in order}
         above: list[tuple[exp.Expression, int, int]] = []
         # every equality that may key a join: (conjunct, join type, phase, index, columns,
@@ -381,7 +382,7 @@ class _Select:
              else above).append((c, 2, where))
             self.text_notes(c, i)
         for j, (jn, jt) in enumerate(zip(joins, types), start=1):
-            if jt in _INNER or jt is None:
+            if jn is None or jt in _INNER or jt is None:
                 continue
             phase = 1 if jt in (JoinType.LEFT_SEMI, JoinType.LEFT_ANTI) else 0
             on = conjuncts(jn.args.get("on"))
@@ -409,7 +410,7 @@ class _Select:
                 node = sub[id(s)]
                 continue
             j = pos[id(s)]
-            jt = types[j - 1] if j - 1 < len(types) else JoinType.INNER
+            jt = types[j - 1]
             out = t.out(node) + ([] if jt in (JoinType.LEFT_SEMI, JoinType.LEFT_ANTI)
                                  else t.out(sub[id(s)]))
             node = t.node("Join", [node, sub[id(s)]], out,

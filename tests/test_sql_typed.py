@@ -197,3 +197,20 @@ def test_unknown_tables_get_the_columns_the_query_uses() -> None:
                if n["op"] == "LogicalRelation" and not n.get("relation")]
     assert sorted(c[1] for c in leaf["output"]) == ["flag", "id"]
     assert _pruned(typed, prunes) == {"f.k"}
+
+
+@pytest.mark.parametrize("sql,pruned", [
+    ("SELECT f.v FROM f JOIN d ON f.k = d.k WHERE d.x = 1", True),
+    ("SELECT f.v FROM f JOIN d ON f.k = d.k WHERE d.x = 1 LIMIT 10", False),
+    ("SELECT f.v FROM f JOIN d ON f.k = d.k WHERE d.x = 1 ORDER BY f.v LIMIT 10", True),
+    ("SELECT rand() AS r, f.v FROM f JOIN d ON f.k = d.k WHERE d.x = 1", False),
+    # the WHERE's IN rejects the NULL-supplied side's padded rows: pruned through the join
+    ("SELECT d.x FROM d LEFT JOIN f ON f.k = d.x WHERE f.k IN (SELECT k FROM d WHERE x = 1)",
+     True),
+])
+def test_the_planner_takes_find_prunes_answers(sql: str, pruned: bool) -> None:
+    from dpp.planner import analyze
+
+    plan = analyze(sql, _resolve)
+    (ref,) = [r for r in plan.refs if r.table == "f"]
+    assert bool(ref.dynamic) is pruned, plan.explain()
