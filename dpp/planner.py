@@ -1,26 +1,26 @@
 """Query analysis: SQL text → the pruning plan (which table references, by what, and why not).
 
 One public function, :func:`analyze`, plus :func:`rewrite` to substitute pruned references.
-Pure sqlglot and the domain algebra: no Spark, so it is fast and testable alone. This module
-decides, per table reference, what prunes it; the parts it asks are :mod:`dpp.sql_plan` (the
-plan's types), :mod:`dpp.sql_scopes` (a SELECT's FROM items and join sides),
-:mod:`dpp.sql_push` (conjuncts moved into derived tables), :mod:`dpp.sql_build` (build-side
-queries) and :mod:`dpp.sql_static` (domains from literals).
+Pure sqlglot and the domain algebra: no Spark, so it is fast and testable alone. The parts it
+asks are :mod:`dpp.sql_plan` (the plan's types), :mod:`dpp.sql_scopes` (a SELECT's FROM items
+and join sides), :mod:`dpp.sql_push` (conjuncts moved into derived tables),
+:mod:`dpp.sql_typed` (the query as the typed plan the optimizer hook describes),
+:mod:`dpp.sql_build` (build-side queries) and :mod:`dpp.sql_static` (domains from literals).
 
-The rules (DESIGN, "Rules that keep results right"), per SELECT scope:
+The rules (DESIGN, "Rules that keep results right") exist once, on the typed plan:
+:func:`dpp.plan_pairs.find_prunes` decides every pair for SQL text as it does for the hook —
+which side of a join may be pruned (:func:`dpp.rules.may_prune`: never the preserved side of
+an outer join, either side of a full or anti join; ``IN (subquery)``, ``EXISTS`` and ``LEFT
+SEMI JOIN`` prune the outer side), how a key passes through derived tables, whether either
+side is deterministic, and whether the build side filters anything. This module files each
+pair under its table reference, when the build side is in the reference's own SELECT (a key
+traced into a derived table prunes there, by the conjunct :mod:`dpp.sql_push` moved in), and
+writes it as a query:
 
-* Which side of a join may be pruned is :func:`dpp.rules.may_prune`'s answer. A reference is
-  *inner* unless an outer join makes it null-supplying (the right side of a LEFT JOIN, the
-  left of a RIGHT JOIN, either side of a FULL JOIN) or it is the right side of a SEMI/ANTI
-  join. Dynamic filters come from equalities ``probe.col = other.col`` in WHERE
-  or inner ON clauses between two inner references; a null-supplying reference is pruned only
-  by equalities in its own outer join's ON clause (with a preserved-side reference as build
-  side); the preserved side of an outer join is never pruned by that join; anti joins
-  (``NOT IN``, ``NOT EXISTS``, ``LEFT ANTI JOIN``) never prune; ``IN (subquery)``, ``EXISTS``
-  and ``LEFT SEMI JOIN`` prune the outer side.
 * The build side is the other reference with its local predicates, plus inner references
   joined to it by equalities that carry predicates of their own (snowflake); CTEs and derived
-  tables are inlined as subqueries. A build side with no predicate at all gives no filter.
+  tables are inlined as subqueries. A query that would not give the same keys when Spark runs
+  it (a random function, LIMIT or sampling anywhere in it) is not used.
 * Static domains come from top-level conjuncts ``col op literal``, ``IN (literals)``,
   ``BETWEEN``, ``IS [NOT] NULL`` and ORs of these on one column; everything stays in the query
   for Spark to evaluate (the domains only decide what is read).
@@ -33,7 +33,7 @@ The rules (DESIGN, "Rules that keep results right"), per SELECT scope:
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import sqlglot
 from sqlglot import exp
@@ -41,14 +41,15 @@ from sqlglot.errors import SqlglotError
 
 from dpp.core.domain import TupleDomain
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
+from dpp.plan_pairs import Prune, find_prunes
 from dpp.pushdown import EMPTY, ORIGIN, inline_ctes, inside_pushed_query
-from dpp.sql_build import build_query, label, origins, query_filters, repeatable, with_ctes
+from dpp.sql_build import build_query, origins, query_filters, repeatable, with_ctes
 from dpp.sql_plan import (KEY_ALIAS, REF, ColumnInfo, DynamicFilterSpec, PruningPlan, Resolver,
                           TableInfo, TableRefPlan, first_line, short)
 from dpp.sql_push import push_down
-from dpp.sql_scopes import (Scope, Source, Tables, conjuncts, has_is_null, refers_to, scope,
-                            semi_join, table_name, two_sided)
+from dpp.sql_scopes import Scope, Source, Tables, conjuncts, has_is_null, table_name
 from dpp.sql_static import compatible, static_domain
+from dpp.sql_typed import translate
 
 __all__ = ["ColumnInfo", "TableInfo", "Resolver", "DynamicFilterSpec", "TableRefPlan",
            "PruningPlan", "KEY_ALIAS", "parse", "analyze", "table_names", "rewrite"]
@@ -136,6 +137,8 @@ class _Analyzer:
         self.refs: dict[str, TableRefPlan] = {}
         self.notes: list[str] = []
         self._fid = 0
+        self._prunes: dict[int, list[tuple[tuple[int, int], Prune]]] = {}
+        self.pair_notes: list[str] = []
 
     def inline(self) -> None:
         """Each use of a deterministic CTE holding a partitioned table becomes its own copy,
@@ -153,9 +156,18 @@ class _Analyzer:
         self.tables.ctes = {c.alias_or_name.lower(): c.this
                             for c in self.atree.find_all(exp.CTE)}
         push_down(self.atree, self.tables, self.notes)
+        self.typed = translate(self.atree, self.tables)
+        prunes, self.pair_notes = find_prunes(dict(self.typed.message))
+        for pr in prunes:
+            self._found(pr)
         for sel in list(self.atree.find_all(exp.Select)):
-            if not inside_pushed_query(sel):
-                self._select(sel)
+            sc = self.typed.scopes.get(id(sel))
+            if sc is None or inside_pushed_query(sel):
+                continue
+            for p in sc.sources.values():
+                if p.prunable and (p.info.partition_columns  # type: ignore[union-attr]
+                                   or p.info.data_only):  # type: ignore[union-attr]
+                    self._probe(p, sc)
         # references not reached by any SELECT scope (should not happen) stay unpruned
         for t in self.atree.find_all(exp.Table):
             ref = t.meta.get(REF)
@@ -170,15 +182,15 @@ class _Analyzer:
         refs = sorted(self.refs.values(), key=lambda r: int(r.ref_id[1:]))
         return PruningPlan(sql=self.sql, refs=refs, notes=self.notes, _tree=self.tree)
 
-    def _select(self, sel: exp.Select) -> None:
-        sc = scope(sel, self.tables)
-        if sc is None:
+    def _found(self, pr: Prune) -> None:
+        """Files a pair of :func:`find_prunes` under its reference, when its build side is a
+        FROM item of the reference's own SELECT or an IN / EXISTS subquery of it (a key
+        traced into a derived table prunes there, by the conjunct pushed in)."""
+        sc, p = self.typed.relations.get(pr.relation, (None, None))
+        origin = self.typed.keys.get(pr.build_expr)
+        if p is None or origin is None or origin.scope is not sc or pr.fact_expr is not None:
             return
-        for p in sc.sources.values():
-            if p.prunable and (p.info.partition_columns  # type: ignore[union-attr]
-                               or p.info.data_only):  # type: ignore[union-attr]
-                self._probe(p, sc)
-
+        self._prunes.setdefault(id(p.node), []).append(((origin.phase, origin.index), pr))
 
     def _probe(self, p: Source, sc: Scope) -> None:
         ref = p.node.meta.get(REF)
@@ -187,15 +199,23 @@ class _Analyzer:
         plan = TableRefPlan(ref, info.name, p.node.alias or None, False, None, TupleDomain.all(),
                             data_only=not info.partition_columns)
         self.refs[ref] = plan
+        unsupported = _unsupported_reference(p)
         if plan.data_only:
-            self._probe_data_only(p, sc, plan)
+            # a table with no partition column: only its inner (or semi-joined) equi-joins
+            # to a filtered side count, as filters on its data columns; anything less and it
+            # is no reference at all (the query reads it as written; nothing to report)
+            simple = not (p.semi_right or p.null_supplied or p.full or sc.sel.meta.get(EMPTY))
+            if simple and unsupported is None:
+                self._dynamic(p, sc, plan)
+            if plan.dynamic:
+                plan.pruning = True
+            else:
+                del self.refs[plan.ref_id]
             return
-        cols = {c.lower(): t for c, t in info.columns.items()}
-        owner = functools.partial(sc.owner, probe=p)
         if p.semi_right:
             plan.reason = "right side of a semi/anti join (only its existence is tested)"
             return
-        plan.reason = _unsupported_reference(p)
+        plan.reason = unsupported
         if plan.reason is not None:
             return
         empty = sc.sel.meta.get(EMPTY)
@@ -204,35 +224,13 @@ class _Analyzer:
             plan.pruning = True
             plan.notes.append(f"reads nothing: {empty}")
             return
-        # ---- static domains
-        if p.full:
-            static_src: list[exp.Expression] = []
-            plan.notes.append("full outer join: static predicates not used")
-        elif p.null_supplied:
-            static_src = list(p.outer_on) + [c for c in sc.where if not has_is_null(c)]
-        else:
-            static_src = sc.where + sc.inner_on
-        static = TupleDomain.all()
-        for c in static_src:
-            d = self._static_conjunct(c, p, cols, owner)
-            if d is not None:
-                static = static.intersect(d)
-                if c.meta.get(ORIGIN):
-                    plan.notes.append(f"static {short(c)}: {c.meta[ORIGIN]}")
-        plan.static = static
-        # ---- dynamic filters
-        if p.full:
+        self._static(p, sc, plan)
+        self._dynamic(p, sc, plan)
+        if p.full and not plan.dynamic:
             plan.reason = "full outer join: both sides are preserved"
-        elif p.null_supplied:
-            for c in p.outer_on:
-                self._equi(c, p, sc, owner, plan, "outer_non_preserved",
-                           allow_build=lambda s: not s.null_supplied or s.preserved_outer)
-        else:
-            self._matched(p, sc, owner, plan, semi_joins=True)
         if p.preserved_outer and not plan.dynamic and plan.reason is None:
             plan.notes.append("preserved side of an outer join: not pruned by that join")
-        has_static = not plan.static.is_all()
-        if plan.dynamic or has_static:
+        if plan.dynamic or not plan.static.is_all():
             plan.pruning = True
             plan.reason = None
         elif plan.reason is None:
@@ -241,78 +239,72 @@ class _Analyzer:
             else:
                 plan.reason = plan.notes[-1] if plan.notes else "no usable predicate"
 
-    def _probe_data_only(self, p: Source, sc: Scope, plan: TableRefPlan) -> None:
-        """A table with no partition column: only its inner (or semi-joined) equi-joins to a
-        filtered side count, as dynamic filters on its data columns. Anything less and it is
-        no reference at all (the query reads it as written; nothing to report)."""
-        simple = not (p.semi_right or p.null_supplied or p.full or sc.sel.meta.get(EMPTY))
-        if simple and _unsupported_reference(p) is None:
-            self._matched(p, sc, functools.partial(sc.owner, probe=p), plan, semi_joins=False)
-        if plan.dynamic:
-            plan.pruning = True
+    def _static(self, p: Source, sc: Scope, plan: TableRefPlan) -> None:
+        """The domains the reference's own conjuncts give (those that hold for its rows)."""
+        if p.full:
+            static_src: list[exp.Expression] = []
+            plan.notes.append("full outer join: static predicates not used")
+        elif p.null_supplied:
+            static_src = list(p.outer_on) + [c for c in sc.where if not has_is_null(c)]
         else:
-            del self.refs[plan.ref_id]
+            static_src = sc.where + sc.inner_on
+        cols = {c.lower(): t for c, t in p.info.columns.items()}  # type: ignore[union-attr]
+        owner = functools.partial(sc.owner, probe=p)
+        static = TupleDomain.all()
+        for c in static_src:
+            res = static_domain(c, lambda col: owner(col) == p.alias and
+                                col.name.lower() in cols, cols, self.rules)
+            if res is not None:
+                static = static.intersect(TupleDomain.of({res[0]: res[1]}))
+                if c.meta.get(ORIGIN):
+                    plan.notes.append(f"static {short(c)}: {c.meta[ORIGIN]}")
+        plan.static = static
 
-    def _matched(self, p: Source, sc: Scope, owner: Callable[[exp.Column], Optional[str]],
-                 plan: TableRefPlan, semi_joins: bool) -> None:
-        """The dynamic filters of a reference whose rows come out only when matched: its
-        inner equi-joins, its ``LEFT SEMI JOIN``s (``semi_joins``), its ``IN``/``EXISTS``."""
-        for c in sc.where + sc.inner_on:
-            self._equi(c, p, sc, owner, plan, "inner",
-                       allow_build=lambda s: not s.null_supplied)
-        for j in (sc.sel.args.get("joins") or []) if semi_joins else []:
-            if semi_join(j):
-                right = j.this
-                ralias = (right.alias or getattr(right, "name", "") or "").lower()
-                for c in conjuncts(j.args.get("on")):
-                    self._equi(c, p, sc, owner, plan, "semi",
-                               allow_build=lambda s, ra=ralias: s.alias == ra,
-                               extra_locals=conjuncts(j.args.get("on")))
-        for c in sc.where:
-            self._subquery_semi(c, p, owner, plan)
+    def _dynamic(self, p: Source, sc: Scope, plan: TableRefPlan) -> None:
+        """The reference's dynamic filters: the pairs find_prunes found for it, each written
+        as a build query, in the order the query states them, with the notes on conjuncts
+        that made no pair and on pairs refused."""
+        events: list[tuple[tuple[int, int], Any]] = list(self._prunes.get(id(p.node), []))
+        events += [((ph, i), text) for ph, i, text in self.typed.notes.get(id(p.node), [])]
+        for _pos, ev in sorted(events, key=lambda e: e[0]):
+            if isinstance(ev, str):
+                plan.notes.append(ev)
+            else:
+                self._filter(p, sc, plan, ev)
+        for note in self.pair_notes:    # pairs refused for determinism, on either side
+            for src, name in self.typed.partners.get(note.split(": ", 1)[0], []):
+                text = note
+                if "not deterministic" in note:   # in the words the SQL front end used
+                    text = f"build side {name} is not repeatable (random functions, LIMIT " \
+                           f"or sampling): not used"
+                elif "is read below" not in note:
+                    continue
+                if src is p and text not in plan.notes:
+                    plan.notes.append(text)
 
-    def _static_conjunct(self, c: exp.Expression, p: Source, cols: dict[str, Any],
-                         owner: Callable[[exp.Column], Optional[str]]) -> Optional[TupleDomain]:
-        res = static_domain(c, lambda col: owner(col) == p.alias and
-                             col.name.lower() in cols, cols, self.rules)
-        if res is None:
-            return None
-        col, dom = res
-        return TupleDomain.of({col: dom})
-
-    # ------------------------------------------------------------------ joins
-    def _equi(self, c: exp.Expression, p: Source, sc: Scope,
-              owner: Callable[[exp.Column], Optional[str]], plan: TableRefPlan, kind: str,
-              allow_build: Callable[[Source], bool],
-              extra_locals: Optional[list[exp.Expression]] = None) -> None:
-        if isinstance(c, exp.NullSafeEQ):
-            plan.notes.append("null-safe equality (<=>) matches NULLs: not used")
+    def _filter(self, p: Source, sc: Scope, plan: TableRefPlan, pr: Prune) -> None:
+        origin = self.typed.keys[pr.build_expr]
+        c = origin.conjunct
+        if origin.query is not None:            # IN (subquery), EXISTS
+            if isinstance(c, exp.In) and not query_filters(origin.query):
+                plan.notes.append("IN subquery without predicates: not used")
+                return
+            tree = origin.query.copy() if isinstance(c, exp.In) else origin.query
+            self._add_dynamic(plan, pr.column.lower(), with_ctes(tree, self.tables.ctes),
+                              origin.name, "semi", c.meta.get(ORIGIN))
             return
-        if not isinstance(c, exp.EQ):
-            if isinstance(c, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NEQ)) and \
-                    two_sided(c, p, owner):
-                plan.notes.append(f"non-equi join predicate not used: {c.sql('spark')}")
-            return
-        a, b = c.this, c.expression
-        if not (isinstance(a, exp.Column) and isinstance(b, exp.Column)):
-            return
-        if owner(b) == p.alias and owner(a) != p.alias:
-            a, b = b, a
-        if owner(a) != p.alias or owner(b) in (None, p.alias):
-            return
-        probe_col = a.name.lower()
-        if probe_col not in (k.lower() for k in p.info.columns):  # type: ignore[union-attr]
-            return
-        other = sc.sources.get(owner(b) or "")
-        if other is None or not allow_build(other):
-            return
-        locals_ = sc.where + sc.inner_on + (extra_locals or [])
+        other, b = origin.source, origin.column
+        assert other is not None and b is not None
+        kind = _KINDS.get(pr.join, "outer_non_preserved")
+        extra = conjuncts(c.find_ancestor(exp.Join).args.get("on")) if kind == "semi" else []
+        locals_ = sc.where + sc.inner_on + extra
         if other.null_supplied and not other.preserved_outer:
-            locals_ = list(other.outer_on) + (extra_locals or [])
+            locals_ = list(other.outer_on) + extra
         build = build_query(self.tables, other, b, sc, locals_, p)
         if build is None:
             return
         tree, read, name = build
+        probe_col = pr.column.lower()
         q = self._new_query(plan, probe_col, tree, name)
         if q is None:
             return
@@ -327,74 +319,6 @@ class _Analyzer:
         self._fid += 1
         plan.dynamic.append(DynamicFilterSpec(f"f{self._fid}", probe_col, q, name, read,
                                               kind, btype, origin=origins(tree)))
-
-    # ------------------------------------------------------------------ IN / EXISTS
-    def _subquery_semi(self, c: exp.Expression, p: Source,
-                       owner: Callable[[exp.Column], Optional[str]], plan: TableRefPlan) -> None:
-        if isinstance(c, exp.Not):
-            inner = c.this
-            if isinstance(inner, (exp.In, exp.Exists)):
-                plan.notes.append("anti join (NOT IN / NOT EXISTS): never pruned")
-            return
-        if isinstance(c, exp.In) and c.args.get("query") is not None:
-            col = c.this
-            if not isinstance(col, exp.Column) or owner(col) != p.alias:
-                return
-            sub = c.args["query"]
-            body = sub.this if isinstance(sub, exp.Subquery) else sub
-            if not isinstance(body, exp.Query) or _correlated(body, p.alias):
-                plan.notes.append("correlated IN subquery: not used")
-                return
-            if not query_filters(body):
-                plan.notes.append("IN subquery without predicates: not used")
-                return
-            q = with_ctes(body.copy(), self.tables.ctes)
-            self._add_dynamic(plan, col.name.lower(), q, label(body), "semi",
-                              c.meta.get(ORIGIN))
-        elif isinstance(c, exp.Exists):
-            body = c.this
-            if isinstance(body, exp.Subquery):
-                body = body.this
-            if not isinstance(body, exp.Select):
-                return
-            if _aggregates_without_group(body):
-                plan.notes.append("EXISTS over an aggregate without GROUP BY is always true: "
-                                  "not used")
-                return
-            where = body.args.get("where")
-            if where is None:
-                return
-            correlated, rest = [], []
-            for cj in conjuncts(where.this):
-                if refers_to(cj, p.alias):
-                    correlated.append(cj)
-                else:
-                    rest.append(cj)
-            if len(correlated) != 1 or not isinstance(correlated[0], exp.EQ):
-                if correlated:
-                    plan.notes.append("EXISTS with a non-equality correlation: not used")
-                return
-            eq = correlated[0]
-            a, b = eq.this, eq.expression
-            if not (isinstance(a, exp.Column) and isinstance(b, exp.Column)):
-                return
-            if refers_to(b, p.alias):
-                a, b = b, a
-            if not refers_to(a, p.alias) or refers_to(b, p.alias):
-                return
-            if a.name.lower() not in (k.lower() for k in p.info.columns):  # type: ignore[union-attr]
-                return
-            if not rest:
-                plan.notes.append("EXISTS subquery without predicates: not used")
-                return
-            sub = body.copy()
-            sub.set("where", exp.Where(this=exp.and_(*[x.copy() for x in rest])))
-            for k in ("group", "having", "order", "limit", "offset", "qualify"):
-                sub.set(k, None)
-            sub.set("expressions", [exp.alias_(b.copy(), KEY_ALIAS)])
-            sub.set("distinct", None)
-            q = with_ctes(sub, self.tables.ctes)
-            self._add_dynamic(plan, a.name.lower(), q, label(body), "semi")
 
     def _add_dynamic(self, plan: TableRefPlan, probe_col: str, tree: exp.Expression,
                      name: str, kind: str, origin: Optional[str] = None) -> None:
@@ -426,6 +350,10 @@ class _Analyzer:
 
 # ====================================================================== helpers
 
+# the join type a pair holds by -> the kind its filter is reported as
+_KINDS = {"INNER": "inner", "CROSS": "inner", "LEFT SEMI": "semi", "IN subquery": "semi"}
+
+
 def _unsupported_reference(p: Source) -> Optional[str]:
     """Why a table reference's rows are not simply the table's (column aliases, a sample,
     time travel, a pivot), None when they are."""
@@ -436,18 +364,3 @@ def _unsupported_reference(p: Source) -> Optional[str]:
                                         "laterals")):
         return "unsupported expression: TABLESAMPLE, time travel or pivot on the table reference"
     return None
-
-
-def _correlated(body: exp.Expression, alias: str) -> bool:
-    inner_aliases = {(t.alias or t.name).lower() for t in body.find_all(exp.Table)}
-    inner_aliases |= {(s.alias or "").lower() for s in body.find_all(exp.Subquery)}
-    return alias not in inner_aliases and refers_to(body, alias)
-
-
-
-def _aggregates_without_group(body: exp.Select) -> bool:
-    if body.args.get("group") is not None:
-        return False
-    return any(isinstance(e.unalias(), exp.AggFunc) or any(True for _ in e.find_all(exp.AggFunc))
-               for e in body.expressions)
-

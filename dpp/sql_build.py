@@ -9,7 +9,7 @@ query itself (:func:`repeatable`).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from sqlglot import exp
 
@@ -17,7 +17,8 @@ from dpp.pushdown import ORIGIN, PUSHED_QUERY, deterministic, outer_columns
 from dpp.sql_plan import KEY_ALIAS, REF
 from dpp.sql_scopes import Scope, Source, Tables, conjuncts, has_subquery, table_name
 
-__all__ = ["build_query", "with_ctes", "label", "repeatable", "query_filters", "origins"]
+__all__ = ["build_query", "snowflake", "with_ctes", "label", "repeatable", "query_filters",
+           "origins"]
 
 
 def build_query(tables: Tables, other: Source, key: exp.Column, sc: Scope,
@@ -26,18 +27,34 @@ def build_query(tables: Tables, other: Source, key: exp.Column, sc: Scope,
     """SELECT other.key AS dpp_key FROM other [JOIN filtered neighbours] WHERE locals,
     as a tree (rendered once, by the caller), with the tables it reads and its label; None
     when nothing filters it (all keys: no pruning)."""
-    def local_to(alias: str) -> list[exp.Expression]:
-        out = []
-        for c in conjuncts_:
-            if has_subquery(c) and not _self_contained(tables, c):
-                continue
-            cols = outer_columns(c)
-            if cols and {sc.owner(col) for col in cols} == {alias}:
-                out.append(c)
-        return out
+    members, joins, filtered = snowflake(tables, other, sc, conjuncts_, probe)
+    if not any(filtered(m) for m in members):
+        return None
+    sel = exp.select(exp.alias_(exp.column(key.name, table=other.alias), KEY_ALIAS))
+    for i, m in enumerate(members):
+        item = _source_sql(tables, m)
+        if item is None:
+            return None
+        if i == 0:
+            sel = sel.from_(item)
+        else:
+            sel = sel.join(item, on=joins[i - 1].copy(), join_type="inner")
+    locals_all = [c.copy() for m in members for c in _local_to(tables, sc, conjuncts_, m.alias)]
+    if locals_all:
+        sel = sel.where(exp.and_(*locals_all))
+    read = tuple(sorted({t for m in members for t in _tables_of(tables, m)}))
+    return sel, read, f"{other.table or other.alias}.{key.name}"
 
+
+def snowflake(tables: Tables, other: Source, sc: Scope, conjuncts_: list[exp.Expression],
+              probe: Optional[Source]
+              ) -> tuple[list[Source], list[exp.Expression], Callable[[Source], bool]]:
+    """The FROM items a build side over ``other`` reads: ``other``, then (unless an outer
+    join may fill it with NULLs) the inner neighbours joined to it by equalities of
+    ``conjuncts_`` that carry filters of their own, never ``probe`` nor another fact; with
+    the equalities joining them and the test of "carries filters of its own"."""
     def filtered(src: Source) -> bool:
-        return bool(local_to(src.alias)) or src.node is not None and (
+        return bool(_local_to(tables, sc, conjuncts_, src.alias)) or src.node is not None and (
             isinstance(src.node, exp.Subquery) or src.cte is not None) and \
             query_filters(src.cte if src.cte is not None else src.node.this)
 
@@ -67,22 +84,22 @@ def build_query(tables: Tables, other: Source, key: exp.Column, sc: Scope,
                 members.append(nb)
                 joins.append(c)
                 frontier.append(nb)
-    if not any(filtered(m) for m in members):
-        return None
-    sel = exp.select(exp.alias_(exp.column(key.name, table=other.alias), KEY_ALIAS))
-    for i, m in enumerate(members):
-        item = _source_sql(tables, m)
-        if item is None:
-            return None
-        if i == 0:
-            sel = sel.from_(item)
-        else:
-            sel = sel.join(item, on=joins[i - 1].copy(), join_type="inner")
-    locals_all = [c.copy() for m in members for c in local_to(m.alias)]
-    if locals_all:
-        sel = sel.where(exp.and_(*locals_all))
-    read = tuple(sorted({t for m in members for t in _tables_of(tables, m)}))
-    return sel, read, f"{other.table or other.alias}.{key.name}"
+    return members, joins, filtered
+
+
+def _local_to(tables: Tables, sc: Scope, conjuncts_: list[exp.Expression],
+              alias: str) -> list[exp.Expression]:
+    """The conjuncts about the FROM item ``alias`` alone (a subquery in one only when it
+    is self-contained)."""
+    out = []
+    for c in conjuncts_:
+        if id(c) not in sc.about:
+            cols = outer_columns(c)
+            sc.about[id(c)] = frozenset() if has_subquery(c) and not _self_contained(
+                tables, c) else frozenset(sc.owner(col) for col in cols)
+        if sc.about[id(c)] == {alias}:
+            out.append(c)
+    return out
 
 
 def _self_contained(tables: Tables, c: exp.Expression) -> bool:

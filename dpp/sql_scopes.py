@@ -2,22 +2,21 @@
 on, and the conjuncts that hold for its rows.
 
 Which side of a join may be pruned is :func:`dpp.rules.may_prune`'s answer, read once per
-join here into a :class:`Source`'s flags; the planner, the build sides and the push inward
-read the flags and never the join's spelling.
+join here into a :class:`Source`'s flags; static domains, the typed plan (:mod:`dpp.sql_typed`),
+the build sides and the push inward read the flags and never the join's spelling.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Optional
+from dataclasses import dataclass, field
+from typing import Optional
 
 from sqlglot import exp
 
 from dpp import rules
 from dpp.sql_plan import Resolver, TableInfo
 
-__all__ = ["Tables", "Source", "Scope", "scope", "join_type_of", "inner_join", "semi_join",
-           "conjuncts", "table_name", "positions", "refers_to", "has_is_null",
-           "has_subquery", "two_sided"]
+__all__ = ["Tables", "Source", "Scope", "scope", "join_type_of", "inner_join", "conjuncts",
+           "table_name", "positions", "refers_to", "has_is_null", "has_subquery"]
 
 
 class Tables:
@@ -75,6 +74,8 @@ class Scope:
     sources: dict[str, Source]
     where: list[exp.Expression]          # WHERE conjuncts (pushed ones included)
     inner_on: list[exp.Expression]       # ON conjuncts of its inner joins
+    # id(conjunct) -> the FROM items it is about (asked once per build side and pair)
+    about: dict[int, frozenset] = field(default_factory=dict, repr=False)
 
     def owner(self, c: exp.Column, probe: Optional[Source] = None) -> Optional[str]:
         """Which FROM item a column belongs to (None: an outer scope's, or unknown); with one
@@ -121,13 +122,6 @@ def inner_join(j: exp.Join) -> bool:
     jt = join_type_of(j)
     return jt is not None and rules.output_sides(jt) == ("left", "right") and \
         rules.prunable_sides(jt) == ("left", "right")
-
-
-def semi_join(j: exp.Join) -> bool:
-    """Is a join's right side only a test whose keys prune its left side (``LEFT SEMI``)?"""
-    jt = join_type_of(j)
-    return jt is not None and rules.output_sides(jt) == ("left",) and \
-        rules.may_prune(jt, "left")
 
 
 def _mark(before: list[Source], src: Source, j: exp.Join) -> None:
@@ -251,9 +245,3 @@ def has_is_null(c: exp.Expression) -> bool:
 
 def has_subquery(c: exp.Expression) -> bool:
     return any(True for _ in c.find_all(exp.Select))
-
-
-def two_sided(c: exp.Expression, p: Source, owner: Callable[[exp.Column], Optional[str]]
-              ) -> bool:
-    owners = {owner(col) for col in c.find_all(exp.Column)}
-    return p.alias in owners and len(owners) > 1

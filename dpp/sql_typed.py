@@ -1,0 +1,588 @@
+"""SQL text as the typed plan the optimizer hook describes (:mod:`dpp.plan_wire`), so that
+:func:`dpp.plan_pairs.find_prunes` decides the SQL front end's pairs too.
+
+The input is the planner's analysis tree (CTEs inlined, conjuncts pushed inward). Every
+SELECT becomes the operators Spark's analyzer makes of it, in Spark's order: its FROM items
+(a partitioned reference a ``LogicalRelation`` with a ``relation``, another table a
+``LogicalRelation`` without, a derived table its own translated query) each under a
+``Filter`` of the conjuncts about it alone, joined left-deep in FROM order; then a ``Filter``
+of the rest (the WHERE's equalities too, as written), ``Window``, ``Aggregate`` or
+``Project``, ``Distinct``, ``Sort``, ``GlobalLimit``. A union is a ``Union`` of its branches,
+an intersection or difference an operator that stops keys.
+
+Where the typed plan and SQL scopes differ:
+
+* **Keys.** Spark's optimizer would key each WHERE equality of a comma list at one join of
+  its left-deep tree (``ReorderJoin``), where the other side is whatever FROM items came
+  before; the SQL front end has always paired the two references an equality names, with a
+  build side of the other one and the filtered references joined to it (a snowflake,
+  :func:`dpp.sql_build.snowflake`). To keep those answers each equality that may key a join
+  is a ``Join`` of its own, an extra root of the plan: of type ``INNER`` for one of the WHERE
+  or an inner ON between two references no outer join fills with NULLs (not a semi join's
+  test), of the join's own type for one of an outer or semi join's ON between its new item
+  and an earlier one (the earlier on the left); each side is its reference with the
+  neighbours its build query would read. The left-deep tree of the query carries no keys.
+  Every pair is then find_prunes' to decide: sides (:func:`dpp.rules.may_prune`), tracing,
+  determinism on both sides, whether the build side filters anything.
+* A conjunct about one FROM item alone is a ``Filter`` over that item, unless an outer join
+  may fill the item with NULLs: then it stays above the joins (Spark moves it below only
+  after turning the join into an inner one). An outer join's ON conjuncts about its
+  NULL-supplied side are a ``Filter`` below it.
+* ``col IN (subquery)`` is a ``Filter``'s ``inSubqueries`` entry; ``EXISTS`` with one
+  equality correlating it is the same entry over the subquery with that equality taken out
+  (Spark rewrites both to a left-semi join). Correlated ``IN``, ``NOT IN`` / ``NOT
+  EXISTS`` give no entry (noted).
+* ``IS NOT NULL`` alone filters nothing (``selective`` False); a call to one of
+  :data:`dpp.rules.NONDETERMINISTIC_FUNCTIONS` makes a node ``nondeterministic``, and so
+  does one of :data:`dpp.rules.RERUN_FUNCTIONS` in a subtree that reads no partitioned
+  relation (a build side only: it is run again at another instant). A ``LIMIT`` of a
+  global aggregate's one row is no node (Spark's ``EliminateLimits``).
+* A column of a table the resolver does not know, or of a derived table over ``*``, is an
+  output of that item as the query names it.
+
+The side tables link the plan back: relation node -> its ``Source``; a key's expression
+number -> the conjunct, column and FROM item it came from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from sqlglot import exp
+
+from dpp.plan_wire import WIRE_VERSION, PlanMessage
+from dpp.pushdown import deterministic, inside_pushed_query, outer_columns
+from dpp.rules import NONDETERMINISTIC_FUNCTIONS, RERUN_FUNCTIONS, JoinType
+from dpp.sql_build import label, snowflake
+from dpp.sql_plan import KEY_ALIAS
+from dpp.sql_scopes import Scope, Source, Tables, conjuncts, join_type_of, refers_to, scope
+
+__all__ = ["Origin", "Typed", "translate"]
+
+_TIE_ORDER = {"row_number", "ntile", "lag", "lead", "nth_value"}
+_INNER = (JoinType.INNER, JoinType.CROSS)
+
+
+@dataclass
+class Origin:
+    """Where a key of the typed plan came from. ``phase`` orders a reference's filters as
+    the query states them: 0 an equality of WHERE / ON, 1 a semi join's ON, 2 an
+    ``IN`` / ``EXISTS``; ``index`` is the conjunct's place in its list."""
+
+    scope: Scope
+    conjunct: exp.Expression
+    phase: int
+    index: int
+    column: Optional[exp.Column] = None      # an equality's column on this key's side
+    source: Optional[Source] = None          # the FROM item that column is of
+    query: Optional[exp.Expression] = None   # IN / EXISTS: the build query (sqlglot)
+    name: str = ""                           # IN / EXISTS: the build side's label
+
+
+@dataclass
+class Typed:
+    message: PlanMessage
+    relations: dict[int, tuple[Scope, Source]] = field(default_factory=dict)
+    keys: dict[int, Origin] = field(default_factory=dict)
+    scopes: dict[int, Scope] = field(default_factory=dict)   # id(select) -> its scope
+    # a build key's SQL (find_prunes' notes name it) -> the FROM items it may prune, each
+    # with the build side's name as the build query's label spells it
+    partners: dict[str, list[tuple[Source, str]]] = field(default_factory=dict)
+    # id(FROM item node) -> notes on conjuncts about it that make no key: (phase, index, text)
+    notes: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
+
+
+def translate(atree: exp.Expression, tables: Tables) -> Typed:
+    """The typed plan of the analysis tree: its query, then every SELECT not reached from it
+    (a scalar subquery's), each a root."""
+    t = _Translator(tables)
+    roots = [t.query(atree)[0]]
+    for sel in atree.find_all(exp.Select):
+        if id(sel) not in t.done and not inside_pushed_query(sel):
+            roots.append(t.query(sel)[0])
+    roots += t.extra_roots
+    t.typed.message.update(roots=roots, nodes=t.nodes)
+    return t.typed
+
+
+class _Translator:
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+        self.nodes: list[dict[str, Any]] = []
+        self.typed = Typed({"op": "plan", "version": WIRE_VERSION, "request": "sql-text",
+                            "explain": False, "timeZone": "UTC", "roots": [], "nodes": []})
+        self.done: dict[int, tuple[int, list[tuple[int, str]]]] = {}
+        self.extra_roots: list[int] = []
+        self._expr = 0
+        self._partitioned: dict[int, bool] = {}
+
+    # ------------------------------------------------------------------ plumbing
+    def new_id(self) -> int:
+        self._expr += 1
+        return self._expr
+
+    def node(self, op: str, children: list[int], output: list[tuple[int, str]],
+             **extra: Any) -> int:
+        nid = len(self.nodes)
+        self.nodes.append({"id": nid, "op": op, "children": children,
+                           "output": [[e, n, "unknown"] for e, n in output],
+                           **{k: v for k, v in extra.items() if v is not None}})
+        return nid
+
+    def out(self, node: int) -> list[tuple[int, str]]:
+        return [(e, n) for e, n, _t in self.nodes[node]["output"]]
+
+    def reads_fact(self, node: int) -> bool:
+        if node not in self._partitioned:
+            n = self.nodes[node]
+            rel = n.get("relation")
+            below = list(n["children"]) + [s["query"] for s in n.get("inSubqueries", [])]
+            self._partitioned[node] = bool(rel and rel["partitionColumns"]) or any(
+                self.reads_fact(c) for c in below)
+        return self._partitioned[node]
+
+    def unstable(self, es: list[exp.Expression], child: Optional[int]) -> Optional[str]:
+        """Why evaluating ``es`` over ``child`` is not repeatable, or None."""
+        names = NONDETERMINISTIC_FUNCTIONS
+        if child is None or not self.reads_fact(child):
+            names = RERUN_FUNCTIONS
+        bad = [e for e in es if not deterministic(e, names)]
+        return bad[0].sql(dialect="spark")[:120] if bad else None
+
+    def key(self, attr: int, sql: str, origin: Origin) -> dict[str, Any]:
+        eid = self.new_id()
+        self.typed.keys[eid] = origin
+        return {"expr": eid, "type": "unknown", "sql": sql,
+                "deterministic": True, "refs": [attr], "attr": attr}
+
+    def note(self, src: Source, phase: int, index: int, text: str) -> None:
+        self.typed.notes.setdefault(id(src.node), []).append((phase, index, text))
+
+    # ------------------------------------------------------------------ queries
+    def query(self, q: exp.Expression) -> tuple[int, list[tuple[int, str]]]:
+        """A query's node and output columns (expression number, name)."""
+        if id(q) in self.done:
+            return self.done[id(q)]
+        if isinstance(q, exp.Subquery):
+            res = self.query(q.this)
+        elif isinstance(q, exp.SetOperation):
+            left, lout = self.query(q.left)
+            right, _rout = self.query(q.right)
+            op = "Union" if isinstance(q, exp.Union) else type(q).__name__
+            res = (self.node(op, [left, right], lout), lout)
+            if isinstance(q, exp.Union) and q.args.get("distinct"):
+                res = (self.node("Distinct", [res[0]], lout), lout)
+        elif isinstance(q, exp.Select):
+            res = _Select(self, q).translate()
+        else:                       # VALUES, a table function: rows of unknown shape
+            res = (self.node("LogicalRelation", [], []), [])
+        self.done[id(q)] = res
+        return res
+
+
+class _Select:
+    """One SELECT's operators."""
+
+    def __init__(self, t: _Translator, sel: exp.Select) -> None:
+        self.t = t
+        self.sel = sel
+        self.sc = scope(sel, t.tables)
+        self.cols: dict[int, dict[str, int]] = {}     # id(source) -> column -> expr number
+        self.lazy: dict[int, int] = {}   # id(source) of unknown columns -> its node
+        self.reg = not inside_pushed_query(sel)
+        if self.sc is not None:
+            t.typed.scopes[id(sel)] = self.sc
+
+    # ------------------------------------------------------------------ columns
+    def attr(self, col: exp.Column) -> Optional[tuple[int, Source]]:
+        sc = self.sc
+        if sc is None:
+            return None
+        only = next(iter(sc.sources.values())) if len(sc.sources) == 1 else None
+        src = sc.sources.get(sc.owner(col, probe=only) or "")
+        if src is None:
+            return None
+        cols = self.cols[id(src)]
+        name = col.name.lower()
+        if name not in cols and id(src) in self.lazy:   # a column of unknown shape's rows
+            cols[name] = self.t.new_id()
+            self.t.nodes[self.lazy[id(src)]]["output"].append([cols[name], name, "unknown"])
+        return (cols[name], src) if name in cols else None
+
+    def owners(self, c: exp.Expression) -> set[str]:
+        cols = outer_columns(c)
+        return {self.sc.owner(x, probe=next(iter(self.sc.sources.values()))   # type: ignore
+                              if len(self.sc.sources) == 1 else None)           # type: ignore
+                or "" for x in cols} if cols else set()
+
+    # ------------------------------------------------------------------ FROM items
+    def source(self, src: Source) -> int:
+        t = self.t
+        node = src.node
+        if src.cte is not None or isinstance(node, exp.Subquery):
+            body = src.cte if src.cte is not None else node.this
+            nid, out = t.query(body)
+            alias = node.args.get("alias") if isinstance(node, exp.Subquery) else None
+            names = [c.name.lower() for c in (alias.args.get("columns") or [])] \
+                if alias is not None else []
+            names = names or [n for _e, n in out]
+            self.cols[id(src)] = {}
+            for (e, _n), name in zip(out, names):
+                self.cols[id(src)].setdefault(name, e)
+            if any(isinstance(x, exp.Star) for x in body.find_all(exp.Star)):
+                # a star over rows of unknown shape: the columns the query names are its own
+                nid = t.node("SubqueryAlias", [nid], out)
+                self.lazy[id(src)] = nid
+            return nid
+        info = src.info
+        if info is None:
+            self.cols[id(src)] = {}
+            nid = t.node("LogicalRelation", [], [])
+            self.lazy[id(src)] = nid
+            return nid
+        cols = {c.lower(): t.new_id() for c in info.columns}
+        self.cols[id(src)] = cols
+        rel = None
+        if info.partition_columns or info.data_only:
+            rel = {"kind": "lazy", "index": "sql-text", "rootPaths": [],
+                   "partitionColumns": list(info.partition_columns), "bucketed": False,
+                   "partitionFiltered": False, "table": info.name}
+        nid = t.node("LogicalRelation", [], list((i, c) for c, i in cols.items()),
+                     relation=rel)
+        if rel is not None and src.prunable and self.reg:
+            t.typed.relations[nid] = (self.sc, src)     # type: ignore[assignment]
+        if node.args.get("sample") is not None:
+            nid = t.node("Sample", [nid], t.out(nid), nondeterministic="Sample")
+        return nid
+
+    def filtered(self, child: int, cs: list[exp.Expression],
+                 subs: list[tuple[exp.Expression, int, int]]) -> int:
+        """``child`` under a Filter of ``cs`` (and of the IN subqueries ``subs``)."""
+        if not cs:
+            return child
+        ins = [self.in_subquery(c, child, i) for c, _p, i in subs]
+        selective = any(not (isinstance(c, exp.Not) and isinstance(c.this, exp.Is))
+                        for c in cs)
+        return self.t.node("Filter", [child], self.t.out(child), selective=selective,
+                           inSubqueries=[s for s in ins if s is not None] or None,
+                           nondeterministic=self.t.unstable(cs, child))
+
+    # ------------------------------------------------------------------ IN / EXISTS
+    def in_subquery(self, c: exp.Expression, child: int, index: int
+                    ) -> Optional[dict[str, Any]]:
+        col, body, name = self.semi_query(c, index)
+        if col is None or body is None:
+            return None
+        found = self.attr(col)
+        if found is None or found[0] not in {e for e, _n in self.t.out(child)}:
+            return None
+        attr, src = found
+        qnode, qout = self.t.query(body)
+        if not qout:
+            return None
+        origin = Origin(self.sc, c, 2, index, query=body, name=name)  # type: ignore[arg-type]
+        qkey = self.t.key(qout[0][0], name, origin)
+        value = self.t.key(attr, col.sql(dialect="spark"),
+                           Origin(self.sc, c, 2, index, col, src))  # type: ignore[arg-type]
+        self.t.typed.partners.setdefault(name, []).append((src, name))
+        return {"query": qnode, "value": value, "queryKey": qkey}
+
+    def semi_query(self, c: exp.Expression, index: int
+                   ) -> tuple[Optional[exp.Column], Optional[exp.Expression], str]:
+        """The outer column and the build query of ``col IN (query)`` or of an ``EXISTS``
+        correlated by one equality; (None, None, "") for anything else (noted)."""
+        sc = self.sc
+        assert sc is not None
+        if isinstance(c, exp.In) and c.args.get("query") is not None and \
+                isinstance(c.this, exp.Column):
+            sub = c.args["query"]
+            body = sub.this if isinstance(sub, exp.Subquery) else sub
+            found = self.attr(c.this)
+            if found is None:
+                return None, None, ""
+            if not isinstance(body, exp.Query) or _correlated(body, found[1].alias):
+                self.t.note(found[1], 2, index, "correlated IN subquery: not used")
+                return None, None, ""
+            return c.this, body, label(body)
+        if not isinstance(c, exp.Exists):
+            return None, None, ""
+        body = c.this.this if isinstance(c.this, exp.Subquery) else c.this
+        if not isinstance(body, exp.Select):
+            return None, None, ""
+        for src in sc.sources.values():
+            col, sub = self.exists(body, src, index)
+            if col is not None:
+                return col, sub, label(body)
+        return None, None, ""
+
+    def exists(self, body: exp.Select, p: Source, index: int
+               ) -> tuple[Optional[exp.Column], Optional[exp.Expression]]:
+        if _aggregates_without_group(body):
+            self.t.note(p, 2, index, "EXISTS over an aggregate without GROUP BY is always "
+                                     "true: not used")
+            return None, None
+        where = body.args.get("where")
+        if where is None:
+            return None, None
+        correlated = [cj for cj in conjuncts(where.this) if refers_to(cj, p.alias)]
+        rest = [cj for cj in conjuncts(where.this) if not refers_to(cj, p.alias)]
+        if len(correlated) != 1 or not isinstance(correlated[0], exp.EQ):
+            if correlated:
+                self.t.note(p, 2, index, "EXISTS with a non-equality correlation: not used")
+            return None, None
+        a, b = correlated[0].this, correlated[0].expression
+        if not (isinstance(a, exp.Column) and isinstance(b, exp.Column)):
+            return None, None
+        if refers_to(b, p.alias):
+            a, b = b, a
+        if not refers_to(a, p.alias) or refers_to(b, p.alias):
+            return None, None
+        if not rest:
+            self.t.note(p, 2, index, "EXISTS subquery without predicates: not used")
+            return None, None
+        sub = body.copy()
+        sub.set("where", exp.Where(this=exp.and_(*[x.copy() for x in rest])))
+        for k in ("group", "having", "order", "limit", "offset", "qualify"):
+            sub.set(k, None)
+        sub.set("expressions", [exp.alias_(b.copy(), KEY_ALIAS)])
+        sub.set("distinct", None)
+        return a, sub
+
+    # ------------------------------------------------------------------ the SELECT
+    def translate(self) -> tuple[int, list[tuple[int, str]]]:
+        sc, t = self.sc, self.t
+        if sc is None:
+            return self.project(None)
+        order = list(sc.sources.values())
+        leaves = {id(s): self.source(s) for s in order}
+        for col in self.sel.find_all(exp.Column):   # unknown tables' columns, by use
+            if col.find_ancestor(exp.Select) is self.sel:
+                self.attr(col)
+        pos = {id(s): i for i, s in enumerate(order)}
+        # the join that brings each FROM item after the first (by position in ``order``)
+        by_node = {id(j.this): j for j in self.sel.args.get("joins") or []}
+        joins = [by_node.get(id(s.node)) for s in order[1:]]
+        types = [join_type_of(j) if j is not None else JoinType.INNER for j in joins]
+        below: dict[int, list[tuple[exp.Expression, int, int]]] = {id(s): [] for s in order}
+        above: list[tuple[exp.Expression, int, int]] = []
+        # every equality that may key a join: (conjunct, join type, phase, index, columns,
+        # the conjuncts the build query draws its neighbours from); made joins of their own
+        pairs: list[tuple[exp.Expression, JoinType, int, int, Any, list[exp.Expression]]] = []
+        inner = sc.where + sc.inner_on
+        for i, c in enumerate(inner):
+            found = self.inner_pair(c)
+            if found is not None:     # a key, and a condition over the joins as written
+                pairs.append((c, JoinType.INNER, 0, i, found, inner))
+                above.append((c, 0, -1))
+                continue
+            owners = self.owners(c)
+            src = sc.sources.get(next(iter(owners))) if len(owners) == 1 else None
+            where = i if i < len(sc.where) else -1
+            (below[id(src)] if src is not None and not src.null_supplied
+             else above).append((c, 2, where))
+            self.text_notes(c, i)
+        for j, (jn, jt) in enumerate(zip(joins, types), start=1):
+            if jn is None or jt in _INNER or jt is None:
+                continue
+            phase = 1 if jt in (JoinType.LEFT_SEMI, JoinType.LEFT_ANTI) else 0
+            on = conjuncts(jn.args.get("on"))
+            for i, c in enumerate(on):
+                found = self.column_pair(c)
+                if found is not None and max(pos[id(found[0][1])], pos[id(found[1][1])]) == j:
+                    pairs.append((c, jt, phase, i, found, inner + on if phase else inner))
+                    continue
+                owners = self.owners(c)
+                src = sc.sources.get(next(iter(owners))) if len(owners) == 1 else None
+                if src is not None and (pos[id(src)] == j if jt in (
+                        JoinType.LEFT_OUTER, JoinType.LEFT_SEMI, JoinType.LEFT_ANTI)
+                        else jt is JoinType.RIGHT_OUTER and pos[id(src)] < j):
+                    below[id(src)].append((c, 0, -1))   # about the NULL-supplied side
+                if phase == 0:
+                    self.text_notes(c, i)
+        sub = {id(s): self.filtered(leaves[id(s)], [c for c, _p, _i in below[id(s)]],
+                                    [x for x in below[id(s)] if _is_in(x[0])])
+               for s in order}
+        for c, jt, phase, i, found, near in pairs:
+            self.pair_join(c, jt, phase, i, found, sub, near, pos)
+        node = None
+        for s in order:
+            if node is None:
+                node = sub[id(s)]
+                continue
+            j = pos[id(s)]
+            jt = types[j - 1]
+            out = t.out(node) + ([] if jt in (JoinType.LEFT_SEMI, JoinType.LEFT_ANTI)
+                                 else t.out(sub[id(s)]))
+            node = t.node("Join", [node, sub[id(s)]], out,
+                          joinType=jt.value if jt else "UNKNOWN", keys=[])
+        assert node is not None
+        node = self.filtered(node, [c for c, _p, _i in above],
+                             [x for x in above if _is_in(x[0])])
+        return self.project(node)
+
+    def column_pair(self, c: exp.Expression) -> Any:
+        """The two FROM items' columns an equality ``a.x = b.y`` compares, or None."""
+        if not isinstance(c, exp.EQ) or not all(isinstance(x, exp.Column)
+                                                for x in (c.this, c.expression)):
+            return None
+        a, b = self.attr(c.this), self.attr(c.expression)
+        return None if a is None or b is None or a[1] is b[1] else (a, b)
+
+    def inner_pair(self, c: exp.Expression) -> Any:
+        """An equality of the WHERE or an inner ON between two FROM items whose rows come
+        out only matched (no outer join fills either with NULLs, neither is a semi
+        join's test): an inner join key."""
+        found = self.column_pair(c)
+        if found is None or any(s.null_supplied or s.semi_right for _a, s in found):
+            return None
+        return found
+
+    def keys(self, c: exp.Expression, phase: int, index: int,
+             found: tuple[tuple[int, Source], tuple[int, Source]]) -> list[dict[str, Any]]:
+        """A join's key pair of an equality, each key linked back to its side."""
+        (a, sa), (b, sb) = found
+        ca, cb = c.this, c.expression
+        if sa is not self.attr(ca)[1]:    # type: ignore[index]
+            ca, cb = cb, ca
+        for src, other, osrc in ((sa, cb, sb), (sb, ca, sa)):
+            self.t.typed.partners.setdefault(other.sql(dialect="spark"), []).append(
+                (src, f"{osrc.table or osrc.alias}.{other.name}"))
+        return [self.t.key(at, col.sql(dialect="spark"),
+                           Origin(self.sc, c, phase, index, col, src))  # type: ignore[arg-type]
+                for at, src, col in ((a, sa, ca), (b, sb, cb))]
+
+    def pair_join(self, c: exp.Expression, jt: JoinType, phase: int, index: int,
+                  found: Any, sub: dict[int, int], near: list[exp.Expression],
+                  pos: dict[int, int]) -> None:
+        """An equality as a join of its own (a root of the plan), of the type of the join
+        that holds it, the FROM item that comes first on the left: each side is its item
+        with the filtered inner neighbours its build query would read
+        (:func:`dpp.sql_build.snowflake` over the conjuncts ``near``), so that "the build side
+        filters something" is asked of what the build query reads. (Spark's ReorderJoin
+        would key each equality at one join of a left-deep tree, where the other side is
+        whatever came before it.)"""
+        sc, t = self.sc, self.t
+        assert sc is not None
+        if pos[id(found[0][1])] > pos[id(found[1][1])]:
+            found = (found[1], found[0])
+        (_a, sa), (_b, sb) = found
+        sides = []
+        for me, other in ((sa, sb), (sb, sa)):
+            near_me = near if not me.null_supplied or me.preserved_outer else me.outer_on
+            members = snowflake(t.tables, me, sc, near_me, other)[0]
+            node = sub[id(members[0])]
+            for m in members[1:]:
+                node = t.node("Join", [node, sub[id(m)]], t.out(node) + t.out(sub[id(m)]),
+                              joinType=JoinType.INNER.value, keys=[])
+            sides.append(node)
+        out = t.out(sides[0]) + ([] if jt in (JoinType.LEFT_SEMI, JoinType.LEFT_ANTI)
+                                 else t.out(sides[1]))
+        t.extra_roots.append(t.node("Join", sides, out, joinType=jt.value,
+                                    keys=[self.keys(c, phase, index, found)]))
+
+    def text_notes(self, c: exp.Expression, index: int) -> None:
+        """Notes on a conjunct that gives no key although it compares a FROM item's column
+        with another's (in a subquery too), or is an anti join."""
+        sc = self.sc
+        assert sc is not None
+        only = next(iter(sc.sources.values())) if len(sc.sources) == 1 else None
+        owners = {sc.owner(x, probe=only) for x in c.find_all(exp.Column)}   # None: outer
+        if isinstance(c, exp.Not) and isinstance(c.this, (exp.In, exp.Exists)):
+            for s in sc.sources.values():
+                self.t.note(s, 2, index,
+                            "anti join (NOT IN / NOT EXISTS): never pruned")
+            return
+        if isinstance(c, exp.NullSafeEQ):
+            for s in sc.sources.values():
+                self.t.note(s, 0, index, "null-safe equality (<=>) matches NULLs: not used")
+        if len(owners) < 2:
+            return
+        for alias in owners:
+            src = sc.sources.get(alias)
+            if src is None:
+                continue
+            if isinstance(c, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NEQ)):
+                self.t.note(src, 0, index, f"non-equi join predicate not used: "
+                                           f"{c.sql('spark')}")
+
+    def project(self, child: Optional[int]) -> tuple[int, list[tuple[int, str]]]:
+        """The operators above the joins: the SELECT's node and output."""
+        t, sel = self.t, self.sel
+        items = sel.expressions
+        node = child
+        group = sel.args.get("group")
+        aggregated = group is not None or any(
+            any(True for _ in e.find_all(exp.AggFunc)) for e in items)
+        windows = [w for e in items for w in e.find_all(exp.Window)]
+        if windows and node is not None:
+            specs = [{self.attr(p)[0] for p in w.args.get("partition_by") or []   # type: ignore
+                      if isinstance(p, exp.Column) and self.attr(p)} for w in windows]
+            common = set.intersection(*specs) if specs else set()
+            ties = next((w.this.sql_name().lower() for w in windows
+                         if w.this.sql_name().lower() in _TIE_ORDER), None)
+            node = t.node("Window", [node], t.out(node), partitionSpec=sorted(common),
+                          tieOrder=ties)
+        out: list[tuple[int, str]] = []
+        mapping: list[list[int]] = []
+        grouped = {self.attr(g)[0] for g in (group.expressions if group else [])   # type: ignore
+                   if isinstance(g, exp.Column) and self.attr(g)}
+        for e in items:
+            if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and
+                                           isinstance(e.this, exp.Star)):
+                for eid, name in (t.out(child) if child is not None else []):
+                    new = t.new_id()
+                    out.append((new, name))
+                    mapping.append([new, eid])
+                continue
+            new = t.new_id()
+            out.append((new, e.alias_or_name.lower()))
+            inner = e.unalias()
+            if isinstance(inner, exp.Column):
+                found = self.attr(inner)
+                if found is not None and (not aggregated or found[0] in grouped):
+                    mapping.append([new, found[0]])
+        op = "Aggregate" if aggregated else "Project"
+        if node is None:
+            node = t.node("OneRowRelation", [], [])
+        node = t.node(op, [node], out, map=mapping,
+                      nondeterministic=t.unstable(items, node))
+        having = sel.args.get("having")
+        if having is not None:
+            node = t.node("Filter", [node], out, selective=True,
+                          nondeterministic=t.unstable([having], node))
+        if sel.args.get("distinct"):
+            node = t.node("Distinct", [node], out)
+        if sel.args.get("order") is not None:
+            node = t.node("Sort", [node], out)
+        one_row = aggregated and group is None and having is None
+        for k, op in (("offset", "Offset"), ("limit", "GlobalLimit")):
+            if sel.args.get(k) is not None and not (op == "GlobalLimit" and one_row and
+                                                    _at_least_one(sel.args[k])):
+                # (a limit of a global aggregate's one row is gone: Spark's EliminateLimits)
+                node = t.node(op, [node], out, nondeterministic=op,
+                              ordered=True if sel.args.get("order") is not None else None)
+        return node, out
+
+
+def _at_least_one(limit: exp.Expression) -> bool:
+    n = limit.expression if isinstance(limit, exp.Limit) else None
+    return isinstance(n, exp.Literal) and n.is_int and int(n.this) >= 1
+
+
+def _is_in(c: exp.Expression) -> bool:
+    return isinstance(c, exp.Exists) or (isinstance(c, exp.In) and
+                                         c.args.get("query") is not None)
+
+
+def _correlated(body: exp.Expression, alias: str) -> bool:
+    inner_aliases = {(t.alias or t.name).lower() for t in body.find_all(exp.Table)}
+    inner_aliases |= {(s.alias or "").lower() for s in body.find_all(exp.Subquery)}
+    return alias not in inner_aliases and refers_to(body, alias)
+
+
+def _aggregates_without_group(body: exp.Select) -> bool:
+    if body.args.get("group") is not None:
+        return False
+    return any(isinstance(e.unalias(), exp.AggFunc) or any(True for _ in e.find_all(exp.AggFunc))
+               for e in body.expressions)
+
