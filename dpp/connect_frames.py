@@ -73,8 +73,9 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from dpp.connect_typed import all_relations as _all_relations
-from dpp.connect_typed import deterministic_relation, relation_children, translate
+from dpp.connect_proto import all_relations as _all_relations
+from dpp.connect_proto import deterministic_relation, relation_children
+from dpp.connect_typed import translate
 from dpp.core.errors import ConfigError
 from dpp.report import JobReport
 from dpp.views import norm_name

@@ -233,6 +233,11 @@ def test_a_build_side_must_filter_and_a_local_one_does() -> None:
     local = _rel()
     local.local_relation.data = b""
     assert _pruned(join(read("f"), local, call("==", col("k"), col("dk")))) == [("k", "dk")]
+    for query, pruned in (("SELECT dk FROM d WHERE x = 1", True), ("SELECT dk FROM d", False)):
+        text = _rel()
+        text.sql.query = query
+        got = _pruned(join(read("f"), text, call("==", col("k"), col("dk"))))
+        assert got == ([("k", "dk")] if pruned else []), query
 
 
 def test_keys_through_aggregates_and_unions() -> None:
