@@ -235,7 +235,9 @@ class _Translator:
         n = self.node(op, kids, rel, **extra)
         n.leaf_open = True
         if kind == "sql" and sql_filters(rel.sql.query):   # its WHERE, as a Filter node
-            return self.passing("Filter", n, rel, selective=True)
+            top = self.passing("Filter", n, rel, selective=True)
+            top.pids = dict(n.pids)   # one relation: its plan id names the query's node
+            return top
         return n
 
     def read(self, rel: Any) -> _Node:
