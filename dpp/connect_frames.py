@@ -24,12 +24,14 @@ It always does two things, and a third only when asked:
 
     fact.join(dim.where(...), fact.key == dim.key)          # or on="key", any side order
 
-  where ``fact`` is, under Filter / Project / SubqueryAlias / WithColumns nodes that keep the
-  key column as it is (and through other joins that keep the fact's rows), a ``Read`` of a
-  table dpp knows: ``spark.table(name)`` of a partitioned catalog table, or
-  ``spark.read.parquet(folder)`` of a folder declared as ``spark.dpp.tables.<name>``. Every
-  equi-join key pair on a partition column gives a dynamic filter whose build side is the
-  other side of that join — its own plan, run by Spark as an aggregation and collected with
+  where ``fact`` is a ``Read`` of a table dpp knows: ``spark.table(name)`` of a
+  partitioned catalog table, or ``spark.read.parquet(folder)`` of a folder declared as
+  ``spark.dpp.tables.<name>``. Which join key reaches which partition column, through which
+  operators, and which side of which join may be pruned by which build side is not decided
+  here: the plan is translated to the typed plan the optimizer hook's rule describes
+  (:mod:`dpp.connect_typed`) and :func:`dpp.plan_pairs.find_prunes` decides, by the rules
+  of :mod:`dpp.rules`. Every pair on a partition column gives a dynamic filter whose build
+  side is the plan it names — run by Spark as an aggregation and collected with
   ``toArrow()`` (:func:`dpp.join.pruned_fact`) — and the read is replaced, in
   place and under its own ``plan_id`` (so ``fact["col"]`` still resolves), by a temporary
   view of the pruned relation, dropped when the action is done.
@@ -40,11 +42,11 @@ So it rewrites only what it can prove, and sends anything else as built:
 
 * a fact read that occurs more than once in the plan (a DataFrame used in two branches
   shares its ``plan_id``: each use has its own joins, one view cannot serve both);
-* a key that is not a plain column of the fact: ``f["meta.day"]`` (a nested field), a
-  qualified name whose qualifier is not an alias met on the fact's own side, or could be a
-  column (a struct);
+* a key whose name Spark could resolve otherwise: ``f["meta.day"]`` (a nested field), a
+  qualified name whose qualifier is not an alias in scope, or could be a column (a struct),
+  a name two relations of the plan have;
 * a build side that is not deterministic (``rand()`` in a SQL-string filter, ``sample``,
-  ``limit``): it would be drawn again for the filter;
+  ``limit``): it would be drawn again for the filter (reported);
 * a plan any part of which over the fact is cached (``df.cache()``): the rewrite would read
   the files, not the cache;
 * a read named like a declared table, a temporary view of the user's, or whose relation as
@@ -71,7 +73,9 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from dpp import rules as prune_rules
+from dpp.connect_proto import all_relations as _all_relations
+from dpp.connect_proto import deterministic_relation, relation_children
+from dpp.connect_typed import translate
 from dpp.core.errors import ConfigError
 from dpp.report import JobReport
 from dpp.views import norm_name
@@ -79,32 +83,16 @@ from dpp.views import norm_name
 if TYPE_CHECKING:  # pragma: no cover
     from dpp.session import DppSession
 
-__all__ = ["ConnectFrames", "ConnectLifecycle", "FactRead", "find_fact_joins", "lifecycle_of"]
+__all__ = ["ConnectFrames", "ConnectLifecycle", "FactRead", "find_fact_joins", "lifecycle_of",
+           "deterministic_relation"]
 
 log = logging.getLogger(__name__)
 
 _VIEW_PREFIX = "__dpp_frame_"
 
-# Join.JoinType values (spark/connect/relations.proto)
-_INNER, _FULL, _LEFT, _RIGHT, _ANTI, _SEMI, _CROSS = 1, 2, 3, 4, 5, 6, 7
-# which side of a join may be pruned by the other: the rules', by the protobuf's join types
-_PRUNABLE_SIDES: dict[int, tuple[str, ...]] = {
-    code: prune_rules.prunable_sides(jt) for code, jt in {
-        _INNER: prune_rules.JoinType.INNER, _FULL: prune_rules.JoinType.FULL_OUTER,
-        _LEFT: prune_rules.JoinType.LEFT_OUTER, _RIGHT: prune_rules.JoinType.RIGHT_OUTER,
-        _ANTI: prune_rules.JoinType.LEFT_ANTI, _SEMI: prune_rules.JoinType.LEFT_SEMI,
-        _CROSS: prune_rules.JoinType.CROSS}.items()}
-
 # how long ending dpp's clones may take at spark.stop() and at exit: a dead server must not
 # hold the process (the client's own retries wait minutes)
 END_TIMEOUT = 2.0
-
-# relations whose rows depend on the run: never in a build side
-_UNREPEATABLE = frozenset({"sample", "limit", "offset", "tail", "sample_by",
-                           "map_partitions", "group_map", "co_group_map",
-                           "common_inline_user_defined_table_function",
-                           "common_inline_user_defined_data_source", "extension", "unknown"})
-
 
 # ====================================================================== lifecycle
 
@@ -277,167 +265,7 @@ class FactRead:
     name: str                                  # the table's name in dpp
     pairs: list[tuple[str, Any, str]] = field(default_factory=list)
     key: Any = None                            # (plan_id, serialized read)
-
-
-def _relation_children(rel: Any) -> list[Any]:
-    """The Relation messages directly under ``rel`` (through any message nesting)."""
-    out: list[Any] = []
-
-    def walk(msg: Any) -> None:
-        for fd, value in msg.ListFields():
-            if fd.message_type is None:
-                continue
-            # a singular message, or a repeated field / map (its values, when messages)
-            values = [value] if hasattr(value, "DESCRIPTOR") else (
-                list(value.values()) if hasattr(value, "values") else list(value))
-            for v in values:
-                if not hasattr(v, "DESCRIPTOR"):
-                    continue
-                if v.DESCRIPTOR.full_name == "spark.connect.Relation":
-                    out.append(v)
-                else:
-                    walk(v)
-    kind = rel.WhichOneof("rel_type")
-    if kind is not None:
-        walk(getattr(rel, kind))
-    return out
-
-
-def _all_messages(msg: Any) -> Iterator[Any]:
-    """``msg`` and every message inside it (repeated fields and maps too), depth first."""
-    stack = [msg]
-    while stack:
-        m = stack.pop()
-        yield m
-        for fd, value in m.ListFields():
-            if fd.message_type is None:
-                continue
-            values = [value] if hasattr(value, "DESCRIPTOR") else (
-                list(value.values()) if hasattr(value, "values") else list(value))
-            stack.extend(v for v in values if hasattr(v, "DESCRIPTOR"))
-
-
-def _all_relations(msg: Any) -> Iterator[Any]:
-    """Every Relation message in ``msg`` (a Relation, a Command, any message), depth first."""
-    return (m for m in _all_messages(msg) if m.DESCRIPTOR.full_name == "spark.connect.Relation")
-
-
-def _name_parts(ident: str) -> Optional[list[str]]:
-    """``a.b`` → ["a", "b"], with backquoted parts taken whole (```a.b``` is one name);
-    None for text that is not a dotted name."""
-    parts: list[str] = []
-    cur, i, n = "", 0, len(ident)
-    quoted_part = False
-    while i < n:
-        ch = ident[i]
-        if ch == "`":
-            j = i + 1
-            buf = ""
-            while j < n:
-                if ident[j] == "`":
-                    if j + 1 < n and ident[j + 1] == "`":
-                        buf += "`"
-                        j += 2
-                        continue
-                    break
-                buf += ident[j]
-                j += 1
-            else:
-                return None
-            cur += buf
-            quoted_part = True
-            i = j + 1
-        elif ch == ".":
-            if not cur and not quoted_part:
-                return None
-            parts.append(cur)
-            cur, quoted_part = "", False
-            i += 1
-        else:
-            cur += ch
-            i += 1
-    if not cur and not quoted_part:
-        return None
-    parts.append(cur)
-    return parts
-
-
-def _reference(expr: Any) -> Optional[tuple[Optional[str], str, Optional[int]]]:
-    """A column reference as ``(qualifier, name, plan_id)``: ``col("k")`` and ``df["k"]``
-    (no qualifier), ``col("f.k")`` (qualifier ``f``, to be checked against the aliases of
-    the plan: it may as well be field ``k`` of a struct column ``f``). None for anything
-    else, and for a dotted name with a ``plan_id`` (``f["meta.day"]``: a nested field)."""
-    if expr.WhichOneof("expr_type") != "unresolved_attribute":
-        return None
-    ua = expr.unresolved_attribute
-    parts = _name_parts(ua.unparsed_identifier)
-    pid = ua.plan_id if ua.HasField("plan_id") else None
-    if parts is None or len(parts) > 2 or (len(parts) == 2 and pid is not None):
-        return None
-    if len(parts) == 1:
-        return None, parts[0], pid
-    return parts[0], parts[1], None
-
-
-def _attribute(expr: Any) -> Optional[str]:
-    """The column name of a plain, unqualified column reference, or None."""
-    ref = _reference(expr)
-    return ref[1] if ref is not None and ref[0] is None else None
-
-
-def _equalities(cond: Any) -> Optional[list[tuple[Any, Any]]]:
-    """The pairs of a conjunction of ``a == b`` column references, or None if it is not one."""
-    if cond.WhichOneof("expr_type") != "unresolved_function":
-        return None
-    fn = cond.unresolved_function
-    if fn.function_name == "and" and len(fn.arguments) == 2:
-        left, right = _equalities(fn.arguments[0]), _equalities(fn.arguments[1])
-        return None if left is None or right is None else left + right
-    if fn.function_name == "==" and len(fn.arguments) == 2:
-        return [(fn.arguments[0], fn.arguments[1])]
-    return None
-
-
-def _plan_ids(rel: Any) -> set[int]:
-    """Every ``plan_id`` in the subtree of ``rel`` (a column reference names one of them)."""
-    ids = {rel.common.plan_id} if rel.HasField("common") else set()
-    for child in _relation_children(rel):
-        ids |= _plan_ids(child)
-    return ids
-
-
-def _aliases(rel: Any) -> set[str]:
-    """Every ``alias(...)`` name (lower case) in the subtree of ``rel``."""
-    return {r.subquery_alias.alias.lower() for r in _all_relations(rel)
-            if r.WhichOneof("rel_type") == "subquery_alias"}
-
-
-def _output_keeps(rel: Any, column: str) -> Optional[tuple[Any, Optional[int]]]:
-    """The relation under ``rel`` whose column ``column`` reaches ``rel``'s output as it is,
-    descending one node, and the ``plan_id`` the projection names it by (``df["k"]`` in a
-    ``select``), if any; None when ``rel`` renames, computes or drops it."""
-    kind = rel.WhichOneof("rel_type")
-    low = column.lower()
-    if kind in ("filter", "subquery_alias", "hint"):
-        return getattr(rel, kind).input, None
-    if kind == "project":
-        star = False
-        for e in rel.project.expressions:
-            et = e.WhichOneof("expr_type")
-            if et == "unresolved_star":
-                star = True
-                continue
-            name = _attribute(e)
-            if name is not None and name.lower() == low:
-                ua = e.unresolved_attribute
-                return rel.project.input, (ua.plan_id if ua.HasField("plan_id") else None)
-        return (rel.project.input, None) if star else None
-    if kind == "with_columns":
-        for alias in rel.with_columns.aliases:
-            if any(n.lower() == low for n in alias.name):
-                return None
-        return rel.with_columns.input, None
-    return None
+    refused: Optional[str] = None              # why a pair's build side was refused
 
 
 def _read_key(rel: Any) -> tuple[Optional[int], bytes]:
@@ -459,7 +287,7 @@ def _ancestors(root: Any, key: Any) -> list[Any]:
         path.append(rel)
         if rel.WhichOneof("rel_type") == "read" and _read_key(rel) == key:
             return True
-        for child in _relation_children(rel):
+        for child in relation_children(rel):
             if walk(child):
                 return True
         path.pop()
@@ -467,54 +295,6 @@ def _ancestors(root: Any, key: Any) -> list[Any]:
 
     walk(root)
     return path
-
-
-def _sql_deterministic(text: str, query: bool) -> bool:
-    """Whether SQL text (an expression, or a query when ``query``) is free of functions and
-    clauses whose value is drawn per run. Text sqlglot cannot read is not."""
-    import sqlglot
-    from sqlglot import exp
-
-    from dpp.pushdown import deterministic
-
-    try:
-        tree = (sqlglot.parse_one(text, read="spark") if query
-                else sqlglot.parse_one(f"SELECT {text}", read="spark"))
-    except Exception:
-        return False
-    if tree is None or not deterministic(tree, prune_rules.RERUN_FUNCTIONS):
-        return False
-    return not any(True for _ in tree.find_all(exp.Limit, exp.Offset, exp.TableSample))
-
-
-def deterministic_relation(rel: Any) -> bool:
-    """Whether the plan ``rel`` gives the same rows when run again (a build side is run
-    once more, on its own, for the filter): no sampling or limit, no function drawn per run
-    (by name, or inside SQL text: ``where("rand() < 0.5")``, ``spark.sql(...)``), no
-    nondeterministic UDF."""
-    for r in _all_relations(rel):
-        kind = r.WhichOneof("rel_type")
-        if kind in _UNREPEATABLE:
-            return False
-        if kind == "sql" and not _sql_deterministic(r.sql.query, query=True):
-            return False
-    for m in _all_messages(rel):
-        name = m.DESCRIPTOR.full_name
-        if name == "spark.connect.Expression":
-            et = m.WhichOneof("expr_type")
-            if et == "expression_string" and not _sql_deterministic(
-                    m.expression_string.expression, query=False):
-                return False
-            if et == "unresolved_function" and (
-                    m.unresolved_function.function_name.lower() in prune_rules.RERUN_FUNCTIONS):
-                return False
-            if et == "call_function" and (
-                    m.call_function.function_name.lower() in prune_rules.RERUN_FUNCTIONS):
-                return False
-            if et == "common_inline_user_defined_function" and (
-                    not m.common_inline_user_defined_function.deterministic):
-                return False
-    return True
 
 
 def _overlaps(a: str, b: str) -> bool:
@@ -640,9 +420,8 @@ class ConnectFrames:
             if counts[fact.key] != 1:
                 why = ("the same DataFrame read occurs more than once in the plan (one view "
                        "cannot stand for each use)")
-            elif any(not deterministic_relation(rel) for _, rel, _ in fact.pairs):
-                why = ("a build side is not deterministic (random or per-run functions, "
-                       "sampling or a limit): running it again could give other keys")
+            elif not fact.pairs:   # refused by the rules: a build side drawn per run
+                why = fact.refused
             elif target is not None:
                 table = self.session.catalog.table(fact.name, {})
                 if table is None or not table.location or _overlaps(target, table.location):
@@ -818,15 +597,22 @@ class _Relation:
 
 
 def find_fact_joins(root: Any, fact_of: Any) -> list[FactRead]:
-    """The fact reads under ``root`` with the join keys that prune them (module docstring).
+    """The fact reads under ``root`` with the join keys that prune them (module docstring),
+    as :func:`dpp.plan_pairs.find_prunes` decides on the plan's typed translation
+    (:mod:`dpp.connect_typed`).
 
     ``fact_of(read)``: ``(name, columns, partition columns)`` (lower case) of the dpp table
-    a ``Read`` message reads whole, or None. Only keys on partition columns are kept. Build
-    sides are copies (the tree is changed afterwards); the build column is as the join
-    names it (``d.k`` for an alias-qualified key), to be selected from the build side."""
+    a ``Read`` message reads whole, or None. Only keys on partition columns are kept; a fact
+    whose only pairs were refused for a build side that is not deterministic comes with no
+    pairs and ``refused`` saying why. Build sides are copies (the tree is changed
+    afterwards); the build column is as the join names it (``d.k`` for an alias-qualified
+    key), to be selected from the build side."""
     import pyspark.sql.connect.proto as proto
 
-    found: dict[Any, FactRead] = {}
+    from dpp.plan_pairs import find_prunes
+
+    if not any(r.WhichOneof("rel_type") == "join" for r in _all_relations(root)):
+        return []   # no join, no pairs: no table looked up
     known: dict[bytes, Optional[tuple[str, set[str], set[str]]]] = {}
 
     def fact_name(read: Any) -> Optional[tuple[str, set[str], set[str]]]:
@@ -835,154 +621,32 @@ def find_fact_joins(root: Any, fact_of: Any) -> list[FactRead]:
             known[key] = fact_of(read)
         return known[key]
 
-    def fact_side(rel: Any, column: str, pid: Optional[int] = None,
-                  must_find: bool = False, depth: int = 0,
-                  qual: Optional[str] = None) -> Optional[Any]:
-        """The fact's Read relation that column ``column`` of ``rel`` is, or None.
+    typed = translate(root, fact_name)
+    if not typed.facts:
+        return []
+    refused: list[tuple[int, str, str]] = []
+    prunes, _notes = find_prunes(typed.message, refused)   # type: ignore[arg-type]
+    found: dict[Any, FactRead] = {}
 
-        ``pid``: the plan id the column is named by (``df["k"]``); ``qual``: the alias
-        qualifying it (``col("f.k")``); ``must_find``: that node (or that alias) must still
-        be met on the way down. Below a join a bare name could be the other side's column,
-        so a join is crossed only by a column named by a plan id or an alias, and that node
-        must lie below every join crossed (on the fact's own side)."""
-        if depth > 64:
-            return None
-        if pid is not None and rel.HasField("common") and rel.common.plan_id == pid:
-            must_find = False
-        kind = rel.WhichOneof("rel_type")
-        if qual is not None and kind == "subquery_alias":
-            if rel.subquery_alias.alias.lower() != qual:
-                return None if must_find else fact_side(rel.subquery_alias.input, column,
-                                                        pid, False, depth + 1)
-            return fact_side(rel.subquery_alias.input, column, pid, False, depth + 1)
-        if kind == "read":
-            return rel if not must_find and fact_name(rel.read) is not None else None
-        if kind == "join":
-            if pid is None and qual is None:
-                return None
-            j = rel.join
-            # through a join that keeps the fact side's rows as they are (or drops some)
-            sides = []
-            if j.join_type in (_INNER, _CROSS, _LEFT, _SEMI, _ANTI):
-                sides.append(j.left)
-            if j.join_type in (_INNER, _CROSS, _RIGHT):
-                sides.append(j.right)
-            for side in sides:
-                if pid is not None and pid not in _plan_ids(side):
-                    continue
-                if qual is not None:
-                    other = j.right if side is j.left else j.left
-                    if qual not in _aliases(side) or qual in _aliases(other):
-                        continue
-                got = fact_side(side, column, pid, True, depth + 1, qual)
-                if got is not None:
-                    return got
-            return None
-        below = _output_keeps(rel, column)
-        if below is None:
-            return None
-        child, named_by = below
-        if named_by is not None:   # select(df["k"]): the column is that node's
-            pid, must_find = named_by, True
-        return fact_side(child, column, pid, must_find, depth + 1, qual)
+    def entry(node: int) -> FactRead:
+        read = typed.relations[node]
+        key = _read_key(read)
+        if key not in found:
+            found[key] = FactRead(read, typed.facts[node][0], key=key)
+        return found[key]
 
-    def visit(rel: Any) -> None:
-        if rel.WhichOneof("rel_type") == "join":
-            consider(rel.join)
-        for child in _relation_children(rel):
-            visit(child)
-
-    def consider(j: Any) -> None:
-        # (fact-side name, qualifier, plan id, build-side name as the join names it) for
-        # each side the key may come from
-        pairs: list[tuple[tuple[Optional[str], str, Optional[int]],
-                          tuple[Optional[str], str, Optional[int]], Any, Any]] = []
-        using = bool(j.using_columns)
-        if using:
-            pairs = [((None, c, None), (None, c, None), None, None) for c in j.using_columns]
-        elif j.HasField("join_condition"):
-            eqs = _equalities(j.join_condition)
-            if eqs is None:
-                return
-            for a, b in eqs:
-                ra, rb = _reference(a), _reference(b)
-                if ra is None or rb is None:
-                    return
-                pairs.append((ra, rb, a, b))
-        if not pairs:
-            return
-        # which side may be pruned by the other: the one whose unmatched rows are dropped
-        prunable = _PRUNABLE_SIDES.get(j.join_type, ())
-        left_ids: Optional[set[int]] = None
-        for side in prunable:
-            probe, build = (j.left, j.right) if side == "left" else (j.right, j.left)
-            for ra, rb, _ea, _eb in pairs:
-                (qa, na, pa), (qb, nb, pb) = ra, rb
-                if using:
-                    # USING resolves the name on each side separately
-                    read = fact_side(probe, na)
-                    fref, dref = ra, rb
-                elif qa is not None or qb is not None:
-                    got = _by_alias(probe, build, ra, rb)
-                    if got is None:
-                        continue
-                    read, fref, dref = got
-                elif pa is not None or pb is not None:
-                    if left_ids is None:
-                        left_ids = _plan_ids(j.left)
-                    a_left = pa in left_ids if pa is not None else pb not in left_ids
-                    # the attribute of the probe side, the build side's
-                    fref, dref = (ra, rb) if (side == "left") == a_left else (rb, ra)
-                    read = fact_side(probe, fref[1], fref[2], fref[2] is not None)
-                else:
-                    # unqualified names: the fact's column is the one its table has (Spark
-                    # resolves each name on the side that has it)
-                    oriented = _orient(probe, na, nb)
-                    if oriented is None:
-                        continue
-                    fref, dref = oriented
-                    read = fact_side(probe, fref[1])
-                if read is None:
-                    continue
-                fcol = fref[1]
-                name, columns, partitions = fact_name(read.read)   # type: ignore[misc]
-                if fcol.lower() not in partitions:   # partition pruning only
-                    continue
-                if fref[0] is not None and fref[0].lower() in columns:
-                    continue   # f.k could be field k of a struct column f
-                key = _read_key(read)
-                entry = found.get(key)
-                if entry is None:
-                    entry = found[key] = FactRead(read, name, key=key)
-                copy = proto.Relation()
-                copy.CopyFrom(build)
-                dname = dref[1] if dref[0] is None else f"`{dref[0]}`.`{dref[1]}`"
-                entry.pairs.append((fcol, copy, dname))
-
-    def _by_alias(probe: Any, build: Any, ra: Any, rb: Any) -> Optional[tuple[Any, Any, Any]]:
-        """Alias-qualified keys (``col("f.k") == col("d.k")``): the probe's is the one whose
-        alias is met only on the probe side, the other's only on the build side."""
-        pa_, ba_ = _aliases(probe), _aliases(build)
-        got = []
-        for f, d in ((ra, rb), (rb, ra)):
-            if f[0] is None or f[0].lower() not in pa_ or f[0].lower() in ba_:
-                continue
-            if d[0] is None or d[0].lower() not in ba_ or d[0].lower() in pa_:
-                continue   # both keys qualified, each by an alias of its own side only
-            read = fact_side(probe, f[1], None, True, 0, f[0].lower())
-            if read is not None:
-                got.append((read, f, d))
-        return got[0] if len(got) == 1 else None
-
-    def _orient(probe: Any, na: str, nb: str) -> Optional[tuple[Any, Any]]:
-        got = []
-        for f, d in ((na, nb), (nb, na)):
-            read = fact_side(probe, f)
-            if read is not None:
-                cols = fact_name(read.read)[1]   # type: ignore[index]
-                if f.lower() in cols and d.lower() not in cols:
-                    got.append(((None, f, None), (None, d, None)))
-        return got[0] if len(got) == 1 else None
-
-    visit(root)
+    for p in prunes:
+        # partition columns by a plain key, with a build side of its own (no narrowing by
+        # another relation: a FactRead's pair is one build side)
+        if p.data or p.fact_expr is not None or p.build_semi is not None:
+            continue
+        dname = typed.build_column(p.build_node, p.build_expr)
+        if dname is None:
+            continue
+        copy = proto.Relation()
+        copy.CopyFrom(typed.relations[p.build_node])
+        entry(p.relation).pairs.append((p.column, copy, dname))
+    for rel, col, note in refused:
+        if col.lower() in typed.facts[rel][2] and not entry(rel).pairs:
+            entry(rel).refused = note
     return list(found.values())

@@ -10,7 +10,7 @@ used (the optimizer hook reads the same from Spark's own flags in ``PlanDescribe
 On a classic session the DataFrame's analyzed plan is asked (Spark's ``deterministic`` on
 every expression, and the operators that drop rows by position). On Spark Connect there is no
 JVM in Python: the client's plan is read instead, conservatively
-(``dpp.connect_frames.deterministic_relation``).
+(``dpp.connect_proto.deterministic_relation``).
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def nondeterminism(df: Any) -> Optional[str]:
         rel = plan.plan(session.client)
     except Exception as exc:  # noqa: BLE001 - an unreadable plan is not trusted
         return f"its plan could not be read ({type(exc).__name__})"
-    from dpp.connect_frames import deterministic_relation   # the Connect plan's reader
+    from dpp.connect_proto import deterministic_relation   # the Connect plan's reader
 
     return None if deterministic_relation(rel) else \
         "a sample, limit, or function drawn per run in its plan"

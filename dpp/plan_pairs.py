@@ -366,16 +366,19 @@ def _fact_key(key: dict[str, Any]) -> Optional[int]:
     return None
 
 
-def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
+def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, str]]] = None
+                ) -> tuple[list[Prune], list[str]]:
     """Every sound (relation, column, build side) the plan offers, and notes on join keys
     that reach a partition column but cannot be used (why not). Keys that reach a data column
-    of a partitioned relation are offered too (``Prune.data``), for statistics and buckets."""
+    of a partitioned relation are offered too (``Prune.data``), for statistics and buckets.
+    ``refused``, when given, receives ``(relation, column, note)`` for each column pair
+    refused because its build side is not deterministic."""
     plan = _Plan(desc)
     out: list[Prune] = []
     notes: list[str] = []
     seen: set[tuple[int, str, int, int]] = set()
 
-    def unstable(rel: int, build_node: int, sql: Any) -> bool:
+    def unstable(rel: int, build_node: int, sql: Any, col: Optional[str] = None) -> bool:
         """Notes and refuses a pair whose probe or build side is not deterministic (an
         unpartitioned relation's refusals go unnoted: dpp never promised to prune it)."""
         why = plan.unstable_above(rel)
@@ -388,6 +391,8 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
                 return False
             note = f"{sql}: the build side is not deterministic ({why}): run again it may " \
                    f"give other keys, not pruned"
+            if refused is not None and col is not None:
+                refused.append((rel, col, note))
         if note not in notes and plan.nodes[rel]["relation"].get("partitionColumns"):
             notes.append(note)
         return True
@@ -397,9 +402,9 @@ def find_prunes(desc: dict[str, Any]) -> tuple[list[Prune], list[str]]:
         for rel, col in targets or []:
             if rel == build_node:
                 continue
-            if unstable(rel, build_node, build_key.get("sql", "?")):
+            if unstable(rel, build_node, build_key.get("sql", "?"), col):
                 continue
-            if semi is not None and unstable(rel, semi[0], build_key.get("sql", "?")):
+            if semi is not None and unstable(rel, semi[0], build_key.get("sql", "?"), col):
                 continue
             k = (rel, col.lower(), build_node, build_key["expr"])
             if k in seen:
