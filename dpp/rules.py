@@ -172,7 +172,9 @@ def rules_markdown() -> str:
 if __name__ == "__main__":   # python -m dpp.rules > docs/rules.md
     print("# Pruning rules\n\nWhich side of a join dpp may prune, how a join key passes "
           "through operators on its way to the relation it reads, and what makes a side "
-          "unrepeatable. Every front end (the optimizer hook, SQL text, the Spark Connect "
-          "plan, `dpp.join`) reads these tables from `dpp/rules.py`; "
-          "`tests/test_rules_table.py` holds each one to them.\n")
+          "unrepeatable. The optimizer hook describes Spark's resolved plan as a typed plan "
+          "(`dpp/plan_wire.py`); SQL text (`dpp/sql_typed.py`) and the Spark Connect "
+          "client's plan (`dpp/connect_typed.py`) are translated into the same typed plan; "
+          "`dpp.plan_pairs.find_prunes` applies these tables to it for all three. `dpp.join` "
+          "reads them directly. `tests/test_rules_table.py` holds each front end to them.\n")
     print(rules_markdown(), end="")
