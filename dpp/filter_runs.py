@@ -367,7 +367,9 @@ class FilterRuns:
             run = by_id.get(filters[0].get("filter_id"))
             if run is None or run.fingerprint is None:
                 continue
-            if (t.get("pruned_dynamic") or 0) > 0:
+            # partitions, files by statistics or buckets, row groups: any of them paid
+            if ((t.get("pruned_dynamic") or 0) > 0 or (t.get("files_pruned_stats") or 0) > 0
+                    or (t.get("files_pruned_buckets") or 0) > 0 or t.get("row_group_filter")):
                 self.memory.record(run.fingerprint, run.spec.probe_label, True)
             elif not t.get("pruned_static"):
                 # it admitted every partition of the table: no other query's static
