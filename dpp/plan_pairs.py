@@ -104,6 +104,7 @@ class _Plan:
                 self.parents.setdefault(c, []).append(i)
         self._above: dict[int, Optional[str]] = {}
         self._within: dict[int, Optional[str]] = {}
+        self._files_only: dict[int, bool] = {}
 
     def below(self, node: int) -> list[int]:
         """A node's children and the plans of its IN-subqueries."""
@@ -234,15 +235,21 @@ class _Plan:
         return found
 
     def reads_files_only(self, node: int, depth: int = 0) -> bool:
-        """Whether every leaf below ``node`` is a file relation dpp does not list itself."""
+        """Whether every leaf below ``node`` is a file relation dpp does not list itself
+        (memoized: every pair sharing a build side asks again)."""
         if depth > 200:
             return False
-        n = self.nodes[node]
-        if n.get("inSubqueries"):
-            return False
-        if not n["children"]:
-            return n["op"] == "LogicalRelation" and (n.get("relation") or {}).get("kind") != "lazy"
-        return all(self.reads_files_only(c, depth + 1) for c in n["children"])
+        if node not in self._files_only:
+            n = self.nodes[node]
+            if n.get("inSubqueries"):
+                ok = False
+            elif not n["children"]:
+                ok = (n["op"] == "LogicalRelation"
+                      and (n.get("relation") or {}).get("kind") != "lazy")
+            else:
+                ok = all(self.reads_files_only(c, depth + 1) for c in n["children"])
+            self._files_only[node] = ok
+        return self._files_only[node]
 
     def is_partition_column(self, rel: int, column: str) -> bool:
         parts = self.nodes[rel]["relation"]["partitionColumns"]
