@@ -34,12 +34,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Hashable, Mapping, Optional
 
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import ConfigError
 from dpp.core.spark_rules import SparkRules
-from dpp.decision import data_filter_verdict, real_column
+from dpp.decision import Probe, ProbeKey, plan_loads, real_column
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.hook_explain import WHOLE, ExplainListener, explaining, patch_explain
 from dpp.hook_request import Request
@@ -194,9 +194,8 @@ class OptimizerHook:
         by_rel: dict[int, list[Prune]] = {}
         for p in prunes:
             by_rel.setdefault(p.relation, []).append(p)
-        targets: dict[int, tuple[Table, str, list[Prune]]] = {}
         unpruned: list[tuple[str, str]] = []
-        uses = self._data_policy(cfg, notes, rels)
+        probes: list[Probe] = []
         for rel_id, ps in by_rel.items():
             table, name, why = self.tables.table_for(rels[rel_id], nodes[rel_id], ps,
                                                      cfg, rules)
@@ -204,16 +203,34 @@ class OptimizerHook:
                 if any(not p.data for p in ps):
                     unpruned.append((name, why or "not a table dpp can list"))
                 continue
-            ps = [p for p in ps if not p.data or uses(table, name, p)]
-            if ps:
-                targets[rel_id] = (table, name, ps)
-            elif self._reads_whole(rels[rel_id], cfg):
-                whole_rels.append(rel_id)   # only data-column keys, none worth a filter
+            probes.append(Probe(
+                ref=rel_id, table=table, label=name,
+                table_key=f"{plain_path(table.location)}|{name}",
+                keys=tuple(ProbeKey(build=p.build, column=real_column(table, p.column)
+                                    or p.column, data=p.data,
+                                    build_facts=tuple(_relation_name(rels.get(r, {}))
+                                                      for r in p.build_facts),
+                                    expr=None if p.fact_expr is None else p.fact_sql,
+                                    payload=p)
+                           for p in ps if not p.data or probe_type(table, p) is not None)))
+        loads = plan_loads(probes, self._stats(cfg, notes),
+                           lambda build: int(self._jvm_hook.buildSignature(
+                               msg["request"], *build, scope or msg["request"])))
+        notes.extend(n for n in loads.notes if n not in notes)
+        shapes: dict[int, str] = {}
+        targets: dict[int, tuple[Table, str, list[Prune]]] = {}
+        for load in loads.loads:
+            for probe, keys in load.members:
+                shapes[probe.ref] = load.key
+                targets[probe.ref] = (probe.table, probe.label, [k.payload for k in keys])
+        whole_rels += [probe.ref for probe in loads.idle
+                       if self._reads_whole(rels[probe.ref], cfg)]  # keys none worth a filter
         for rel_id in whole_rels:
             table, name, _why = self.tables.table_for(rels[rel_id], nodes[rel_id], [],
                                                       cfg, rules)
-            if table is not None:
-                targets[rel_id] = (table, name, [])   # no filter: a load that lists all
+            if table is not None:   # no filter: a load that lists all
+                shapes[rel_id] = json.dumps([f"{plain_path(table.location)}|{name}", "whole"])
+                targets[rel_id] = (table, name, [])
         if msg.get("explain"):
             self._explain.record(targets.values(), unpruned, notes)
         if not targets and not prunes and not notes:
@@ -233,19 +250,7 @@ class OptimizerHook:
                 report.add_table_unpruned(name, None, why)
             self._finish(report, cfg)
             return {"wrap": {}}
-        signature: dict[tuple[int, int, str], int] = {}
-        for _t, _n, ps in targets.values():
-            for p in ps:
-                k = p.build
-                if k not in signature:
-                    signature[k] = int(self._jvm_hook.buildSignature(
-                        msg["request"], *k, scope or msg["request"]))
-        shapes: dict[int, tuple] = {
-            rel_id: (plain_path(table.location), name, tuple(sorted(
-                {(signature[p.build],
-                  p.column.lower() if p.fact_expr is None else f"expr:{p.fact_sql}")
-                 for p in ps})))
-            for rel_id, (table, name, ps) in targets.items()}
+        signature = loads.identity
         with self._lock:
             request = self._scopes.get(scope) if scope else None
         if request is not None:
@@ -306,7 +311,7 @@ class OptimizerHook:
 
     def _extend(self, request: Request, msg: dict[str, Any],
                 targets: dict[int, tuple[Table, str, list[Prune]]],
-                signature: dict[tuple[int, int, str], int], shapes: dict[int, tuple],
+                signature: Mapping[Hashable, Hashable], shapes: dict[int, str],
                 cfg: Any) -> tuple[dict[str, str], list[str]]:
         """Adds this run's filters and relations to ``request``: a build side or a relation
         shape the request already has is shared (one filter, one load, one token), the rest
@@ -433,37 +438,21 @@ class OptimizerHook:
         return (kind == "catalog" and bool(cfg.list_whole_catalog_tables)
                 and not rel.get("partitionFiltered", True) and not rel.get("bucketed"))
 
-    def _data_policy(self, cfg: Any, notes: list[str], rels: dict[int, dict[str, Any]]
-                     ) -> Callable[[Table, str, Prune], bool]:
-        """Whether a filter on a data column is worth its build side and footer reads: the
-        decision every front end takes (:func:`dpp.decision.data_filter_verdict`), with
-        ``statsPruning=auto`` sampling a column's footers once per session."""
+    def _stats(self, cfg: Any, notes: list[str]) -> Any:
+        """``statsPruning`` for :func:`dpp.decision.plan_loads`: a constant, or for ``auto``
+        the session's policy, made (and its verdicts noted) only when a data column asks."""
+        flag = {"true": True, "false": False}.get(cfg.stats_pruning)
+        if flag is not None:
+            return flag
         holder = _Notes(notes)
         policy: Any = None
-        asked: dict[tuple[int, str], bool] = {}
 
         def ask(table: Table, column: str) -> bool:
             nonlocal policy
-            key = (id(table), column.lower())
-            if key not in asked:
-                if policy is None:
-                    policy = self.session.runtime.stats_policy(cfg, holder)
-                asked[key] = bool(policy) if isinstance(policy, bool) else bool(
-                    policy(table, column))
-            return asked[key]
-
-        stats: Any = {"true": True, "false": False}.get(cfg.stats_pruning, ask)
-
-        def uses(table: Table, name: str, p: Prune) -> bool:
-            if probe_type(table, p) is None:
-                return False   # a type dpp's domains do not hold
-            facts = [_relation_name(rels.get(r, {})) for r in p.build_facts]
-            worth, note = data_filter_verdict(table, real_column(table, p.column) or p.column,
-                                              name, facts, stats)
-            if note and note not in notes:
-                notes.append(note)
-            return worth
-        return uses
+            if policy is None:
+                policy = self.session.runtime.stats_policy(cfg, holder)
+            return bool(policy) if isinstance(policy, bool) else bool(policy(table, column))
+        return ask
 
     def _build_frame(self, request: str, p: Prune) -> Any:
         from pyspark.sql import DataFrame

@@ -175,6 +175,12 @@ if __name__ == "__main__":   # python -m dpp.rules > docs/rules.md
           "unrepeatable. The optimizer hook describes Spark's resolved plan as a typed plan "
           "(`dpp/plan_wire.py`); SQL text (`dpp/sql_typed.py`) and the Spark Connect "
           "client's plan (`dpp/connect_typed.py`) are translated into the same typed plan; "
-          "`dpp.plan_pairs.find_prunes` applies these tables to it for all three. `dpp.join` "
-          "reads them directly. `tests/test_rules_table.py` holds each front end to them.\n")
+          "`dpp.plan_pairs.find_prunes` applies these tables to it for all three. What follows "
+          "is decided once too, by `dpp.decision.plan_loads` for the hook and the SQL text "
+          "alike: which keys are worth a filter (a partition column's always; a data "
+          "column's only when Parquet statistics or buckets can use it, and not from a build "
+          "side that scans another fact unless `spark.dpp.statsPruning.enabled=true`), which "
+          "build sides are one filter, and which reads share one listing. `dpp.join` "
+          "reads the tables directly. `tests/test_rules_table.py` holds each front end to "
+          "them.\n")
     print(rules_markdown(), end="")
