@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from dpp.core.errors import DppError
 from dpp.core.outcomes import FilterOutcome, WaitResult
 from dpp.core.reconcile import reconcile
 from dpp.core.remote import is_remote
+from dpp.sql_functions import calls_unknown_function
 from dpp.core.spark_rules import SparkRules
 
 __all__ = ["INTERNAL", "mark_internal", "FilterSpec", "BuildOutcome", "FilterRuns",
@@ -437,20 +439,31 @@ def _key_type(spec: FilterSpec, df: DataFrame, key: str) -> DataType:
                        f"{spark_type.simpleString()}, not supported") from None
 
 
+# expressions that run code the plan does not show (Python, Scala, Java and Hive functions and
+# aggregators): redefined under the same name, the plan text stays the same
+_USER_CODE = re.compile(r'"class"\s*:\s*"[\w.$]*(?:UDF|UDAF|UDTF|Aggregator|UserDefined)'
+                        r'[\w$]*"')
+
+
 def _identity(spec: FilterSpec, df: DataFrame) -> Optional[str]:
     """What a build side computes, as the filter cache keys it: its SQL text, or for a build
     side cut from Spark's plan (the optimizer hook's) that plan made canonical (attribute ids
     normalized, so the same build side of two queries is one entry; the files it reads and
-    the session's rules complete the key). None: not cached."""
+    the session's rules complete the key). None: not cached — among others a build side
+    that calls a user-defined function, whose code can change under the same name (a
+    function ``spark.udf.register`` defines again would keep the old function's keys)."""
     if spec.build_query is not None:
-        return spec.build_query
+        return None if calls_unknown_function(spec.build_query) else spec.build_query
     if not spec.cache_plan:
         return None
     try:
         plan = df._jdf.queryExecution().analyzed().canonicalized()  # type: ignore[attr-defined]
         text = str(plan.toString())
+        user_code = _USER_CODE.search(str(plan.toJSON())) is not None
     except Exception:   # no JVM plan to read (Spark Connect): not cached
         log.debug("no canonical plan for %s", spec.build_label, exc_info=True)
+        return None
+    if user_code:
         return None
     # a subquery's relations are not among the files that key the entry
     return None if "subquery" in text.lower() else f"-- canonical plan\n{text}"

@@ -142,3 +142,26 @@ def test_switched_off_it_builds_every_time(spark: Any, star: dict[str, Any]) -> 
         for _ in range(2):
             _rows, report = _run(spark, star["session"], Q.format(tag="x"))
             assert _hits(report) == [False]
+
+
+def test_a_function_defined_again_under_its_name_is_a_miss(spark: Any, star: dict[str, Any]
+                                                           ) -> None:
+    """A build side that calls a user-defined function is never cached: its plan names the
+    function, not its code, and the old keys would drop the new function's rows."""
+    spark.read.parquet(str(star["cal"])).createOrReplaceTempView("fc_cal")
+    q = ("SELECT f.day, sum(f.amount) FROM fc_sales f JOIN fc_cal c ON f.day = c.d "
+         "WHERE fc_pick(c.tag) GROUP BY f.day")
+    for tag, days in (("x", [1, 2]), ("y", [3])):
+        spark.udf.register("fc_pick", lambda t, tag=tag: t == tag, "boolean")
+        rows, report = _run(spark, star["session"], q)
+        assert [r[0] for r in rows] == days, rows
+        assert _hits(report) == [False] and _kept(report) == len(days)
+
+
+def test_a_sql_text_build_query_that_calls_an_unknown_function_is_not_cached() -> None:
+    from dpp.sql_functions import calls_unknown_function
+
+    assert calls_unknown_function("SELECT d.k AS dpp_key FROM d WHERE fc_pick(d.tag)")
+    assert calls_unknown_function("SELECT d.k AS dpp_key FROM d WHERE d.tag = 'x' AND (")
+    assert not calls_unknown_function("SELECT d.k AS dpp_key FROM d WHERE upper(d.tag) = 'X' "
+                                      "AND year(d.t) = 2000")
