@@ -11,12 +11,12 @@ from pyspark.sql import DataFrame
 
 from dpp import rules as prune_rules
 from dpp.config import DppConfig
-from dpp.connect_handoff import CONNECT_CATALOG_LEFT
+from dpp.connect_handoff import CONNECT_CATALOG_LEFT, no_stats_on_connect_catalog
 from dpp.core.domain import TupleDomain
 from dpp.core.errors import ConfigError, LayoutError
 from dpp.core.remote import functions_for
 from dpp.core.spark_rules import SparkRules
-from dpp.decision import real_column, table_columns
+from dpp.decision import Probe, ProbeKey, plan_loads, real_column, table_columns
 from dpp.determinism import nondeterminism
 from dpp.filter_runs import FilterRuns, FilterSpec
 from dpp.handoff import full_dataframe
@@ -112,9 +112,9 @@ def pruned_fact(session: "DppSession", fact: str, table: Table,
     with FilterRuns(session.spark, runtime.filter_service(cfg), cfg, rules, len(on) + 1,
                     runtime.env_notes, runtime.filter_memory) as runs:
         deadline = time.monotonic() + cfg.wait_timeout
-        dyn = []
         policy = runtime.stats_policy(cfg, report)
         connect_catalog = is_connect_catalog(table)
+        keys = []
         for i, (fcol, dim_df, dcol) in enumerate(on):
             unstable = nondeterminism(dim_df)
             if unstable:
@@ -123,17 +123,27 @@ def pruned_fact(session: "DppSession", fact: str, table: Table,
                     f"{fcol}: the build side is not deterministic ({unstable}): run "
                     f"again it may give other keys, not pruned")
                 continue
-            if fcol.lower() not in parts and (connect_catalog or not (
-                    policy(table, real_column(table, fcol) or fcol) if callable(policy)
-                    else policy)):
-                continue
-            spec = FilterSpec(filter_id=f"{qid}-j{i + 1}", build_label=f"dataframe.{dcol}",
-                              probe_type=columns.get(fcol.lower()), probe_label=fact)
-            runs.start(spec, lambda c=dcol, d=dim_df: d.select(functions_for(d).col(c)),
-                       key=dcol)
-            col = real_column(table, fcol) or fcol  # as the table spells it
-            dyn.append(DynamicFilter(filter_id=spec.filter_id, column=col,
-                                     wait=runs.waiter(spec.filter_id, col, deadline)))
+            keys.append(ProbeKey(build=i, column=real_column(table, fcol) or fcol,
+                                 data=fcol.lower() not in parts, payload=(fcol, dim_df, dcol)))
+        # the decision every front end takes: which keys are worth a filter
+        decided = plan_loads([Probe(ref=fact, table=table, label=fact, table_key=fact,
+                                    keys=tuple(keys))],
+                             no_stats_on_connect_catalog(policy) if connect_catalog else policy)
+        report.analysis_notes.extend(n for n in decided.notes
+                                     if n not in report.analysis_notes)
+        dyn = []
+        for load in decided.loads:
+            for _probe, kept in load.members:
+                for key in kept:
+                    fcol, dim_df, dcol = key.payload
+                    spec = FilterSpec(filter_id=f"{qid}-j{key.build + 1}",
+                                      build_label=f"dataframe.{dcol}",
+                                      probe_type=columns.get(fcol.lower()), probe_label=fact)
+                    runs.start(spec, lambda c=dcol, d=dim_df: d.select(
+                        functions_for(d).col(c)), key=dcol)
+                    dyn.append(DynamicFilter(filter_id=spec.filter_id, column=key.column,
+                                             wait=runs.waiter(spec.filter_id, key.column,
+                                                              deadline)))
         if connect_catalog:
             try:
                 result, fact_df = session.connect.catalog_load(
