@@ -875,7 +875,8 @@ def test_dataframe_shapes_that_cannot_be_pruned_are_sent_as_built(connect, frame
 
 # shape -> how many reads of cat_sales are pruned to week 1's 7 days
 NODE_SHAPES = {"renamed": 1, "renamed_swap_key": 1, "renamed_swap_other": 0, "dropped": 1,
-               "dropped_key_then_renamed": 0, "to_df": 1, "to_df_swapped": 0,
+               "dropped_key_then_renamed": 0, "dropped_others_day": 1,
+               "dropped_facts_day": 0, "to_df": 1, "to_df_swapped": 0,
                "union_by_name": 2, "union_by_name_missing_key": 0,
                "union_by_name_missing_other": 2, "intersect": 1, "intersect_all": 0,
                "except_fact_left": 1, "except_fact_right": 0, "except_all_fact_right": 0,
@@ -894,13 +895,16 @@ def _node_shape(spark: Any, shape: str) -> Any:
     first = spark.table("days").where("d_week = 0")   # days 1..7: item values 0..6 match
 
     def on(df: Any, key: str = "day", days: Any = week) -> Any:
-        return df.join(days, F.col(key) == F.col("d_day"))
+        # d_day by the dimension's plan id: a local relation (``other``) may hold any name
+        return df.join(days, F.col(key) == days["d_day"])
 
     swap = (a.withColumnRenamed("day", "tmp").withColumnRenamed("item", "day")
             .withColumnRenamed("tmp", "item"))
     every = spark.createDataFrame([(d, i) for d in range(1, 31) for i in range(7)],
                                   "day INT, item BIGINT")
     two = (a.select("day", "item"), b.select("day", "item"))
+    other = spark.createDataFrame([(i, 8 + i) for i in range(7)], "o_item INT, day INT")
+    both = a.join(other, a["item"] == other["o_item"])   # two columns named day
     build = {
         "renamed": lambda: on(a.withColumnRenamed("day", "dd"), "dd"),
         "renamed_swap_key": lambda: on(swap, "item"),
@@ -908,6 +912,8 @@ def _node_shape(spark: Any, shape: str) -> Any:
         "dropped": lambda: on(a.drop("amount")),
         "dropped_key_then_renamed": lambda: on(a.drop("day").withColumnRenamed("item", "day"),
                                                "day", first),
+        "dropped_others_day": lambda: on(both.drop(other["day"])),
+        "dropped_facts_day": lambda: on(both.drop(a["day"])),
         "to_df": lambda: on(a.select("day", "item", "amount").toDF("dd", "it", "am"), "dd"),
         "to_df_swapped": lambda: on(a.select("day", "item", "amount")
                                     .toDF("item", "day", "amount"), "day", first),

@@ -382,8 +382,11 @@ def test_drop_keeps_the_key_unless_it_drops_it(frames: _Frames) -> None:
     assert _pairs(_on(f.drop("k").withColumnRenamed("v", "k"), "k", frames)) == []
     # the fact's k dropped above a join with an open side: no k of it comes up either
     o = frames.table("o")
-    j = f.join(o, f["v"] == o["ov"]).drop("k")
-    assert _pairs(_on(j, "k", frames)) == []
+    j = f.join(o, f["v"] == o["ov"])
+    assert _pairs(_on(j.drop("k"), "k", frames)) == []
+    # one of two k's dropped by column: the k left is the other's
+    assert _pairs(_on(j.drop(o["k"]), "k", frames)) == [("f", "k", "dk")]
+    assert _pairs(_on(j.drop(f["k"]), "k", frames)) == []
 
 
 def test_to_df_renames_by_position_only_when_the_positions_are_known(frames: _Frames) -> None:
