@@ -641,8 +641,9 @@ def find_fact_joins(root: Any, fact_of: Any) -> list[FactRead]:
         if p.data or p.fact_expr is not None or p.build_semi is not None:
             continue
         dname = typed.build_column(p.build_node, p.build_expr)
-        if dname is None:
-            continue
+        if dname is None or typed.relations.get(p.build_node) is None:
+            continue   # (a node the translation adds, such as a union's projection, runs
+            # nothing of its own: never a build side)
         copy = proto.Relation()
         copy.CopyFrom(typed.relations[p.build_node])
         entry(p.relation).pairs.append((p.column, copy, dname))

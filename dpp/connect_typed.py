@@ -14,6 +14,12 @@ known column is that column (Spark refuses a name two sides of a join both have,
 side cannot have it too); otherwise it is the column of the one open side that may hold it.
 A name that matches two columns, or could come from two open sides, or whose qualifier could
 be a struct column, gets a fresh id that no node outputs, and prunes nothing.
+
+Relations that rename, drop or reorder columns (``withColumnsRenamed``, ``drop``, ``toDF``)
+are the ``Project`` Spark's analyzer makes of them; set operations and grouping sets are in
+:mod:`dpp.connect_setops`. A translation by position (``toDF``, ``union``) needs the child's
+columns in Spark's order (``_Node.ordered``): a ``Read`` of a dpp table is known as a set of
+columns, not in its schema's order, so such a translation over it is opaque.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple, Optional
 
+from dpp import connect_setops
 from dpp import rules as prune_rules
 from dpp.connect_proto import (equalities, node_nondeterminism, reference, relation_children,
                                selective, sql_filters)
@@ -62,6 +69,14 @@ class _Node:
     shadow: set[str] = field(default_factory=set)   # names its links do not pass up
     extra: dict[str, Any] = field(default_factory=dict)
     pids: dict[int, Optional["_Node"]] = field(default_factory=dict)   # None: ambiguous
+    ordered: bool = False   # cols are in Spark's output order (positions may be matched)
+
+    def known(self, depth: int = 0) -> bool:
+        """Whether ``cols`` is every column this node outputs (no open node below passes
+        more up): only then may its columns be matched by position or by name set."""
+        if self.leaf_open or depth > 400:
+            return False
+        return all(c.known(depth + 1) for c in self.links)
 
     def may_have(self, name: str, qual: Optional[str]) -> bool:
         """Whether a column not yet known may come out of this node by that name."""
@@ -112,6 +127,10 @@ class _Translator:
     def fresh(self) -> int:
         return next(self._exprs)
 
+    def col(self, name: str) -> _Col:
+        """A new attribute (a computed or NULL column, or a set operation's output)."""
+        return _Col(self.fresh(), name, frozenset())
+
     def node(self, op: str, kids: list[_Node], rel: Any, **extra: Any) -> _Node:
         n = _Node(next(self._ids), op, kids, rel, extra=extra)
         for k in kids:
@@ -127,7 +146,7 @@ class _Translator:
     def passing(self, op: str, child: _Node, rel: Any, **extra: Any) -> _Node:
         """A node whose columns are its child's."""
         n = self.node(op, [child], rel, **extra)
-        n.cols, n.links = list(child.cols), [child]
+        n.cols, n.links, n.ordered = list(child.cols), [child], child.ordered
         return n
 
     # ------------------------------------------------------------------ names
@@ -223,11 +242,19 @@ class _Translator:
             return self.join(rel, depth, extra)
         if kind == "aggregate" and rel.aggregate.group_type == 1:
             return self.aggregate(rel, depth, extra)
-        if kind == "set_op" and rel.set_op.set_op_type == 2 and not rel.set_op.by_name:
-            return self.union(rel, depth)
+        if kind == "aggregate" and rel.aggregate.group_type in connect_setops.GROUPING_SETS:
+            return connect_setops.grouping_sets(self, rel, depth, extra)
+        if kind == "set_op":
+            return connect_setops.set_op(self, rel, depth, extra)
+        if kind == "with_columns_renamed":
+            return self.renamed(rel, depth, extra)
+        if kind == "drop":
+            return self.drop(rel, depth, extra)
+        if kind == "to_df":
+            return self.to_df(rel, depth, extra)
         if kind == "range":
             n = self.node("Range", [], rel)
-            n.cols = [_Col(self.fresh(), "id", frozenset())]
+            n.cols, n.ordered = [self.col("id")], True
             return n
         kids = [self.visit(c, depth + 1) for c in relation_children(rel)]
         op = "LocalRelation" if kind in ("local_relation", "cached_local_relation") \
@@ -301,6 +328,7 @@ class _Translator:
     def project(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
         child = self.visit(rel.project.input, depth + 1)
         n = self.node("Project", [child], rel, map=[], **extra)
+        n.ordered = True   # the listed expressions, a star as its child's columns
         for e in rel.project.expressions:
             if e.WhichOneof("expr_type") == "unresolved_star":
                 star = e.unresolved_star
@@ -308,7 +336,7 @@ class _Translator:
                     return self.opaque(n)   # f.* / df["*"]: not followed
                 for c in child.cols:
                     self.add(n, c.name, c)
-                n.links = [child]
+                n.links, n.ordered = [child], n.ordered and child.ordered
                 continue
             self.add(n, *self.named([child], e))
         return n
@@ -316,6 +344,7 @@ class _Translator:
     def opaque(self, n: _Node) -> _Node:
         """A node whose columns this module does not follow: any name is its own."""
         n.op, n.cols, n.links, n.leaf_open = "Opaque" + n.op, [], [], True
+        n.ordered = False
         n.extra.pop("map", None)
         return n
 
@@ -334,8 +363,70 @@ class _Translator:
                 self.add(n, c.name, c)
         for name, src in made.values():
             self.add(n, name, src)
-        n.links = [child]
+        n.links, n.ordered = [child], child.ordered   # replaced in place, new ones appended
         n.shadow = {a.name[0].lower() for a in rel.with_columns.aliases}
+        return n
+
+    def renamed(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
+        """``withColumnsRenamed``: Spark folds the renames in order over the child's columns,
+        each renaming every column whose name is the old one (case-insensitively) and
+        ignoring a name no column has. A renamed column is a new attribute mapped to its
+        source, as a ``Project``'s alias is, so a key follows its column under the new name
+        and no key reaches a column by its old name (two names swapped stay apart)."""
+        body = rel.with_columns_renamed
+        child = self.visit(body.input, depth + 1)
+        n = self.node("Project", [child], rel, map=[], **extra)
+        pairs = [(r.col_name, r.new_col_name) for r in body.renames]
+        if not pairs and body.rename_columns_map:   # an older client's map: no order
+            pairs = sorted(body.rename_columns_map.items())
+            olds = {old.lower() for old, _new in pairs}
+            if any(new.lower() in olds for _old, new in pairs):
+                return self.opaque(n)   # the fold's order decides, and the map has none
+        for old, _new in pairs:   # every column a rename applies to, known before folding
+            if not any(c.name.lower() == old.lower() for c in child.cols) \
+                    and child.may_have(old.lower(), None):
+                self.resolve([child], ([old], None))
+        named = [(c.name, c) for c in child.cols]
+        for old, new in pairs:
+            named = [(new if name.lower() == old.lower() else name, c) for name, c in named]
+        for name, c in named:
+            self.add(n, name, c)
+        n.links, n.ordered = [child], child.ordered
+        n.shadow = {old.lower() for old, _new in pairs}
+        return n
+
+    def drop(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
+        """``drop``: a ``Project`` of the child's other columns. By name Spark drops every
+        column of that name (case-insensitively); by column, the attribute it resolves to.
+        A name no column has is ignored. A dropped key column is no column above, so no key
+        traces through it; a column reference this module cannot resolve makes it opaque."""
+        body = rel.drop
+        child = self.visit(body.input, depth + 1)
+        n = self.node("Project", [child], rel, map=[], **extra)
+        gone: set[int] = set()
+        for e in body.columns:
+            hit = self.column([child], e)
+            if hit is None:
+                return self.opaque(n)
+            gone.add(hit.id)
+        names = {name.lower() for name in body.column_names}
+        for c in child.cols:
+            if c.id not in gone and c.name.lower() not in names:
+                self.add(n, c.name, c)
+        n.links, n.ordered, n.shadow = [child], child.ordered, names
+        return n
+
+    def to_df(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
+        """``toDF(names)``: the child's columns by position, each aliased to its new name;
+        only when the child's columns and their order are all known, else opaque."""
+        child = self.visit(rel.to_df.input, depth + 1)
+        n = self.node("Project", [child], rel, map=[], **extra)
+        names = list(rel.to_df.column_names)
+        if not (child.known() and child.ordered) or len(names) != len(child.cols):
+            return self.opaque(n)
+        for name, c in zip(names, child.cols):
+            self.add(n, name, c)
+        n.ordered = True
         return n
 
     def aggregate(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
@@ -347,16 +438,7 @@ class _Translator:
         for e in agg.aggregate_expressions:
             name, _src = self.named([child], e)
             self.add(n, name, None)
-        return n
-
-    def union(self, rel: Any, depth: int) -> _Node:
-        left = self.visit(rel.set_op.left_input, depth + 1)
-        right = self.visit(rel.set_op.right_input, depth + 1)
-        n = self.node("Union", [left, right], rel)
-        if any(k.links or k.leaf_open for k in (left, right)) \
-                or len(left.cols) != len(right.cols):
-            return self.opaque(n)   # positions of columns not all known
-        n.cols = [_Col(self.fresh(), c.name, frozenset()) for c in left.cols]
+        n.ordered = True   # grouping columns, then aggregates
         return n
 
     def join(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
@@ -387,6 +469,8 @@ class _Translator:
         sides = [left] if how in ("LEFT SEMI", "LEFT ANTI") else [left, right]
         n.cols = merged + [c for s in sides for c in s.cols if c.id not in hidden]
         n.links = sides
+        # Spark puts USING keys first: only a join on a condition keeps its sides' order
+        n.ordered = not j.using_columns and all(s.ordered for s in sides)
         return n
 
     def key(self, join: _Node, sides: list[_Node], col: _Col, written: str) -> dict[str, Any]:

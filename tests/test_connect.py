@@ -873,6 +873,109 @@ def test_dataframe_shapes_that_cannot_be_pruned_are_sent_as_built(connect, frame
         assert expected and {r[2] for r in expected} - set(range(8, 15)), expected
 
 
+# shape -> how many reads of cat_sales are pruned to week 1's 7 days
+NODE_SHAPES = {"renamed": 1, "renamed_swap_key": 1, "renamed_swap_other": 0, "dropped": 1,
+               "dropped_key_then_renamed": 0, "dropped_others_day": 1,
+               "dropped_facts_day": 0, "to_df": 1, "to_df_swapped": 0,
+               "union_by_name": 2, "union_by_name_missing_key": 0,
+               "union_by_name_missing_other": 2, "intersect": 1, "intersect_all": 0,
+               "except_fact_left": 1, "except_fact_right": 0, "except_all_fact_right": 0,
+               "rollup": 0, "cube": 0, "grouping_sets": 0}
+
+
+def _node_shape(spark: Any, shape: str) -> Any:
+    """A DataFrame whose fact reaches the star join through a rename, a drop, ``toDF``, a
+    set operation or grouping sets (``NODE_SHAPES``); hostile ones put another column under
+    the key's name, drop it, leave it NULL on one side, or put the fact on EXCEPT's right."""
+    from dpp.core.remote import functions_for
+
+    F = functions_for(spark)
+    a, b = spark.table("cat_sales"), spark.table("cat_sales")   # two reads, two plan ids
+    week = spark.table("days").where("d_week = 1")
+    first = spark.table("days").where("d_week = 0")   # days 1..7: item values 0..6 match
+
+    def on(df: Any, key: str = "day", days: Any = week) -> Any:
+        # d_day by the dimension's plan id: a local relation (``other``) may hold any name
+        return df.join(days, F.col(key) == days["d_day"])
+
+    swap = (a.withColumnRenamed("day", "tmp").withColumnRenamed("item", "day")
+            .withColumnRenamed("tmp", "item"))
+    every = spark.createDataFrame([(d, i) for d in range(1, 31) for i in range(7)],
+                                  "day INT, item BIGINT")
+    two = (a.select("day", "item"), b.select("day", "item"))
+    other = spark.createDataFrame([(i, 8 + i) for i in range(7)], "o_item INT, day INT")
+    both = a.join(other, a["item"] == other["o_item"])   # two columns named day
+    build = {
+        "renamed": lambda: on(a.withColumnRenamed("day", "dd"), "dd"),
+        "renamed_swap_key": lambda: on(swap, "item"),
+        "renamed_swap_other": lambda: on(swap, "day", first),
+        "dropped": lambda: on(a.drop("amount")),
+        "dropped_key_then_renamed": lambda: on(a.drop("day").withColumnRenamed("item", "day"),
+                                               "day", first),
+        "dropped_others_day": lambda: on(both.drop(other["day"])),
+        "dropped_facts_day": lambda: on(both.drop(a["day"])),
+        "to_df": lambda: on(a.select("day", "item", "amount").toDF("dd", "it", "am"), "dd"),
+        "to_df_swapped": lambda: on(a.select("day", "item", "amount")
+                                    .toDF("item", "day", "amount"), "day", first),
+        "union_by_name": lambda: on(a.select("day", "amount")
+                                    .unionByName(b.select("amount", "day"))),
+        "union_by_name_missing_key": lambda: on(a.select("day", "amount").unionByName(
+            b.select("amount"), allowMissingColumns=True)),
+        "union_by_name_missing_other": lambda: on(a.select("day", "amount").unionByName(
+            b.select("day"), allowMissingColumns=True)),
+        "intersect": lambda: on(two[0].intersect(two[1].where("item < 4"))),
+        "intersect_all": lambda: on(two[0].intersectAll(two[1])),
+        "except_fact_left": lambda: on(two[0].subtract(two[1].where("item = 6"))),
+        "except_fact_right": lambda: on(every.subtract(two[1])),
+        "except_all_fact_right": lambda: on(every.exceptAll(two[1])),
+        "rollup": lambda: on(a.rollup("day").agg(F.sum("amount").alias("s"))),
+        "cube": lambda: on(a.cube("day", "item").count()),
+        "grouping_sets": lambda: on(a.groupingSets([["day"], ["day", "item"]], "day", "item")
+                                    .count()),
+    }
+    return build[shape]()
+
+
+@pytest.mark.parametrize("shape", list(NODE_SHAPES))
+def test_dataframe_keys_through_renames_drops_set_operations_and_grouping_sets(
+        connect, frames, plain, catalog, shape):
+    """The Connect translation of withColumnRenamed, drop, toDF, unionByName, intersect,
+    except, rollup, cube and grouping sets (``dpp.connect_typed``, ``dpp.connect_setops``):
+    the fact is pruned exactly where a key passes (``NODE_SHAPES``), and the rows are the
+    plain session's (no dpp, no Spark DPP) and those of spark.dpp.enabled=false."""
+    import dpp
+
+    session = dpp.session_of(connect)
+    session.last_report = None
+    got = _rows(_node_shape(connect, shape))
+    report = session.last_report
+    expected = _rows(_node_shape(plain, shape))
+    assert expected, shape
+    assert got == expected
+    pruned = _pruned(report.to_dict(), "cat_sales") if report is not None else []
+    assert len(pruned) == NODE_SHAPES[shape], (shape, report and report.to_dict()["tables"])
+    assert all(t["partitions_kept"] == 7 for t in pruned), pruned
+    connect.conf.set("spark.dpp.enabled", "false")
+    try:
+        assert _rows(_node_shape(connect, shape)) == expected
+    finally:
+        connect.conf.unset("spark.dpp.enabled")
+
+
+def test_spark_column_semantics_the_connect_translation_follows(plain, catalog):
+    """What ``dpp.connect_typed`` / ``dpp.connect_setops`` assume of the server's Spark:
+    renames fold in order (a swap in one call names both columns ``day``), a drop by name
+    is case-insensitive, unionByName puts the right side's own columns last."""
+    a, b = plain.table("cat_sales"), plain.table("cat_sales")
+    assert a.columns == ["item", "amount", "day"]
+    assert a.withColumnsRenamed({"day": "item", "item": "day"}).columns == \
+        ["day", "amount", "day"]
+    assert a.withColumnRenamed("DAY", "d").columns == ["item", "amount", "d"]
+    assert a.drop("DAY").columns == ["item", "amount"]
+    assert a.select("day", "amount").unionByName(
+        b.select("item", "day"), allowMissingColumns=True).columns == ["day", "amount", "item"]
+
+
 def test_dataframe_plan_spark_rejects_after_the_rewrite_is_sent_as_built(connect, frames, plain,
                                                                        catalog, data,
                                                                        monkeypatch):

@@ -258,9 +258,242 @@ def test_keys_through_aggregates_and_unions() -> None:
 
 
 def test_unknown_operators_stop_the_key() -> None:
-    drop = _rel()
-    drop.drop.input.CopyFrom(read("f"))
-    drop.drop.column_names.append("v")
-    assert _pruned(join(drop, dim(), call("==", col("k"), col("dk")))) == []
-    typed = translate(drop, _fact_of)
-    assert typed.message["nodes"][-1]["op"] == "drop"
+    piv = _rel()
+    piv.aggregate.input.CopyFrom(read("f"))
+    piv.aggregate.group_type = 4   # pivot: not followed
+    piv.aggregate.grouping_expressions.append(col("k"))
+    piv.aggregate.pivot.col.CopyFrom(col("v"))
+    piv.aggregate.aggregate_expressions.append(renamed(call("sum", col("v")), "t"))
+    assert _pruned(join(piv, dim(), call("==", col("k"), col("dk")))) == []
+    typed = translate(piv, _fact_of)
+    assert typed.message["nodes"][-1]["op"] == "aggregate"
+
+
+# ------------------------------------- renames, drops, set operations, grouping sets
+# Built with the Connect client's own DataFrame API (no server: a DataFrame only needs a
+# session object to hold), so the protobuf is exactly what a job sends.
+
+def _facts(read: Any) -> Optional[tuple[str, set[str], set[str]]]:
+    """``f`` and ``g``: both partitioned by ``k``, with data columns ``v`` and ``s``."""
+    name = read.named_table.unparsed_identifier
+    return (name, {"v", "k", "s"}, {"k"}) if name in ("f", "g") else None
+
+
+class _Frames:
+    """DataFrames of the Connect client over tables by name, without a server."""
+
+    def __init__(self) -> None:
+        from types import SimpleNamespace
+
+        from pyspark.sql.connect.functions import builtin as F
+
+        self.F = F
+        self._session = SimpleNamespace(session_id="no-server", client=None)
+
+    def table(self, name: str) -> Any:
+        from pyspark.sql.connect import plan as P
+        from pyspark.sql.connect.dataframe import DataFrame
+
+        return DataFrame(P.Read(name), self._session)
+
+    def dim(self) -> Any:
+        return self.table("d").where("x = 1")
+
+
+@pytest.fixture
+def frames() -> _Frames:
+    return _Frames()
+
+
+def _pairs(df: Any) -> list[tuple[str, str, str]]:
+    """(table, fact column, build column) of every pair found, sorted, after checking the
+    typed plan of the DataFrame's protobuf."""
+    root = df._plan.plan(None)
+    check_plan(translate(root, _facts).message)  # type: ignore[arg-type]
+    return sorted((fr.name, c, b) for fr in find_fact_joins(root, _facts) for c, _r, b in fr.pairs)
+
+
+def _ops(df: Any) -> list[str]:
+    return [n["op"] for n in translate(df._plan.plan(None), _facts).message["nodes"]]
+
+
+def _on(df: Any, key: str, frames: _Frames) -> Any:
+    """``df`` joined to the filtered dimension on ``df[key] == dk``."""
+    d = frames.dim()
+    return df.join(d, frames.F.col(key) == d["dk"])
+
+
+def test_with_column_renamed_carries_the_key_under_its_new_name(frames: _Frames) -> None:
+    f = frames.table("f")
+    assert _pairs(_on(f.withColumnRenamed("k", "day"), "day", frames)) == [("f", "k", "dk")]
+    assert _pairs(_on(f.withColumnsRenamed({"K": "day"}), "day", frames)) == \
+        [("f", "k", "dk")]   # Spark's resolver: case-insensitive
+    # the old name is gone: no column k above the rename (Spark would refuse it)
+    assert _pairs(_on(f.withColumnRenamed("k", "day"), "k", frames)) == []
+    # a data column renamed to the partition column's name is still the data column
+    assert _pairs(_on(f.withColumnRenamed("k", "day").withColumnRenamed("v", "k"), "k",
+                      frames)) == []
+    # a rename of a name the child does not have is a no-op
+    assert _pairs(_on(f.withColumnRenamed("nope", "x"), "k", frames)) == [("f", "k", "dk")]
+    assert "OpaqueProject" not in _ops(f.withColumnRenamed("k", "day"))
+
+
+def test_a_swap_of_two_names_keeps_each_column_apart(frames: _Frames) -> None:
+    f = frames.table("f")
+    swapped = (f.withColumnRenamed("k", "tmp").withColumnRenamed("v", "k")
+               .withColumnRenamed("tmp", "v"))
+    assert _pairs(_on(swapped, "v", frames)) == [("f", "k", "dk")]   # v is the old k
+    assert _pairs(_on(swapped, "k", frames)) == []                   # k is the old v
+    # in one call Spark folds in order: k -> v, then both v -> k: two columns named k, no v
+    folded = f.withColumnsRenamed({"k": "v", "v": "k"})
+    assert _pairs(_on(folded, "k", frames)) == []
+    assert _pairs(_on(folded, "v", frames)) == []
+
+
+def test_a_rename_map_of_an_older_client_whose_order_matters_is_opaque(frames: _Frames) -> None:
+    rel = _rel()
+    rel.with_columns_renamed.input.CopyFrom(read("f"))
+    rel.with_columns_renamed.rename_columns_map["k"] = "v"
+    rel.with_columns_renamed.rename_columns_map["v"] = "k"
+    assert _pruned(join(rel, dim(), call("==", col("v"), col("dk")))) == []
+    assert translate(rel, _fact_of).message["nodes"][-1]["op"] == "OpaqueProject"
+    rel.with_columns_renamed.rename_columns_map.clear()
+    rel.with_columns_renamed.rename_columns_map["k"] = "day"
+    assert _pruned(join(rel, dim(), call("==", col("day"), col("dk")))) == [("k", "dk")]
+
+
+def test_a_rename_over_an_open_side_does_not_pass_the_old_name_up(frames: _Frames) -> None:
+    o = frames.table("o")   # a table dpp does not know: any column may be its
+    f = frames.table("f")
+    j = f.join(o, f["v"] == o["ov"]).withColumnRenamed("k", "day")
+    assert _pairs(_on(j, "day", frames)) == [("f", "k", "dk")]
+    assert _pairs(_on(j, "k", frames)) == []   # o's k, if any, was renamed too
+
+
+def test_drop_keeps_the_key_unless_it_drops_it(frames: _Frames) -> None:
+    f = frames.table("f")
+    assert _pairs(_on(f.drop("v"), "k", frames)) == [("f", "k", "dk")]
+    assert _pairs(_on(f.drop(f["v"], frames.F.col("s")), "k", frames)) == [("f", "k", "dk")]
+    assert _pairs(_on(f.drop("nope"), "k", frames)) == [("f", "k", "dk")]
+    for dropped in (f.drop("k"), f.drop("K"), f.drop(f["k"]), f.drop(frames.F.col("k"))):
+        assert _pairs(_on(dropped, "k", frames)) == []
+        assert "OpaqueProject" not in _ops(dropped)
+    # the key dropped, another column renamed to its name: that column, not the key
+    assert _pairs(_on(f.drop("k").withColumnRenamed("v", "k"), "k", frames)) == []
+    # the fact's k dropped above a join with an open side: no k of it comes up either
+    o = frames.table("o")
+    j = f.join(o, f["v"] == o["ov"])
+    assert _pairs(_on(j.drop("k"), "k", frames)) == []
+    # one of two k's dropped by column: the k left is the other's
+    assert _pairs(_on(j.drop(o["k"]), "k", frames)) == [("f", "k", "dk")]
+    assert _pairs(_on(j.drop(f["k"]), "k", frames)) == []
+
+
+def test_to_df_renames_by_position_only_when_the_positions_are_known(frames: _Frames) -> None:
+    f = frames.table("f").select("k", "v", "s")
+    assert _pairs(_on(f.toDF("a", "b", "c"), "a", frames)) == [("f", "k", "dk")]
+    assert _pairs(_on(f.toDF("a", "b", "c"), "b", frames)) == []
+    # swapped names: k is now called v, and v is called k
+    assert _pairs(_on(f.toDF("v", "k", "s"), "v", frames)) == [("f", "k", "dk")]
+    assert _pairs(_on(f.toDF("v", "k", "s"), "k", frames)) == []
+    # a table's columns are known, not their order: toDF over the read is opaque
+    whole = frames.table("f").toDF("a", "b", "c")
+    assert _pairs(_on(whole, "a", frames)) == []
+    assert "OpaqueProject" in _ops(whole)
+    assert _pairs(_on(f.toDF("a", "b"), "a", frames)) == []   # Spark refuses the count
+
+
+def test_union_by_name_matches_columns_by_name(frames: _Frames) -> None:
+    left = frames.table("f").select("k", "v")
+    right = frames.table("g").select("v", "k")
+    assert _pairs(_on(left.unionByName(right), "k", frames)) == \
+        [("f", "k", "dk"), ("g", "k", "dk")]
+    # by position the same two put g's v under k: f's k is pruned, g's partitions are not
+    # (its v is a data column, which the Connect path does not filter)
+    assert _pairs(_on(left.union(right), "k", frames)) == [("f", "k", "dk")]
+    # whole reads: their columns are known by name, which is all unionByName needs
+    whole = frames.table("f").unionByName(frames.table("g"))
+    assert _pairs(_on(whole, "k", frames)) == [("f", "k", "dk"), ("g", "k", "dk")]
+    # ... while a positional union of two reads of unknown column order is opaque
+    assert _pairs(_on(frames.table("f").union(frames.table("g")), "k", frames)) == []
+
+
+def test_union_by_name_with_missing_columns_passes_no_key_on_a_missing_one(
+        frames: _Frames) -> None:
+    f, g = frames.table("f"), frames.table("g")
+    # the key missing on the right: NULL there, so it passes into neither side
+    u = f.select("k", "v").unionByName(g.select("v"), allowMissingColumns=True)
+    assert _pairs(_on(u, "k", frames)) == []
+    # ... or missing on the left
+    u = f.select("v").unionByName(g.select("v", "k"), allowMissingColumns=True)
+    assert _pairs(_on(u, "k", frames)) == []
+    # another column missing: the key passes into both sides
+    u = f.select("k", "v").unionByName(g.select("k"), allowMissingColumns=True)
+    assert _pairs(_on(u, "k", frames)) == [("f", "k", "dk"), ("g", "k", "dk")]
+    # without allowMissingColumns Spark refuses different names: opaque
+    u = f.select("k", "v").unionByName(g.select("k", "s"))
+    assert _pairs(_on(u, "k", frames)) == []
+
+
+def test_intersect_passes_the_key_into_its_left_side_only(frames: _Frames) -> None:
+    f, g = frames.table("f").select("k", "v"), frames.table("g").select("k", "v")
+    both = f.intersect(g)
+    assert _pairs(_on(both, "k", frames)) == [("f", "k", "dk")]
+    ops = _ops(both)
+    assert "Aggregate" in ops and "Join" in ops   # as Spark's ReplaceIntersectWithSemiJoin
+    typed = translate(both._plan.plan(None), _facts)
+    semi = next(n for n in typed.message["nodes"] if n["op"] == "Join")
+    assert semi["joinType"] == "LEFT SEMI" and semi["keys"] == []
+    # the fact on the right side only: not reached from above
+    o = frames.table("o").select("k", "v")
+    assert _pairs(_on(o.intersect(g), "k", frames)) == []
+    # INTERSECT ALL: Spark's rewrite ends in a Generate, which no key passes
+    assert _pairs(_on(f.intersectAll(g), "k", frames)) == []
+    assert "Intersect" in _ops(f.intersectAll(g))
+
+
+def test_except_never_prunes_its_right_side_by_a_key_from_above(frames: _Frames) -> None:
+    f, g = frames.table("f").select("k", "v"), frames.table("g").select("k", "v")
+    assert _pairs(_on(f.subtract(g), "k", frames)) == [("f", "k", "dk")]
+    typed = translate(f.subtract(g)._plan.plan(None), _facts)
+    anti = next(n for n in typed.message["nodes"] if n["op"] == "Join")
+    assert anti["joinType"] == "LEFT ANTI" and anti["keys"] == []
+    # the fact on the right: a filter there would add rows to the answer, never pruned
+    o = frames.table("o").select("k", "v")
+    assert _pairs(_on(o.subtract(g), "k", frames)) == []
+    assert _pairs(_on(f.exceptAll(g), "k", frames)) == []
+    assert _pairs(_on(o.exceptAll(g), "k", frames)) == []
+    # a join inside the right side still prunes within it (its rows are the same)
+    inner = _on(frames.table("g"), "k", frames).select("k", "v")
+    assert _pairs(o.subtract(inner)) == [("g", "k", "dk")]
+
+
+def test_rollup_cube_and_grouping_sets_pass_no_key(frames: _Frames) -> None:
+    F = frames.F
+    f = frames.table("f")
+    assert _pairs(_on(f.groupBy("k").agg(F.sum("v").alias("t")), "k", frames)) == \
+        [("f", "k", "dk")]
+    for grouped in (f.rollup("k").agg(F.sum("v").alias("t")),
+                    f.rollup("k", "v").count(), f.cube("k").count(), f.cube("v", "k").count(),
+                    f.groupingSets([["k"], ["k", "v"]], "k", "v").count()):
+        assert _pairs(_on(grouped, "k", frames)) == []
+        assert "Expand" in _ops(grouped)   # as the hook's plan: an Aggregate over an Expand
+
+
+def test_union_is_positional_only_over_columns_in_a_known_order(frames: _Frames) -> None:
+    f, g = frames.table("f"), frames.table("g")
+    u = f.select("k", "v").union(g.select("k", "v"))
+    assert _pairs(_on(u, "k", frames)) == [("f", "k", "dk"), ("g", "k", "dk")]
+    # a UNION DISTINCT (no DataFrame method: the protobuf's is_all) passes it too
+    rel = u._plan.plan(None)
+    rel.set_op.is_all = False
+    assert _pruned_facts(join(rel, dim(), call("==", col("k"), col("dk")))) == ["f", "g"]
+    # a join's columns are the sides' in order, with a condition (USING puts keys first)
+    o = frames.table("o").select("ok", "ov")
+    j = f.select("k", "v").join(o, f["v"] == o["ov"])
+    u = j.union(g.select("k", "v", "s", "v"))
+    assert _pairs(_on(u, "k", frames)) == [("f", "k", "dk"), ("g", "k", "dk")]
+
+
+def _pruned_facts(root: Any) -> list[str]:
+    return sorted(fr.name for fr in find_fact_joins(root, _facts) if fr.pairs)
