@@ -297,6 +297,7 @@ class _Select(SemiJoins):
         types = [join_type_of(j) if j is not None else JoinType.INNER for j in joins]
         below: dict[int, list[tuple[exp.Expression, int, int]]] = {id(s): [] for s in order}
         self.below = below
+        self.where_index: dict[int, int] = {}    # id(conjunct) -> its place in the WHERE
         above: list[tuple[exp.Expression, int, int]] = []
         # every equality that may key a join: (conjunct, join type, phase, index, columns,
         # the conjuncts the build query draws its neighbours from); made joins of their own
@@ -310,7 +311,7 @@ class _Select(SemiJoins):
                 continue
             owners = self.owners(c)
             src = sc.sources.get(next(iter(owners))) if len(owners) == 1 else None
-            where = i if i < len(sc.where) else -1
+            where = self.where_index[id(c)] = i if i < len(sc.where) else -1
             (below[id(src)] if src is not None and not src.null_supplied
              else above).append((c, 2, where))
             self.text_notes(c, i)
@@ -436,7 +437,8 @@ class _Select(SemiJoins):
         cs = local_to(self.t.tables, self.sc, near, m.alias)   # type: ignore[arg-type]
         if {id(c) for c in cs} == {id(c) for c, _p, _i in self.below[id(m)]}:
             return sub[id(m)]
-        return self.filtered(self.leaves[id(m)], cs, [(c, 2, -1) for c in cs if _is_in(c)])
+        return self.filtered(self.leaves[id(m)], cs, [(c, 2, self.where_index.get(id(c), -1))
+                                                      for c in cs if _is_in(c)])
 
     def text_notes(self, c: exp.Expression, index: int) -> None:
         """Notes on a conjunct that gives no key although it compares a FROM item's column
