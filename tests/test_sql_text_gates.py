@@ -135,6 +135,32 @@ def test_using_joins_that_give_no_key(sql: str) -> None:
     assert not ref.dynamic, ref.dynamic
 
 
+@pytest.mark.parametrize("sql,equalities", [
+    ("SELECT 1 FROM d JOIN g USING (k) JOIN f USING (k)", ["d.k = g.k", "d.k = f.k"]),
+    ("SELECT 1 FROM d LEFT JOIN g USING (k) JOIN f USING (k)", ["d.k = g.k", "d.k = f.k"]),
+    ("SELECT 1 FROM d RIGHT JOIN g USING (k) JOIN f USING (k)", ["d.k = g.k", "g.k = f.k"]),
+    ("SELECT 1 FROM d FULL JOIN g USING (k) JOIN f USING (k)",
+     ["d.k = g.k", "COALESCE(d.k, g.k) = f.k"]),
+    ("SELECT 1 FROM d FULL JOIN g USING (k) FULL JOIN f USING (k) JOIN e ON e.y = 1 "
+     "JOIN (SELECT k FROM d) d2 USING (k)",
+     ["d.k = g.k", "COALESCE(d.k, g.k) = f.k", None, "COALESCE(COALESCE(d.k, g.k), f.k) = d2.k"]),
+    ("SELECT 1 FROM d LEFT SEMI JOIN g USING (k) JOIN f USING (k)", ["d.k = g.k", "d.k = f.k"]),
+    ("SELECT 1 FROM f NATURAL JOIN g", ["f.k = g.k"]),              # v and w differ
+    ("SELECT 1 FROM f NATURAL JOIN (SELECT k, v FROM f) f2", ["f.v = f2.v AND f.k = f2.k"]),
+    ("SELECT 1 FROM e NATURAL JOIN d", [""]),                         # no common column
+])
+def test_the_equalities_spark_makes_of_using(sql: str, equalities: list) -> None:
+    from dpp.sql_scopes import join_on
+    from dpp.sql_using import expand_using
+
+    tree = sqlglot.parse_one(sql, read="spark")
+    notes: list[str] = []
+    expand_using(tree, Tables(_resolve), notes)
+    got = [" AND ".join(c.sql("spark") for c in join_on(j)) if j.args.get("on") is None
+           else None for j in tree.args["joins"]]
+    assert got == equalities and not notes, notes
+
+
 def test_using_joins_that_cannot_be_told_are_noted() -> None:
     plan, _ref_ = _ref("SELECT v FROM d, g JOIN f USING (k) WHERE d.x = 1")
     assert any("after a comma or CROSS join" in n for n in plan.notes), plan.notes
