@@ -138,7 +138,8 @@ class _Plan:
         """Why a build side's keys may differ when it is run again (in a clone of the
         session, in another layout): any nondeterministic expression, sample, limit or
         offset in it, ordered or not (ties), or a window function whose values depend on the
-        order of ties; or None."""
+        order of ties, in its plan or in the plan of a subquery its expressions evaluate
+        (``subqueries``); or None."""
         if depth > 200:
             return "a plan too deep to check"
         if node in self._within:   # every pair with this build side asks again
@@ -151,7 +152,8 @@ class _Plan:
             why = _what(n, "tieOrder")
         else:
             why = next((w for w in (self.unstable_within(c, depth + 1)
-                                    for c in self.below(node)) if w), None)
+                                    for c in self.below(node) + n.get("subqueries", []))
+                        if w), None)
         self._within[node] = why
         return why
 

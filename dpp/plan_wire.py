@@ -12,8 +12,9 @@ The shape, per node: ``id``, ``op`` (Spark's class name), ``children`` (node ids
 ``map`` (``[[output exprId, source exprId]]``, Project and Aggregate), ``partitionSpec``
 (Window), ``inSubqueries`` (Filter), ``selective`` (Filter), ``relation`` (a Parquet
 relation dpp may wrap), ``nondeterministic`` / ``ordered`` / ``tieOrder`` (the determinism
-rules of :mod:`dpp.rules`). A key is ``{expr, type, sql, deterministic, refs, attr?, cast?,
-from?}``.
+rules of :mod:`dpp.rules`; ``subqueries``, the plans of the subqueries a node's
+expressions evaluate, as the SQL-text translation names them). A key is ``{expr, type,
+sql, deterministic, refs, attr?, cast?, from?}``.
 """
 from __future__ import annotations
 
@@ -83,6 +84,8 @@ class PlanNode(_NodeRequired, total=False):
     ordered: bool                 # a limit decided by the sort right below
     tieOrder: str                 # a window function over tied rows
     byName: bool
+    subqueries: list[int]         # plans of the subqueries its expressions evaluate (SQL
+    #                               text only): part of a build side's determinism
 
 
 class _MessageRequired(TypedDict):
@@ -118,7 +121,8 @@ _MESSAGE = {"op": str, "request": str, "explain": bool, "timeZone": str, "roots"
 _NODE = {"id": int, "op": str, "children": list, "output": list}
 _OPTIONAL_NODE = {"joinType": str, "keys": list, "map": list, "partitionSpec": list,
                   "inSubqueries": list, "selective": bool, "relation": dict,
-                  "nondeterministic": str, "ordered": bool, "tieOrder": str, "byName": bool}
+                  "nondeterministic": str, "ordered": bool, "tieOrder": str, "byName": bool,
+                  "subqueries": list}
 _RELATION = {"kind": str, "index": str, "rootPaths": list, "partitionColumns": list,
              "bucketed": bool, "partitionFiltered": bool}
 _OPTIONAL_RELATION = {"table": str, "root": str}
@@ -199,7 +203,8 @@ def check_plan(msg: Mapping[str, Any]) -> None:
                 raise WireError(f"plan wire: {where} relation kind {rel['kind']!r} is none "
                                 f"of {sorted(_KINDS)}")
     for n in msg["nodes"]:
-        below = list(n["children"]) + [s["query"] for s in n.get("inSubqueries", [])]
+        below = list(n["children"]) + [s["query"] for s in n.get("inSubqueries", [])] + \
+            list(n.get("subqueries", []))
         missing = [c for c in below if c not in ids]
         if missing:
             raise WireError(f"plan wire: node {n['id']} names children {missing} the "

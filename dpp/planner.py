@@ -20,7 +20,8 @@ writes it as a query:
 * The build side is the other reference with its local predicates, plus inner references
   joined to it by equalities that carry predicates of their own (snowflake); CTEs and derived
   tables are inlined as subqueries. A query that would not give the same keys when Spark runs
-  it (a random function, LIMIT or sampling anywhere in it) is not used.
+  it (a random function, LIMIT or sampling anywhere in it) is not used: find_prunes refuses
+  it, on the typed build side that reads the same FROM items by the same conjuncts.
 * Static domains come from top-level conjuncts ``col op literal``, ``IN (literals)``,
   ``BETWEEN``, ``IS [NOT] NULL`` and ORs of these on one column; everything stays in the query
   for Spark to evaluate (the domains only decide what is read).
@@ -43,13 +44,14 @@ from dpp.core.domain import TupleDomain
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 from dpp.plan_pairs import Prune, find_prunes
 from dpp.pushdown import EMPTY, ORIGIN, inline_ctes, inside_pushed_query
-from dpp.sql_build import build_query, origins, query_filters, repeatable, with_ctes
+from dpp.sql_build import build_query, origins, query_filters, with_ctes
 from dpp.sql_plan import (KEY_ALIAS, REF, ColumnInfo, DynamicFilterSpec, PruningPlan, Resolver,
                           TableInfo, TableRefPlan, first_line, short)
 from dpp.sql_push import push_down
-from dpp.sql_scopes import Scope, Source, Tables, conjuncts, has_is_null, table_name
+from dpp.sql_scopes import Scope, Source, Tables, has_is_null, join_on, table_name
 from dpp.sql_static import compatible, static_domain
 from dpp.sql_typed import translate
+from dpp.sql_using import expand_using
 
 __all__ = ["ColumnInfo", "TableInfo", "Resolver", "DynamicFilterSpec", "TableRefPlan",
            "PruningPlan", "KEY_ALIAS", "parse", "analyze", "table_names", "rewrite"]
@@ -155,6 +157,7 @@ class _Analyzer:
         self.atree = self.tree.copy()
         self.tables.ctes = {c.alias_or_name.lower(): c.this
                             for c in self.atree.find_all(exp.CTE)}
+        expand_using(self.atree, self.tables, self.notes)
         push_down(self.atree, self.tables, self.notes)
         self.typed = translate(self.atree, self.tables)
         prunes, self.pair_notes = find_prunes(dict(self.typed.message))
@@ -188,7 +191,18 @@ class _Analyzer:
         traced into a derived table prunes there, by the conjunct pushed in)."""
         sc, p = self.typed.relations.get(pr.relation, (None, None))
         origin = self.typed.keys.get(pr.build_expr)
-        if p is None or origin is None or origin.scope is not sc or pr.fact_expr is not None:
+        if p is None or origin is None or origin.scope is not sc:
+            return
+        if pr.fact_expr is not None or (origin.column is None and origin.query is None):
+            # an expression key: the loader of the SQL-text path tests a partition column's
+            # values (DynamicFilterSpec.probe_column), not an expression over them
+            what = f"key {pr.fact_sql}" if pr.fact_expr is not None else \
+                f"build key {pr.build_sql}"
+            text = f"expression {what}: not pruned (the SQL-text path prunes by a column's " \
+                   f"own values only)"
+            notes = self.typed.notes.setdefault(id(p.node), [])
+            if all(n[2] != text for n in notes):
+                notes.append((origin.phase, origin.index, text))
             return
         self._prunes.setdefault(id(p.node), []).append(((origin.phase, origin.index), pr))
 
@@ -296,7 +310,7 @@ class _Analyzer:
         other, b = origin.source, origin.column
         assert other is not None and b is not None
         kind = _KINDS.get(pr.join, "outer_non_preserved")
-        extra = conjuncts(c.find_ancestor(exp.Join).args.get("on")) if kind == "semi" else []
+        extra = _join_of(sc, c) if kind == "semi" else []
         locals_ = sc.where + sc.inner_on + extra
         if other.null_supplied and not other.preserved_outer:
             locals_ = list(other.outer_on) + extra
@@ -335,12 +349,9 @@ class _Analyzer:
 
     def _new_query(self, plan: TableRefPlan, probe_col: str, tree: exp.Expression,
                    name: str) -> Optional[str]:
-        """A build query's text, None when it may not be used (it would not give the same
-        keys when Spark runs it) or the reference has it already."""
-        if not repeatable(tree):
-            plan.notes.append(f"build side {name} is not repeatable (random functions, "
-                              f"LIMIT or sampling): not used")
-            return None
+        """A build query's text, None when the reference has it already. (Whether it gives
+        the same keys when Spark runs it was find_prunes' call, on the typed build side made
+        of the same FROM items and conjuncts.)"""
         q = tree.sql(dialect="spark")
         for existing in plan.dynamic:
             if existing.build_query == q and existing.probe_column == probe_col:
@@ -352,6 +363,15 @@ class _Analyzer:
 
 # the join type a pair holds by -> the kind its filter is reported as
 _KINDS = {"INNER": "inner", "CROSS": "inner", "LEFT SEMI": "semi", "IN subquery": "semi"}
+
+
+def _join_of(sc: Scope, c: exp.Expression) -> list[exp.Expression]:
+    """The conjuncts of the join whose ON (or USING) holds ``c``."""
+    for j in sc.sel.args.get("joins") or []:
+        on = join_on(j)
+        if any(x is c for x in on):
+            return on
+    return []
 
 
 def _unsupported_reference(p: Source) -> Optional[str]:

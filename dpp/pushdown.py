@@ -41,13 +41,19 @@ EMPTY = "dpp_empty"            # meta of a SELECT whose pushed WHERE is false: r
 POSITION = "dpp_pos"           # meta of a placeholder column: the output column's position
 
 
-def deterministic(node: exp.Expression, names: Optional[frozenset] = None) -> bool:
+def deterministic(node: exp.Expression, names: Optional[frozenset] = None,
+                  pushed: bool = True) -> bool:
     """No random or per-run function anywhere below ``node`` (Spark evaluates those per row
     and per run: a filter moved past them could change which rows they see). ``names``: the
-    function names that count (a wider set where a plan is run again at another instant)."""
-    if any(True for _ in node.find_all(exp.Rand, exp.Randn, exp.TableSample)):
+    function names that count (a wider set where a plan is run again at another instant).
+    ``pushed=False``: a build query the analysis pushed in is not looked into (Spark never
+    runs it as part of the query; its own determinism is asked where it is a build side)."""
+    def skip(n: exp.Expression) -> bool:
+        return not pushed and n is not node and bool(n.meta.get(PUSHED_QUERY))
+    below = list(node.walk(prune=skip))
+    if any(isinstance(n, (exp.Rand, exp.Randn, exp.TableSample)) for n in below):
         return False
-    for f in node.find_all(exp.Func):
+    for f in (n for n in below if isinstance(n, exp.Func)):
         name = (f.name if isinstance(f, exp.Anonymous) else f.sql_name()).lower()
         if name in (names or NONDETERMINISTIC_FUNCTIONS):
             return False

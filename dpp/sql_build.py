@@ -4,8 +4,10 @@ its own (``SELECT other.key AS dpp_key FROM other [JOIN filtered neighbours] WHE
 It must select every key the probe's surviving rows can match, and be worth running: only
 the other side's own conjuncts, and those of inner neighbours joined to it by equalities that
 carry filters of their own (a snowflake); never another fact table (a build side that scans a
-fact whole costs more than it saves). It must give the same keys when Spark evaluates the
-query itself (:func:`repeatable`).
+fact whole costs more than it saves). Whether it gives the same keys when Spark evaluates the
+query itself is :func:`dpp.plan_pairs.find_prunes`' call: the typed plan's build side
+(:mod:`dpp.sql_typed`) is made of the same FROM items and the same conjuncts
+(:func:`snowflake`, :func:`local_to`).
 """
 from __future__ import annotations
 
@@ -13,11 +15,11 @@ from typing import Callable, Optional
 
 from sqlglot import exp
 
-from dpp.pushdown import ORIGIN, PUSHED_QUERY, deterministic, outer_columns
+from dpp.pushdown import ORIGIN, PUSHED_QUERY, outer_columns
 from dpp.sql_plan import KEY_ALIAS, REF
 from dpp.sql_scopes import Scope, Source, Tables, conjuncts, has_subquery, table_name
 
-__all__ = ["build_query", "snowflake", "with_ctes", "label", "repeatable", "query_filters",
+__all__ = ["build_query", "snowflake", "local_to", "with_ctes", "label", "query_filters",
            "origins"]
 
 
@@ -39,7 +41,7 @@ def build_query(tables: Tables, other: Source, key: exp.Column, sc: Scope,
             sel = sel.from_(item)
         else:
             sel = sel.join(item, on=joins[i - 1].copy(), join_type="inner")
-    locals_all = [c.copy() for m in members for c in _local_to(tables, sc, conjuncts_, m.alias)]
+    locals_all = [c.copy() for m in members for c in local_to(tables, sc, conjuncts_, m.alias)]
     if locals_all:
         sel = sel.where(exp.and_(*locals_all))
     read = tuple(sorted({t for m in members for t in _tables_of(tables, m)}))
@@ -54,7 +56,7 @@ def snowflake(tables: Tables, other: Source, sc: Scope, conjuncts_: list[exp.Exp
     ``conjuncts_`` that carry filters of their own, never ``probe`` nor another fact; with
     the equalities joining them and the test of "carries filters of its own"."""
     def filtered(src: Source) -> bool:
-        return bool(_local_to(tables, sc, conjuncts_, src.alias)) or src.node is not None and (
+        return bool(local_to(tables, sc, conjuncts_, src.alias)) or src.node is not None and (
             isinstance(src.node, exp.Subquery) or src.cte is not None) and \
             query_filters(src.cte if src.cte is not None else src.node.this)
 
@@ -87,10 +89,11 @@ def snowflake(tables: Tables, other: Source, sc: Scope, conjuncts_: list[exp.Exp
     return members, joins, filtered
 
 
-def _local_to(tables: Tables, sc: Scope, conjuncts_: list[exp.Expression],
-              alias: str) -> list[exp.Expression]:
+def local_to(tables: Tables, sc: Scope, conjuncts_: list[exp.Expression],
+             alias: str) -> list[exp.Expression]:
     """The conjuncts about the FROM item ``alias`` alone (a subquery in one only when it
-    is self-contained)."""
+    is self-contained): what a build query filters that item by, in its SQL and in its
+    typed plan alike."""
     out = []
     for c in conjuncts_:
         if id(c) not in sc.about:
@@ -187,14 +190,6 @@ def label(body: exp.Expression) -> str:
     frm = body.find(exp.Table)
     first = sels[0].alias_or_name if sels else "?"
     return f"{frm.name if frm is not None else 'subquery'}.{first}"
-
-
-def repeatable(tree: exp.Expression) -> bool:
-    """A build query must select the same keys when Spark evaluates the query itself: no
-    random or per-run functions, no LIMIT (which rows is unspecified) and no sampling."""
-    if any(True for _ in tree.find_all(exp.Limit)):
-        return False
-    return deterministic(tree)
 
 
 def query_filters(body: Optional[exp.Expression]) -> bool:

@@ -16,7 +16,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import build_scope
 
 from dpp.pushdown import POSITION, PUSHED_QUERY, deterministic, outer_columns, push_into
-from dpp.sql_build import build_query, repeatable, with_ctes
+from dpp.sql_build import build_query, with_ctes
 from dpp.sql_plan import first_line, short
 from dpp.sql_scopes import Scope, Source, Tables, has_is_null, has_subquery, positions, scope
 
@@ -106,7 +106,9 @@ def _push_one(c: exp.Expression, s: Source, origin: str, notes: list[str]) -> No
 def _push_semi(c: exp.Expression, sc: Scope, targets: dict[str, Source], tables: Tables,
                notes: list[str]) -> None:
     """``dt.col = dim.key`` with a filtered dimension: ``col IN (dimension's keys)``
-    inside the derived table, where it can prune the fact that produces ``col``."""
+    inside the derived table, where it can prune the fact that produces ``col``. (Whether
+    that build query gives the same keys when run again is find_prunes' call, on the IN
+    subquery's typed plan: a conjunct pushed in is no part of the query Spark runs.)"""
     if not isinstance(c, exp.EQ) or not all(isinstance(x, exp.Column)
                                             for x in (c.this, c.expression)):
         return
@@ -122,8 +124,6 @@ def _push_semi(c: exp.Expression, sc: Scope, targets: dict[str, Source], tables:
     if built is None:
         return
     query, _tables, label = built
-    if not repeatable(query):
-        return
     pos = positions(dt.node).get(a.name.lower())
     if pos is None:
         return

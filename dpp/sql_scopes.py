@@ -15,8 +15,12 @@ from sqlglot import exp
 from dpp import rules
 from dpp.sql_plan import Resolver, TableInfo
 
-__all__ = ["Tables", "Source", "Scope", "scope", "join_type_of", "inner_join", "conjuncts",
-           "table_name", "positions", "refers_to", "has_is_null", "has_subquery"]
+__all__ = ["Tables", "Source", "Scope", "scope", "join_type_of", "inner_join", "join_on",
+           "conjuncts", "table_name", "positions", "refers_to", "has_is_null", "has_subquery",
+           "USING_ON"]
+
+# meta of a USING / NATURAL join: the equalities Spark makes of it (dpp.sql_using)
+USING_ON = "dpp_using_on"
 
 
 class Tables:
@@ -116,6 +120,13 @@ def join_type_of(j: exp.Join) -> Optional[rules.JoinType]:
     return rules.join_type(kind)
 
 
+def join_on(j: exp.Join) -> list[exp.Expression]:
+    """A join's ON conjuncts; a USING / NATURAL join's equalities (:mod:`dpp.sql_using`)."""
+    if j.args.get("on") is not None:
+        return conjuncts(j.args.get("on"))
+    return list(j.meta.get(USING_ON) or [])
+
+
 def inner_join(j: exp.Join) -> bool:
     """Do a join's ON conjuncts hold for the scope's rows as a WHERE's do (both sides come
     out, each pruned by the other's keys)?"""
@@ -144,13 +155,13 @@ def _mark(before: list[Source], src: Source, j: exp.Join) -> None:
             s.full = True
     elif left_kept:                     # the right side is pruned by its ON alone
         src.null_supplied = True
-        src.outer_on = conjuncts(j.args.get("on"))
+        src.outer_on = join_on(j)
         for s in before:
             s.preserved_outer = True
     elif right_kept:                    # the left side is, when it is one FROM item
         for s in before:
             s.null_supplied = True
-            s.outer_on = conjuncts(j.args.get("on")) if len(before) == 1 else []
+            s.outer_on = join_on(j) if len(before) == 1 else []
         src.preserved_outer = True
 
 
@@ -196,7 +207,7 @@ def scope(sel: exp.Select, tables: Tables) -> Optional[Scope]:
     inner_on: list[exp.Expression] = []
     for j in sel.args.get("joins") or []:
         if inner_join(j):
-            inner_on.extend(conjuncts(j.args.get("on")))
+            inner_on.extend(join_on(j))
     return Scope(sel, sources, conjuncts(where.this) if where is not None else [], inner_on)
 
 

@@ -21,9 +21,19 @@ Where the typed plan and SQL scopes differ:
   or an inner ON between two references no outer join fills with NULLs (not a semi join's
   test), of the join's own type for one of an outer or semi join's ON between its new item
   and an earlier one (the earlier on the left); each side is its reference with the
-  neighbours its build query would read. The left-deep tree of the query carries no keys.
-  Every pair is then find_prunes' to decide: sides (:func:`dpp.rules.may_prune`), tracing,
-  determinism on both sides, whether the build side filters anything.
+  neighbours its build query would read, each under a ``Filter`` of the very conjuncts the
+  build query filters it by (:func:`dpp.sql_build.local_to`), in a ``SubqueryAlias`` when
+  there are neighbours (so that find_prunes does not narrow the build side to the key's own
+  item). The left-deep tree of the query carries no keys. Every pair is then find_prunes'
+  to decide: sides (:func:`dpp.rules.may_prune`), tracing, determinism of everything the
+  build query reads, whether the build side filters anything.
+* A key is a column, or (``f.p + 1 = d.k``) a deterministic expression over one column of
+  one FROM item: a key without ``attr``, which find_prunes traces as the hook's expression
+  keys. USING / NATURAL joins arrive as their equalities (:mod:`dpp.sql_using`).
+* A node's ``subqueries`` are the plans of the scalar (and IN) subqueries its expressions
+  evaluate: part of a build side's determinism, not of the rows above a fact. A build query
+  the analysis pushed into a derived table (:mod:`dpp.sql_push`) is an ``inSubqueries``
+  entry whose functions do not make the Filter nondeterministic (Spark never runs it there).
 * A conjunct about one FROM item alone is a ``Filter`` over that item, unless an outer join
   may fill the item with NULLs: then it stays above the joins (Spark moves it below only
   after turning the join into an inner one). An outer join's ON conjuncts about its
@@ -53,30 +63,14 @@ from sqlglot import exp
 from dpp.plan_wire import WIRE_VERSION, PlanMessage
 from dpp.pushdown import deterministic, inside_pushed_query, outer_columns
 from dpp.rules import NONDETERMINISTIC_FUNCTIONS, RERUN_FUNCTIONS, JoinType
-from dpp.sql_build import label, snowflake
-from dpp.sql_plan import KEY_ALIAS
-from dpp.sql_scopes import Scope, Source, Tables, conjuncts, join_type_of, refers_to, scope
+from dpp.sql_build import local_to, snowflake
+from dpp.sql_scopes import Scope, Source, Tables, join_on, join_type_of, scope
+from dpp.sql_typed_semi import Origin, SemiJoins
 
 __all__ = ["Origin", "Typed", "translate"]
 
 _TIE_ORDER = {"row_number", "ntile", "lag", "lead", "nth_value"}
 _INNER = (JoinType.INNER, JoinType.CROSS)
-
-
-@dataclass
-class Origin:
-    """Where a key of the typed plan came from. ``phase`` orders a reference's filters as
-    the query states them: 0 an equality of WHERE / ON, 1 a semi join's ON, 2 an
-    ``IN`` / ``EXISTS``; ``index`` is the conjunct's place in its list."""
-
-    scope: Scope
-    conjunct: exp.Expression
-    phase: int
-    index: int
-    column: Optional[exp.Column] = None      # an equality's column on this key's side
-    source: Optional[Source] = None          # the FROM item that column is of
-    query: Optional[exp.Expression] = None   # IN / EXISTS: the build query (sqlglot)
-    name: str = ""                           # IN / EXISTS: the build side's label
 
 
 @dataclass
@@ -115,6 +109,7 @@ class _Translator:
         self.extra_roots: list[int] = []
         self._expr = 0
         self._partitioned: dict[int, bool] = {}
+        self.ins: dict[int, Optional[dict[str, Any]]] = {}   # id(conjunct) -> its IN entry
 
     # ------------------------------------------------------------------ plumbing
     def new_id(self) -> int:
@@ -146,8 +141,21 @@ class _Translator:
         names = NONDETERMINISTIC_FUNCTIONS
         if child is None or not self.reads_fact(child):
             names = RERUN_FUNCTIONS
-        bad = [e for e in es if not deterministic(e, names)]
+        bad = [e for e in es if not deterministic(e, names, pushed=False)]
         return bad[0].sql(dialect="spark")[:120] if bad else None
+
+    def subqueries(self, es: list[exp.Expression]) -> list[int]:
+        """The plans of the subqueries ``es`` evaluate (a scalar subquery's, an IN's): their
+        determinism counts where the node they are evaluated in is part of a build side."""
+        found: list[int] = []
+        stack = list(es)
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (exp.Subquery, exp.Query)):
+                found.append(self.query(n)[0])
+                continue
+            stack.extend(n.iter_expressions())
+        return found
 
     def key(self, attr: int, sql: str, origin: Origin) -> dict[str, Any]:
         eid = self.new_id()
@@ -175,12 +183,13 @@ class _Translator:
         elif isinstance(q, exp.Select):
             res = _Select(self, q).translate()
         else:                       # VALUES, a table function: rows of unknown shape
-            res = (self.node("LogicalRelation", [], []), [])
+            res = (self.node("LogicalRelation", [], [], nondeterministic=self.unstable(
+                [q], None)), [])
         self.done[id(q)] = res
         return res
 
 
-class _Select:
+class _Select(SemiJoins):
     """One SELECT's operators."""
 
     def __init__(self, t: _Translator, sel: exp.Select) -> None:
@@ -260,93 +269,16 @@ class _Select:
         """``child`` under a Filter of ``cs`` (and of the IN subqueries ``subs``)."""
         if not cs:
             return child
-        ins = [self.in_subquery(c, child, i) for c, _p, i in subs]
+        for c, _p, i in subs:
+            if id(c) not in self.t.ins:
+                self.t.ins[id(c)] = self.in_subquery(c, child, i)
+        ins = [self.t.ins[id(c)] for c, _p, _i in subs]
         selective = any(not (isinstance(c, exp.Not) and isinstance(c.this, exp.Is))
                         for c in cs)
         return self.t.node("Filter", [child], self.t.out(child), selective=selective,
                            inSubqueries=[s for s in ins if s is not None] or None,
-                           nondeterministic=self.t.unstable(cs, child))
-
-    # ------------------------------------------------------------------ IN / EXISTS
-    def in_subquery(self, c: exp.Expression, child: int, index: int
-                    ) -> Optional[dict[str, Any]]:
-        col, body, name = self.semi_query(c, index)
-        if col is None or body is None:
-            return None
-        found = self.attr(col)
-        if found is None or found[0] not in {e for e, _n in self.t.out(child)}:
-            return None
-        attr, src = found
-        qnode, qout = self.t.query(body)
-        if not qout:
-            return None
-        origin = Origin(self.sc, c, 2, index, query=body, name=name)  # type: ignore[arg-type]
-        qkey = self.t.key(qout[0][0], name, origin)
-        value = self.t.key(attr, col.sql(dialect="spark"),
-                           Origin(self.sc, c, 2, index, col, src))  # type: ignore[arg-type]
-        self.t.typed.partners.setdefault(name, []).append((src, name))
-        return {"query": qnode, "value": value, "queryKey": qkey}
-
-    def semi_query(self, c: exp.Expression, index: int
-                   ) -> tuple[Optional[exp.Column], Optional[exp.Expression], str]:
-        """The outer column and the build query of ``col IN (query)`` or of an ``EXISTS``
-        correlated by one equality; (None, None, "") for anything else (noted)."""
-        sc = self.sc
-        assert sc is not None
-        if isinstance(c, exp.In) and c.args.get("query") is not None and \
-                isinstance(c.this, exp.Column):
-            sub = c.args["query"]
-            body = sub.this if isinstance(sub, exp.Subquery) else sub
-            found = self.attr(c.this)
-            if found is None:
-                return None, None, ""
-            if not isinstance(body, exp.Query) or _correlated(body, found[1].alias):
-                self.t.note(found[1], 2, index, "correlated IN subquery: not used")
-                return None, None, ""
-            return c.this, body, label(body)
-        if not isinstance(c, exp.Exists):
-            return None, None, ""
-        body = c.this.this if isinstance(c.this, exp.Subquery) else c.this
-        if not isinstance(body, exp.Select):
-            return None, None, ""
-        for src in sc.sources.values():
-            col, sub = self.exists(body, src, index)
-            if col is not None:
-                return col, sub, label(body)
-        return None, None, ""
-
-    def exists(self, body: exp.Select, p: Source, index: int
-               ) -> tuple[Optional[exp.Column], Optional[exp.Expression]]:
-        if _aggregates_without_group(body):
-            self.t.note(p, 2, index, "EXISTS over an aggregate without GROUP BY is always "
-                                     "true: not used")
-            return None, None
-        where = body.args.get("where")
-        if where is None:
-            return None, None
-        correlated = [cj for cj in conjuncts(where.this) if refers_to(cj, p.alias)]
-        rest = [cj for cj in conjuncts(where.this) if not refers_to(cj, p.alias)]
-        if len(correlated) != 1 or not isinstance(correlated[0], exp.EQ):
-            if correlated:
-                self.t.note(p, 2, index, "EXISTS with a non-equality correlation: not used")
-            return None, None
-        a, b = correlated[0].this, correlated[0].expression
-        if not (isinstance(a, exp.Column) and isinstance(b, exp.Column)):
-            return None, None
-        if refers_to(b, p.alias):
-            a, b = b, a
-        if not refers_to(a, p.alias) or refers_to(b, p.alias):
-            return None, None
-        if not rest:
-            self.t.note(p, 2, index, "EXISTS subquery without predicates: not used")
-            return None, None
-        sub = body.copy()
-        sub.set("where", exp.Where(this=exp.and_(*[x.copy() for x in rest])))
-        for k in ("group", "having", "order", "limit", "offset", "qualify"):
-            sub.set(k, None)
-        sub.set("expressions", [exp.alias_(b.copy(), KEY_ALIAS)])
-        sub.set("distinct", None)
-        return a, sub
+                           nondeterministic=self.t.unstable(cs, child),
+                           subqueries=self.t.subqueries(cs) or None)
 
     # ------------------------------------------------------------------ the SELECT
     def translate(self) -> tuple[int, list[tuple[int, str]]]:
@@ -354,7 +286,7 @@ class _Select:
         if sc is None:
             return self.project(None)
         order = list(sc.sources.values())
-        leaves = {id(s): self.source(s) for s in order}
+        leaves = self.leaves = {id(s): self.source(s) for s in order}
         for col in self.sel.find_all(exp.Column):   # unknown tables' columns, by use
             if col.find_ancestor(exp.Select) is self.sel:
                 self.attr(col)
@@ -364,6 +296,8 @@ class _Select:
         joins = [by_node.get(id(s.node)) for s in order[1:]]
         types = [join_type_of(j) if j is not None else JoinType.INNER for j in joins]
         below: dict[int, list[tuple[exp.Expression, int, int]]] = {id(s): [] for s in order}
+        self.below = below
+        self.where_index: dict[int, int] = {}    # id(conjunct) -> its place in the WHERE
         above: list[tuple[exp.Expression, int, int]] = []
         # every equality that may key a join: (conjunct, join type, phase, index, columns,
         # the conjuncts the build query draws its neighbours from); made joins of their own
@@ -377,7 +311,7 @@ class _Select:
                 continue
             owners = self.owners(c)
             src = sc.sources.get(next(iter(owners))) if len(owners) == 1 else None
-            where = i if i < len(sc.where) else -1
+            where = self.where_index[id(c)] = i if i < len(sc.where) else -1
             (below[id(src)] if src is not None and not src.null_supplied
              else above).append((c, 2, where))
             self.text_notes(c, i)
@@ -385,7 +319,7 @@ class _Select:
             if jn is None or jt in _INNER or jt is None:
                 continue
             phase = 1 if jt in (JoinType.LEFT_SEMI, JoinType.LEFT_ANTI) else 0
-            on = conjuncts(jn.args.get("on"))
+            on = join_on(jn)
             for i, c in enumerate(on):
                 found = self.column_pair(c)
                 if found is not None and max(pos[id(found[0][1])], pos[id(found[1][1])]) == j:
@@ -421,11 +355,17 @@ class _Select:
         return self.project(node)
 
     def column_pair(self, c: exp.Expression) -> Any:
-        """The two FROM items' columns an equality ``a.x = b.y`` compares, or None."""
-        if not isinstance(c, exp.EQ) or not all(isinstance(x, exp.Column)
+        """The two FROM items' columns an equality compares: ``a.x = b.y``, or a column of
+        one and a deterministic expression over one column of another (``f.p + 1 = d.k``,
+        ``cast(f.p AS string) = d.s``: find_prunes' expression key); None for anything
+        else."""
+        if not isinstance(c, exp.EQ) or not any(isinstance(x, exp.Column)
                                                 for x in (c.this, c.expression)):
             return None
-        a, b = self.attr(c.this), self.attr(c.expression)
+        ca, cb = _key_column(c.this), _key_column(c.expression)
+        if ca is None or cb is None:
+            return None
+        a, b = self.attr(ca), self.attr(cb)
         return None if a is None or b is None or a[1] is b[1] else (a, b)
 
     def inner_pair(self, c: exp.Expression) -> Any:
@@ -442,14 +382,21 @@ class _Select:
         """A join's key pair of an equality, each key linked back to its side."""
         (a, sa), (b, sb) = found
         ca, cb = c.this, c.expression
-        if sa is not self.attr(ca)[1]:    # type: ignore[index]
+        if sa is not self.attr(_key_column(ca))[1]:    # type: ignore[arg-type,index]
             ca, cb = cb, ca
         for src, other, osrc in ((sa, cb, sb), (sb, ca, sa)):
+            name = other.name if isinstance(other, exp.Column) else other.sql(dialect="spark")
             self.t.typed.partners.setdefault(other.sql(dialect="spark"), []).append(
-                (src, f"{osrc.table or osrc.alias}.{other.name}"))
-        return [self.t.key(at, col.sql(dialect="spark"),
-                           Origin(self.sc, c, phase, index, col, src))  # type: ignore[arg-type]
-                for at, src, col in ((a, sa, ca), (b, sb, cb))]
+                (src, f"{osrc.table or osrc.alias}.{name}"))
+        out = []
+        for at, src, e in ((a, sa, ca), (b, sb, cb)):
+            col = e if isinstance(e, exp.Column) else None   # an expression key: no column
+            key = self.t.key(at, e.sql(dialect="spark"),
+                             Origin(self.sc, c, phase, index, col, src))  # type: ignore[arg-type]
+            if col is None:
+                del key["attr"]
+            out.append(key)
+        return out
 
     def pair_join(self, c: exp.Expression, jt: JoinType, phase: int, index: int,
                   found: Any, sub: dict[int, int], near: list[exp.Expression],
@@ -470,15 +417,28 @@ class _Select:
         for me, other in ((sa, sb), (sb, sa)):
             near_me = near if not me.null_supplied or me.preserved_outer else me.outer_on
             members = snowflake(t.tables, me, sc, near_me, other)[0]
-            node = sub[id(members[0])]
+            node = self.member(members[0], near_me, sub)
             for m in members[1:]:
-                node = t.node("Join", [node, sub[id(m)]], t.out(node) + t.out(sub[id(m)]),
+                right = self.member(m, near_me, sub)
+                node = t.node("Join", [node, right], t.out(node) + t.out(right),
                               joinType=JoinType.INNER.value, keys=[])
+            if len(members) > 1:   # the build side is the whole query: find_prunes does not
+                node = t.node("SubqueryAlias", [node], t.out(node))  # narrow it to ``me``
             sides.append(node)
         out = t.out(sides[0]) + ([] if jt in (JoinType.LEFT_SEMI, JoinType.LEFT_ANTI)
                                  else t.out(sides[1]))
         t.extra_roots.append(t.node("Join", sides, out, joinType=jt.value,
                                     keys=[self.keys(c, phase, index, found)]))
+
+    def member(self, m: Source, near: list[exp.Expression], sub: dict[int, int]) -> int:
+        """A FROM item as a build query over ``near`` reads it: under a Filter of the
+        conjuncts about it alone (:func:`dpp.sql_build.local_to`), the node of the query's
+        own tree when that holds the same ones."""
+        cs = local_to(self.t.tables, self.sc, near, m.alias)   # type: ignore[arg-type]
+        if {id(c) for c in cs} == {id(c) for c, _p, _i in self.below[id(m)]}:
+            return sub[id(m)]
+        return self.filtered(self.leaves[id(m)], cs, [(c, 2, self.where_index.get(id(c), -1))
+                                                      for c in cs if _is_in(c)])
 
     def text_notes(self, c: exp.Expression, index: int) -> None:
         """Notes on a conjunct that gives no key although it compares a FROM item's column
@@ -564,6 +524,20 @@ class _Select:
         return node, out
 
 
+def _key_column(e: exp.Expression) -> Optional[exp.Column]:
+    """The column a join key reads: the key itself, or the one column a deterministic
+    expression without subqueries, aggregates or windows reads; None for anything else."""
+    if isinstance(e, exp.Column):
+        return e
+    if any(True for _ in e.find_all(exp.Query, exp.Subquery, exp.AggFunc, exp.Window)) or \
+            not deterministic(e, RERUN_FUNCTIONS):
+        return None
+    cols = list(e.find_all(exp.Column))
+    if not cols or len({(x.table.lower(), x.name.lower()) for x in cols}) != 1:
+        return None
+    return cols[0]
+
+
 def _at_least_one(limit: exp.Expression) -> bool:
     n = limit.expression if isinstance(limit, exp.Limit) else None
     return isinstance(n, exp.Literal) and n.is_int and int(n.this) >= 1
@@ -572,17 +546,3 @@ def _at_least_one(limit: exp.Expression) -> bool:
 def _is_in(c: exp.Expression) -> bool:
     return isinstance(c, exp.Exists) or (isinstance(c, exp.In) and
                                          c.args.get("query") is not None)
-
-
-def _correlated(body: exp.Expression, alias: str) -> bool:
-    inner_aliases = {(t.alias or t.name).lower() for t in body.find_all(exp.Table)}
-    inner_aliases |= {(s.alias or "").lower() for s in body.find_all(exp.Subquery)}
-    return alias not in inner_aliases and refers_to(body, alias)
-
-
-def _aggregates_without_group(body: exp.Select) -> bool:
-    if body.args.get("group") is not None:
-        return False
-    return any(isinstance(e.unalias(), exp.AggFunc) or any(True for _ in e.find_all(exp.AggFunc))
-               for e in body.expressions)
-
