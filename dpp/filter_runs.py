@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -439,10 +438,30 @@ def _key_type(spec: FilterSpec, df: DataFrame, key: str) -> DataType:
                        f"{spark_type.simpleString()}, not supported") from None
 
 
-# expressions that run code the plan does not show (Python, Scala, Java and Hive functions and
-# aggregators): redefined under the same name, the plan text stays the same
-_USER_CODE = re.compile(r'"class"\s*:\s*"[\w.$]*(?:UDF|UDAF|UDTF|Aggregator|UserDefined)'
-                        r'[\w$]*"')
+# Spark's tree patterns of expressions that run code the plan does not show (Python, Scala
+# and Java functions, user aggregations, SQL functions): redefined under the same name, the
+# plan text stays the same. Each is asked of the plan's pattern bits (one cheap call; a
+# Spark line without a pattern simply has no such expression).
+_USER_CODE_PATTERNS = ("PYTHON_UDF", "SCALA_UDF", "EXTERNAL_UDF", "USER_DEFINED_AGGREGATION",
+                       "SQL_SCALAR_FUNCTION", "SQL_TABLE_FUNCTION", "TRANSPILED_PYTHON_UDF")
+_patterns_by_jvm: dict[int, tuple[Any, ...]] = {}
+
+
+def _calls_user_code(df: DataFrame, plan: Any) -> bool:
+    """Whether ``plan`` (a JVM logical plan of ``df``'s session) calls user code."""
+    jvm = df.sparkSession._jvm  # type: ignore[attr-defined]
+    patterns = _patterns_by_jvm.get(id(jvm))
+    if patterns is None:
+        holder = getattr(getattr(jvm, "org.apache.spark.sql.catalyst.trees.TreePattern$"),
+                         "MODULE$")
+        found = []
+        for name in _USER_CODE_PATTERNS:
+            try:
+                found.append(getattr(holder, name)())
+            except Exception:   # not a pattern of this Spark line
+                continue
+        patterns = _patterns_by_jvm[id(jvm)] = tuple(found)
+    return any(plan.containsPattern(p) for p in patterns)
 
 
 def _identity(spec: FilterSpec, df: DataFrame) -> Optional[str]:
@@ -459,7 +478,7 @@ def _identity(spec: FilterSpec, df: DataFrame) -> Optional[str]:
     try:
         plan = df._jdf.queryExecution().analyzed().canonicalized()  # type: ignore[attr-defined]
         text = str(plan.toString())
-        user_code = _USER_CODE.search(str(plan.toJSON())) is not None
+        user_code = _calls_user_code(df, plan)
     except Exception:   # no JVM plan to read (Spark Connect): not cached
         log.debug("no canonical plan for %s", spec.build_label, exc_info=True)
         return None
