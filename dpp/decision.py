@@ -29,7 +29,7 @@ from hive_splits import Table
 
 __all__ = ["LoadGroup", "PruningDecision", "StatsPolicy", "decide", "table_columns",
            "static_for", "real_column", "is_bucket_column", "data_filter_verdict",
-           "ProbeKey", "Probe", "Load", "LoadPlan", "plan_loads"]
+           "ProbeKey", "Probe", "Load", "LoadPlan", "plan_loads", "lists_whole_catalog_table"]
 
 # (table, data column) -> use Parquet statistics on it (build its filter, keep its static domain)
 StatsPolicy = Callable[[Table, str], bool]
@@ -149,6 +149,14 @@ def plan_loads(probes: Iterable[Probe], stats_pruning: Stats,
                   for k, m in grouped.items())
     return LoadPlan(builds={k: tuple(v) for k, v in builds.items()}, identity=ids,
                     loads=loads, idle=tuple(idle), notes=tuple(notes))
+
+
+def lists_whole_catalog_table(enabled: bool, partition_filtered: bool, bucketed: bool) -> bool:
+    """Whether dpp lists a partitioned catalog table with nothing to prune in Spark's place
+    (``spark.dpp.listWholeCatalogTables``): only when no filter names a partition column
+    (Spark would then ask the metastore for the matching partitions only) and the table is
+    not bucketed (a listing of dpp's would lose the buckets Spark's joins use)."""
+    return enabled and not partition_filtered and not bucketed
 
 
 def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id: str,

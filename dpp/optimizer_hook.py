@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Hashable, Mapping, Optional
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import ConfigError
 from dpp.core.spark_rules import SparkRules
-from dpp.decision import Probe, ProbeKey, plan_loads, real_column
+from dpp.decision import Probe, ProbeKey, lists_whole_catalog_table, plan_loads, real_column
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.hook_explain import WHOLE, ExplainListener, explaining, patch_explain
 from dpp.hook_request import Request
@@ -435,8 +435,9 @@ class OptimizerHook:
         kind = rel.get("kind")
         if kind == "lazy":
             return True
-        return (kind == "catalog" and bool(cfg.list_whole_catalog_tables)
-                and not rel.get("partitionFiltered", True) and not rel.get("bucketed"))
+        return kind == "catalog" and lists_whole_catalog_table(
+            bool(cfg.list_whole_catalog_tables), rel.get("partitionFiltered", True),
+            bool(rel.get("bucketed")))
 
     def _stats(self, cfg: Any, notes: list[str]) -> Any:
         """``statsPruning`` for :func:`dpp.decision.plan_loads`: a constant, or for ``auto``

@@ -251,8 +251,8 @@ class DppSession:
             if not ref.data_only:   # a table without partitions is reported when filtered
                 report.add_table_unpruned(ref.table, ref.alias, why)
         self.catalog.views.ensure(sorted(decision.plain_tables))
-        whole = (whole_catalog_refs(plan, decision.unpruned, tables)
-                 if cfg.list_whole_catalog_tables else {})
+        whole = whole_catalog_refs(plan, decision.unpruned, tables,
+                                   cfg.list_whole_catalog_tables)
         # on Spark Connect a catalog table read whole stays Spark's: dpp would list it on the
         # client only for the server to list it again
         whole = {k: v for k, v in whole.items() if not is_connect_catalog(v[0])}

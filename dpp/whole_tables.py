@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 from sqlglot import exp
 
 from dpp.core.errors import LayoutError
+from dpp.decision import lists_whole_catalog_table
 from dpp.planner import PruningPlan, TableRefPlan
 from dpp.runtime import first_line, temp_view
 from dpp.views import norm_name
@@ -45,13 +46,14 @@ log = logging.getLogger(__name__)
 
 
 def whole_catalog_refs(plan: PruningPlan, unpruned: Iterable[tuple[TableRefPlan, str]],
-                       tables: Mapping[str, Optional[Table]]
+                       tables: Mapping[str, Optional[Table]], enabled: bool
                        ) -> dict[str, tuple[Table, list[TableRefPlan]]]:
-    """The unpruned references to partitioned catalog tables that the split loader can list
-    in Spark's place (none of the table's partition columns is named in the query), by
-    table name with the table the analysis resolved."""
+    """The unpruned references to partitioned catalog tables that the split loader lists in
+    Spark's place (:func:`dpp.decision.lists_whole_catalog_table`; for SQL text, a partition
+    column named anywhere in the query counts as a filter on it), by table name with the
+    table the analysis resolved. ``enabled``: ``spark.dpp.listWholeCatalogTables``."""
     tree = plan._tree
-    if tree is None:
+    if tree is None or not enabled:
         return {}
     out: dict[str, tuple[Table, list[TableRefPlan]]] = {}
     for ref, _why in unpruned:
@@ -59,7 +61,8 @@ def whole_catalog_refs(plan: PruningPlan, unpruned: Iterable[tuple[TableRefPlan,
         table = tables.get(key)
         if table is None or not table.is_catalog or not table.partition_columns:
             continue
-        if names_partition_column(tree, table):
+        if not lists_whole_catalog_table(enabled, names_partition_column(tree, table),
+                                         table.bucketing is not None):
             continue
         out.setdefault(key, (table, []))[1].append(ref)
     return out

@@ -170,3 +170,12 @@ def test_an_expression_key_is_not_a_data_column_and_groups_by_its_text():
     b = ProbeKey(build="b1", column="d")
     plan = plan_loads([probe("r1", a), probe("r2", b), probe("r3", a)], False)
     assert [[p.ref for p, _k in load.members] for load in plan.loads] == [["r1", "r3"], ["r2"]]
+
+
+def test_a_catalog_table_is_listed_whole_only_unfiltered_and_unbucketed():
+    from dpp.decision import lists_whole_catalog_table
+
+    assert lists_whole_catalog_table(True, partition_filtered=False, bucketed=False)
+    assert not lists_whole_catalog_table(False, partition_filtered=False, bucketed=False)
+    assert not lists_whole_catalog_table(True, partition_filtered=True, bucketed=False)
+    assert not lists_whole_catalog_table(True, partition_filtered=False, bucketed=True)
