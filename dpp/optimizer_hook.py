@@ -27,6 +27,7 @@ explained and then executed starts its build sides on its first listing.
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 import logging
 import os
@@ -379,7 +380,10 @@ class OptimizerHook:
             pending = still
             if not pending or time.monotonic() >= deadline:
                 break
-            time.sleep(0.01)
+            # back at once when a build is over (a cache hit takes milliseconds), else poll
+            # Spark's tracker again
+            futures = [f for f in map(request.runs.build_future, pending) if f is not None]
+            cf.wait(futures, timeout=0.01, return_when=cf.FIRST_COMPLETED)
         if pending:
             log.info("dpp: build sides %s had no Spark job after %.1f s; the query starts "
                      "anyway", pending, bound)
