@@ -76,6 +76,13 @@ class BuildSide:
     semi: Optional[Narrowing] = None
     facts: tuple[str, ...] = ()
 
+    def describe(self) -> str:
+        """The key as the report's query text names it: ``d_day``, ``d_day ⋉ (d_week =
+        d_week)`` when narrowed, with ``(data column)`` for a statistics-only key."""
+        semi = "" if self.semi is None else " ⋉ ({})".format(
+            " AND ".join(f"{b} = {a}" for b, a in self.semi.pairs))
+        return self.column + semi + (" (data column)" if self.data else "")
+
 
 @dataclass
 class FactRead:

@@ -389,7 +389,8 @@ class ConnectFrames:
         t0 = time.perf_counter()
         report = JobReport.start(
             query_text="DataFrame plan (Spark Connect): " + "; ".join(
-                f"{f.name} joined on {[(a, b) for a, _, b in f.pairs]}" for f in facts),
+                f"{f.name} joined on {[(a, b.describe()) for a, b, _ in f.pairs]}"
+                for f in facts),
             kind="plan", settings=cfg.as_settings(), enabled=True)
         report.analysis_notes.extend(notes)
         facts = self._provable(root, facts, target, report)
