@@ -30,9 +30,11 @@ It always does two things, and a third only when asked:
   operators, and which side of which join may be pruned by which build side is not decided
   here: the plan is translated to the typed plan the optimizer hook's rule describes
   (:mod:`dpp.connect_typed`) and :func:`dpp.plan_pairs.find_prunes` decides, by the rules
-  of :mod:`dpp.rules`. Every pair on a partition column gives a dynamic filter whose build
-  side is the plan it names — run by Spark as an aggregation and collected with
-  ``toArrow()`` (:func:`dpp.join.pruned_fact`) — and the read is replaced, in
+  of :mod:`dpp.rules`. Every pair gives a dynamic filter whose build side is the plan it
+  names (LEFT SEMI joined to the probe-side relation that narrows it, q72's shape; a data
+  column's pair only where statistics or buckets can use it; :mod:`dpp.connect_builds`) —
+  run by Spark as an aggregation and collected with ``toArrow()``
+  (:func:`dpp.join.pruned_fact`) — and the read is replaced, in
   place and under its own ``plan_id`` (so ``fact["col"]`` still resolves), by a temporary
   view of the pruned relation, dropped when the action is done.
 
@@ -70,12 +72,12 @@ import threading
 import time
 import uuid
 import weakref
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
+from dpp.connect_builds import (FactRead, build_frame, find_fact_joins, read_key,
+                                worth_by_policy, worth_without_footers)
 from dpp.connect_proto import all_relations as _all_relations
 from dpp.connect_proto import deterministic_relation, relation_children
-from dpp.connect_typed import translate
 from dpp.core.errors import ConfigError
 from dpp.report import JobReport
 from dpp.views import norm_name
@@ -256,26 +258,9 @@ def lifecycle_of(spark: Any) -> ConnectLifecycle:
 # ====================================================================== the plan
 
 
-@dataclass
-class FactRead:
-    """A ``Read`` relation of a fact, and the key pairs joins above it prune it by:
-    ``(fact column, build-side relation, build column as the join names it)``."""
-
-    read: Any                                  # the Relation message (replaced in place)
-    name: str                                  # the table's name in dpp
-    pairs: list[tuple[str, Any, str]] = field(default_factory=list)
-    key: Any = None                            # (plan_id, serialized read)
-    refused: Optional[str] = None              # why a pair's build side was refused
-
-
-def _read_key(rel: Any) -> tuple[Optional[int], bytes]:
-    return (rel.common.plan_id if rel.HasField("common") else None,
-            rel.read.SerializeToString())
-
-
 def _read_counts(root: Any) -> "collections.Counter[Any]":
     """How many times each read (by ``plan_id`` and content) occurs under ``root``."""
-    return collections.Counter(_read_key(r) for r in _all_relations(root)
+    return collections.Counter(read_key(r) for r in _all_relations(root)
                                if r.WhichOneof("rel_type") == "read")
 
 
@@ -285,7 +270,7 @@ def _ancestors(root: Any, key: Any) -> list[Any]:
 
     def walk(rel: Any) -> bool:
         path.append(rel)
-        if rel.WhichOneof("rel_type") == "read" and _read_key(rel) == key:
+        if rel.WhichOneof("rel_type") == "read" and read_key(rel) == key:
             return True
         for child in relation_children(rel):
             if walk(child):
@@ -398,11 +383,16 @@ class ConnectFrames:
         if not facts:
             return
         cfg = state["cfg"]
+        facts, notes = worth_without_footers(self.session, facts, cfg)
+        if not facts:
+            return
         t0 = time.perf_counter()
         report = JobReport.start(
             query_text="DataFrame plan (Spark Connect): " + "; ".join(
-                f"{f.name} joined on {[(a, b) for a, _, b in f.pairs]}" for f in facts),
+                f"{f.name} joined on {[(a, b.describe()) for a, b, _ in f.pairs]}"
+                for f in facts),
             kind="plan", settings=cfg.as_settings(), enabled=True)
+        report.analysis_notes.extend(notes)
         facts = self._provable(root, facts, target, report)
         if facts:
             self._report = report
@@ -523,16 +513,13 @@ class ConnectFrames:
         """Each fact read replaced by a view of its pruned relation, when Spark resolves
         the view to the same columns (names, order, types) as the read it replaces. The
         action's report (made by the caller) is returned, to be finished by it."""
-        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
         import pyspark.sql.connect.proto as proto
 
-        from dpp.core.remote import functions_for
         from dpp.core.spark_rules import SparkRules
         from dpp.join import pruned_fact
 
         s = self.session
         report = self._report
-        F = functions_for(s.spark)
         rules = SparkRules.from_spark(s.spark)
         s.runtime.remote_notes(cfg, report)
         for fact in facts:
@@ -543,14 +530,15 @@ class ConnectFrames:
                 original = proto.Relation()
                 original.CopyFrom(fact.read)
                 want = self.client.schema(proto.Plan(root=original))
-                pairs = []
-                for i, (fcol, rel, dref) in enumerate(fact.pairs):
-                    key = f"__dpp_key_{i}"
-                    build = ConnectDataFrame(_Relation(rel), s.spark).select(
-                        F.col(dref).alias(key))
-                    pairs.append((fcol, build, key))
+                chosen = worth_by_policy(s, fact, table, cfg, report)
+                if not chosen:
+                    continue
+                pairs = [(fcol, build_frame(build, s.spark, f"__dpp_key_{i}"), f"__dpp_key_{i}")
+                         for i, (fcol, build, _name) in enumerate(chosen)]
                 fact_df = pruned_fact(s, fact.name, table, pairs, cfg, rules, report,
                                       sized=True)
+                # the auto policy notes its verdict each time it is asked
+                report.analysis_notes[:] = list(dict.fromkeys(report.analysis_notes))
                 got = fact_df.schema
                 if [(f.name, f.dataType) for f in got.fields] != \
                         [(f.name, f.dataType) for f in want.fields]:
@@ -575,79 +563,3 @@ class ConnectFrames:
                             fact.name, exc)
                 report.add_table_unpruned(fact.name, None, f"DataFrame plan not pruned: {exc}")
         return report
-
-
-class _Relation:
-    """A Connect ``LogicalPlan`` over an existing Relation message (a build side: the other
-    side of a join, as the user built it)."""
-
-    def __init__(self, rel: Any) -> None:
-        from pyspark.sql.connect.plan import LogicalPlan
-
-        self._rel = rel
-        self.__class__ = type("_RelationPlan", (_Relation, LogicalPlan), {})
-        LogicalPlan.__init__(self, None)  # type: ignore[arg-type]
-
-    def plan(self, session: Any) -> Any:
-        import pyspark.sql.connect.proto as proto
-
-        out = proto.Relation()
-        out.CopyFrom(self._rel)
-        return out
-
-
-def find_fact_joins(root: Any, fact_of: Any) -> list[FactRead]:
-    """The fact reads under ``root`` with the join keys that prune them (module docstring),
-    as :func:`dpp.plan_pairs.find_prunes` decides on the plan's typed translation
-    (:mod:`dpp.connect_typed`).
-
-    ``fact_of(read)``: ``(name, columns, partition columns)`` (lower case) of the dpp table
-    a ``Read`` message reads whole, or None. Only keys on partition columns are kept; a fact
-    whose only pairs were refused for a build side that is not deterministic comes with no
-    pairs and ``refused`` saying why. Build sides are copies (the tree is changed
-    afterwards); the build column is as the join names it (``d.k`` for an alias-qualified
-    key), to be selected from the build side."""
-    import pyspark.sql.connect.proto as proto
-
-    from dpp.plan_pairs import find_prunes
-
-    if not any(r.WhichOneof("rel_type") == "join" for r in _all_relations(root)):
-        return []   # no join, no pairs: no table looked up
-    known: dict[bytes, Optional[tuple[str, set[str], set[str]]]] = {}
-
-    def fact_name(read: Any) -> Optional[tuple[str, set[str], set[str]]]:
-        key = read.SerializeToString()
-        if key not in known:
-            known[key] = fact_of(read)
-        return known[key]
-
-    typed = translate(root, fact_name)
-    if not typed.facts:
-        return []
-    refused: list[tuple[int, str, str]] = []
-    prunes, _notes = find_prunes(typed.message, refused)   # type: ignore[arg-type]
-    found: dict[Any, FactRead] = {}
-
-    def entry(node: int) -> FactRead:
-        read = typed.relations[node]
-        key = _read_key(read)
-        if key not in found:
-            found[key] = FactRead(read, typed.facts[node][0], key=key)
-        return found[key]
-
-    for p in prunes:
-        # partition columns by a plain key, with a build side of its own (no narrowing by
-        # another relation: a FactRead's pair is one build side)
-        if p.data or p.fact_expr is not None or p.build_semi is not None:
-            continue
-        dname = typed.build_column(p.build_node, p.build_expr)
-        if dname is None or typed.relations.get(p.build_node) is None:
-            continue   # (a node the translation adds, such as a union's projection, runs
-            # nothing of its own: never a build side)
-        copy = proto.Relation()
-        copy.CopyFrom(typed.relations[p.build_node])
-        entry(p.relation).pairs.append((p.column, copy, dname))
-    for rel, col, note in refused:
-        if col.lower() in typed.facts[rel][2] and not entry(rel).pairs:
-            entry(rel).refused = note
-    return list(found.values())

@@ -105,10 +105,12 @@ def dim() -> Any:
     return where(read("d"))
 
 
-def _pruned(root: Any) -> list[tuple[str, str]]:
-    """(fact column, build column) pairs found, after checking the typed plan."""
+def _pruned(root: Any, data: bool = False) -> list[tuple[str, str]]:
+    """(fact column, build column) pairs found on partition columns (``data``: on data
+    columns), after checking the typed plan."""
     check_plan(translate(root, _fact_of).message)  # type: ignore[arg-type]
-    return [(c, b) for fr in find_fact_joins(root, _fact_of) for c, _rel_, b in fr.pairs]
+    return [(c, b) for fr in find_fact_joins(root, _fact_of) for c, build, b in fr.pairs
+            if build.data == data]
 
 
 # ---------------------------------------------------------------------- the typed plan
@@ -141,8 +143,10 @@ def test_join_types_and_sides_follow_the_rules_table(how: JoinType, side: str) -
 def test_using_and_bare_names_resolve_each_on_its_side() -> None:
     assert _pruned(join(read("f"), dim(), using=("k",))) == [("k", "k")]
     assert _pruned(join(dim(), read("f"), call("==", col("dk"), col("k")))) == [("k", "dk")]
-    # a data column, and a name the fact does not have on either side: nothing
+    # a data column: a pair for statistics only; a name the fact does not have: nothing
     assert _pruned(join(read("f"), dim(), call("==", col("v"), col("dk")))) == []
+    assert _pruned(join(read("f"), dim(), call("==", col("v"), col("dk"))), data=True) == \
+        [("v", "dk")]
     assert _pruned(join(read("f"), dim(), call("==", col("dk"), col("dj")))) == []
 
 
@@ -306,11 +310,12 @@ def frames() -> _Frames:
 
 
 def _pairs(df: Any) -> list[tuple[str, str, str]]:
-    """(table, fact column, build column) of every pair found, sorted, after checking the
-    typed plan of the DataFrame's protobuf."""
+    """(table, fact column, build column) of every pair on a partition column found, sorted,
+    after checking the typed plan of the DataFrame's protobuf."""
     root = df._plan.plan(None)
     check_plan(translate(root, _facts).message)  # type: ignore[arg-type]
-    return sorted((fr.name, c, b) for fr in find_fact_joins(root, _facts) for c, _r, b in fr.pairs)
+    return sorted((fr.name, c, b) for fr in find_fact_joins(root, _facts)
+                  for c, build, b in fr.pairs if not build.data)
 
 
 def _ops(df: Any) -> list[str]:
@@ -409,7 +414,7 @@ def test_union_by_name_matches_columns_by_name(frames: _Frames) -> None:
     assert _pairs(_on(left.unionByName(right), "k", frames)) == \
         [("f", "k", "dk"), ("g", "k", "dk")]
     # by position the same two put g's v under k: f's k is pruned, g's partitions are not
-    # (its v is a data column, which the Connect path does not filter)
+    # (its v is a data column: a pair for its statistics at most)
     assert _pairs(_on(left.union(right), "k", frames)) == [("f", "k", "dk")]
     # whole reads: their columns are known by name, which is all unionByName needs
     whole = frames.table("f").unionByName(frames.table("g"))
@@ -496,4 +501,90 @@ def test_union_is_positional_only_over_columns_in_a_known_order(frames: _Frames)
 
 
 def _pruned_facts(root: Any) -> list[str]:
-    return sorted(fr.name for fr in find_fact_joins(root, _facts) if fr.pairs)
+    return sorted(fr.name for fr in find_fact_joins(root, _facts)
+                  if any(not b.data for _c, b, _n in fr.pairs))
+
+
+# ------------------------------------------------- narrowed build sides (q72), data columns
+
+def _q72(frames: _Frames, how: str = "inner", eq: str = "==") -> Any:
+    """q72's shape: orders ``o`` joined to the filtered calendar ``d1``, the fact ``f`` to the
+    unfiltered calendar ``d2`` on its day and on ``d1``'s week (``how``: o ⋈ d1's type)."""
+    o, f = frames.table("o"), frames.table("f")
+    d1, d2 = frames.table("d").where("x = 1"), frames.table("d")
+    week = d1["d_week"] == d2["d_week"] if eq == "==" else d1["d_week"].eqNullSafe(d2["d_week"])
+    j = o.join(d1, o["o_day"] == d1["d_day"], how).join(f, o["o_item"] == f["v"])
+    return j.join(d2, (f["k"] == d2["d_day"]) & week)
+
+
+def _builds(df: Any) -> list[Any]:
+    return [b for fr in find_fact_joins(df._plan.plan(None), _facts) for _c, b, _n in fr.pairs]
+
+
+def test_an_unfiltered_build_side_is_narrowed_by_the_probe_sides_other_key(frames: _Frames
+                                                                           ) -> None:
+    q = _q72(frames)
+    assert _pairs(q) == [("f", "k", "d_day")]
+    (build,) = [b for b in _builds(q) if not b.data]
+    assert build.relation.read.named_table.unparsed_identifier == "d"   # d2, unfiltered
+    assert build.semi is not None and build.semi.pairs == (("d_week", "d_week"),)
+    sub = build.semi.relation   # o ⋈ d1: the largest probe-side subtree without the fact
+    assert sub.WhichOneof("rel_type") == "join" and sub.join.right.HasField("filter")
+    # o ⟕ d1: its weeks are d1's matched ones and NULLs, which match no d2 row
+    (build,) = [b for b in _builds(_q72(frames, "left")) if not b.data]
+    assert build.semi is not None and build.semi.relation.join.join_type == 3
+    # d1 NULL-supplied beside the fact itself: narrowed by d1 alone
+    f, d1, d2 = frames.table("f"), frames.table("d").where("x = 1"), frames.table("d")
+    q = f.join(d1, f["v"] == d1["d_day"], "left").join(
+        d2, (f["k"] == d2["d_day"]) & (d1["d_week"] == d2["d_week"]))
+    (build,) = [b for b in _builds(q) if not b.data]
+    assert build.semi is not None and build.semi.relation.WhichOneof("rel_type") == "filter"
+
+
+def test_narrowing_is_refused_where_it_could_drop_matching_rows(frames: _Frames) -> None:
+    F = frames.F
+    f, o = frames.table("f"), frames.table("o")
+    d1, d2 = frames.table("d").where("x = 1"), frames.table("d")
+    # <=> matches NULL to NULL: not a key, d2 filters nothing, no pair
+    assert _pairs(_q72(frames, "left", eq="<=>")) == []
+    # d1 on the build side's NULL-supplied side: every d2 row stays, the build is the join
+    outer = d2.join(d1, d2["d_week"] == d1["d_week"], "left")
+    q = f.join(outer, f["k"] == d2["d_day"])
+    assert _pairs(q) == [("f", "k", "d_day")] and _builds(q)[0].semi is None
+    assert _builds(q)[0].relation.WhichOneof("rel_type") == "join"
+    # the other key read from the fact itself, or from a side drawn per run: nothing
+    assert _pairs(f.join(d2, (f["k"] == d2["d_day"]) & (f["v"] == d2["d_week"]))) == []
+    noisy = frames.table("d").where(F.rand() < 0.5)
+    j = o.join(noisy, o["o_day"] == noisy["d_day"]).join(f, o["o_item"] == f["v"])
+    assert _pairs(j.join(d2, (f["k"] == d2["d_day"]) & (noisy["d_week"] == d2["d_week"]))) == []
+    # the fact preserved by the outer join: never pruned, narrowed or not
+    j = o.join(d1, o["o_day"] == d1["d_day"]).join(f, o["o_item"] == f["v"], "right")
+    assert _pairs(j.join(d2, (f["k"] == d2["d_day"]) & (d1["d_week"] == d2["d_week"]),
+                         "left")) == []
+    # the narrowing column's name is two columns of the probe-side subtree: no name for it
+    j = o.join(d1, o["d_week"] == d1["d_week"]).join(f, o["o_item"] == f["v"])
+    assert _pairs(j.join(d2, (f["k"] == d2["d_day"]) & (d1["d_week"] == d2["d_week"]))) == []
+
+
+def test_a_narrowing_relation_the_translation_made_is_never_used() -> None:
+    import dataclasses
+
+    from dpp.connect_builds import _build_side
+    from dpp.plan_pairs import find_prunes
+
+    typed = translate(join(read("f"), dim(), call("==", col("k"), col("dk"))), _fact_of)
+    (p,) = find_prunes(typed.message)[0]  # type: ignore[arg-type]
+    assert _build_side(typed, p) is not None
+    node = max(typed.relations) + 1   # a node with no Relation message of its own
+    typed.relations[node] = None
+    narrowed = dataclasses.replace(p, build_semi=(node, ((p.build_expr, p.build_expr),)))
+    assert _build_side(typed, narrowed) is None
+
+
+def test_data_column_pairs_carry_the_facts_their_build_side_scans(frames: _Frames) -> None:
+    f, g, d = frames.table("f"), frames.table("g"), frames.dim()
+    (b,) = _builds(f.join(d, f["v"] == d["dv"]))
+    assert b.data and b.facts == () and b.column == "dv"
+    gd = g.join(d, g["k"] == d["dk"])   # g is pruned by d; f's v by g's rows
+    assert {(b.data, b.facts) for b in _builds(f.join(gd, f["v"] == g["v"]))} == \
+        {(False, ()), (True, ("g",))}
