@@ -118,7 +118,9 @@ class Runtime:
                                          self.footers)
                 with self._lock:
                     self._profiles[key] = verdict
-            report.analysis_notes.append("statistics pruning (auto): " + verdict.describe())
+            note = "statistics pruning (auto): " + verdict.describe()
+            if note not in report.analysis_notes:   # a column asked again by a later step
+                report.analysis_notes.append(note)
             return verdict.can_pay
         return policy
 
