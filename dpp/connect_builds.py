@@ -93,7 +93,7 @@ class FactRead:
     name: str                                  # the table's name in dpp
     pairs: list[tuple[str, BuildSide, str]] = field(default_factory=list)
     key: Any = None                            # (plan_id, serialized read)
-    refused: Optional[str] = None              # why a pair's build side was refused
+    refused: Optional[str] = None              # why a partition key's build side was refused
 
 
 def read_key(rel: Any) -> tuple[Optional[int], bytes]:
@@ -177,8 +177,8 @@ def find_fact_joins(root: Any, fact_of: FactOf) -> list[FactRead]:
         build = _build_side(typed, p)
         if build is not None:
             entry(p.relation).pairs.append((p.column, build, build.column))
-    for rel, col, note in refused:
-        if col.lower() in typed.facts[rel][2] and all(b.data for _c, b, _n in entry(rel).pairs):
+    for rel, col, note in refused:   # a partition key's refusal, said even when a data
+        if col.lower() in typed.facts[rel][2] and entry(rel).refused is None:  # key prunes
             entry(rel).refused = note
     return list(found.values())
 

@@ -530,6 +530,8 @@ class ConnectFrames:
                 original = proto.Relation()
                 original.CopyFrom(fact.read)
                 want = self.client.schema(proto.Plan(root=original))
+                if fact.refused and fact.pairs:   # pruned by other keys: say why not this
+                    report.analysis_notes.append(f"{fact.name}: {fact.refused}")
                 chosen = worth_by_policy(s, fact, table, cfg, report)
                 if not chosen:
                     continue

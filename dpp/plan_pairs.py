@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from dpp.rules import KEY_PASSAGE, ROW_DROPPING_OPERATORS, may_prune
 
-__all__ = ["Prune", "find_prunes", "relation_nodes", "unstable_relations"]
+__all__ = ["Prune", "find_prunes", "filters_rows", "relation_nodes", "unstable_relations"]
 
 # operators a key passes through (dpp.rules): the unary ones, traced below
 _ROW_PRESERVING = set(KEY_PASSAGE) - {"Join"}
@@ -210,7 +210,9 @@ class _Plan:
         return self.trace(child, attr, depth + 1, data)
 
     def selective(self, node: int, depth: int = 0) -> bool:
-        """Whether a build side filters anything (else its filter admits every key)."""
+        """Whether a build side filters anything (else its filter admits every key, when
+        the fact's keys all have a row there: the foreign key a star schema holds). An
+        ``IN (subquery)`` is asked the same: Spark makes it a left-semi join first."""
         if depth > 200:
             return False
         n = self.nodes[node]
@@ -506,6 +508,12 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, str
                 child = node["children"][0]
                 if not reads_only(value, child):
                     continue
+                if not plan.selective(sub["query"]):
+                    note = (f"{value.get('sql')}: the IN subquery "
+                            f"({sub['queryKey'].get('sql')}) filters nothing, not pruned")
+                    if note not in notes:
+                        notes.append(note)
+                    continue
                 attr = _fact_key(value)
                 build = _narrow(plan, sub["query"], sub["queryKey"])
                 targets = plan.trace(child, attr) if attr is not None else None
@@ -520,6 +528,12 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, str
                 if data:
                     add(data, build, sub["queryKey"], "IN subquery")
     return out, notes
+
+
+def filters_rows(desc: dict[str, Any], node: int) -> bool:
+    """Whether the subtree at ``node`` filters anything: the test a build side passes
+    (for a front end deciding whether a build side is worth writing at all)."""
+    return _Plan(desc).selective(node)
 
 
 def unstable_relations(desc: dict[str, Any]) -> dict[int, str]:

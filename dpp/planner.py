@@ -44,13 +44,13 @@ from dpp.core.domain import TupleDomain
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 from dpp.plan_pairs import Prune, find_prunes
 from dpp.pushdown import EMPTY, ORIGIN, inline_ctes, inside_pushed_query
-from dpp.sql_build import build_query, origins, query_filters, with_ctes
+from dpp.sql_build import build_query, origins, with_ctes
 from dpp.sql_plan import (KEY_ALIAS, REF, ColumnInfo, DynamicFilterSpec, PruningPlan, Resolver,
                           TableInfo, TableRefPlan, first_line, short)
 from dpp.sql_push import push_down
 from dpp.sql_scopes import Scope, Source, Tables, has_is_null, join_on, table_name
 from dpp.sql_static import compatible, static_domain
-from dpp.sql_typed import translate
+from dpp.sql_typed import query_filters, translate
 from dpp.sql_using import expand_using
 
 __all__ = ["ColumnInfo", "TableInfo", "Resolver", "DynamicFilterSpec", "TableRefPlan",
@@ -159,6 +159,7 @@ class _Analyzer:
                             for c in self.atree.find_all(exp.CTE)}
         expand_using(self.atree, self.tables, self.notes)
         push_down(self.atree, self.tables, self.notes)
+        self.tables.filtering.clear()
         self.typed = translate(self.atree, self.tables)
         prunes, self.pair_notes = find_prunes(dict(self.typed.message))
         for pr in prunes:
@@ -295,14 +296,19 @@ class _Analyzer:
                     continue
                 if src is p and text not in plan.notes:
                     plan.notes.append(text)
+            if "filters nothing" in note and note not in plan.notes and \
+                    note.split(": ", 1)[0] in self._key_names(p):
+                plan.notes.append(note)     # named by the reference's own key
+
+    def _key_names(self, p: Source) -> set[str]:
+        """The reference's key columns as find_prunes' notes name them."""
+        return {o.column.sql(dialect="spark") for o in self.typed.keys.values()
+                if o.source is p and o.column is not None}
 
     def _filter(self, p: Source, sc: Scope, plan: TableRefPlan, pr: Prune) -> None:
         origin = self.typed.keys[pr.build_expr]
         c = origin.conjunct
         if origin.query is not None:            # IN (subquery), EXISTS
-            if isinstance(c, exp.In) and not query_filters(origin.query):
-                plan.notes.append("IN subquery without predicates: not used")
-                return
             tree = origin.query.copy() if isinstance(c, exp.In) else origin.query
             self._add_dynamic(plan, pr.column.lower(), with_ctes(tree, self.tables.ctes),
                               origin.name, "semi", c.meta.get(ORIGIN))
@@ -314,7 +320,12 @@ class _Analyzer:
         locals_ = sc.where + sc.inner_on + extra
         if other.null_supplied and not other.preserved_outer:
             locals_ = list(other.outer_on) + extra
-        build = build_query(self.tables, other, b, sc, locals_, p)
+        if pr.build_semi is not None:
+            plan.notes.append(f"{pr.build_sql}: a build side narrowed by the probe side's "
+                              f"other keys is not written as SQL: not used")
+            return
+        build = build_query(self.tables, other, b, sc, locals_, p,
+                            lambda body: query_filters(body, self.tables))
         if build is None:
             return
         tree, read, name = build

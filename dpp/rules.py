@@ -1,7 +1,7 @@
 """The pruning rules, written once: every front end (the optimizer hook's plan, SQL text, the
 Spark Connect plan, ``dpp.join``) asks this module and nothing else.
 
-Three questions decide whether a join key may prune a relation:
+Four questions decide whether a join key may prune a relation:
 
 * **Which side of a join may be pruned** (:func:`may_prune`): only a side whose rows are
   needed only when they match the other side — both sides of an inner join, the left of a
@@ -11,6 +11,8 @@ Three questions decide whether a join key may prune a relation:
 * **How a key passes through an operator** (:data:`KEY_PASSAGE`): a row filter on a column
   may move below an operator only when the operator neither invents the column's values nor
   decides which rows come out by rows a filter would remove (a limit, a sample).
+* **Whether a build side is worth a job**: it must filter something (see
+  :func:`rules_markdown`; :func:`dpp.plan_pairs.filters_rows` asks it of the typed plan).
 * **Whether a side is repeatable** (:data:`NONDETERMINISTIC_FUNCTIONS`,
   :data:`ROW_DROPPING_OPERATORS`): a build side is run again (in a clone of the session, at
   another instant) for its keys, so it must give the same keys; a fact read below a
@@ -165,7 +167,15 @@ def rules_markdown() -> str:
               "function whose value depends on the order of ties, or a call to "
               + ", ".join(f"`{f}`" for f in sorted(RERUN_FUNCTIONS))
               + " is refused; a fact read below a nondeterministic operator is neither "
-              "pruned nor listed by dpp."]
+              "pruned nor listed by dpp.", "",
+              "Worth a build: the build side must filter something — a selective predicate "
+              "(any but `IS NOT NULL` alone), local rows, a limit or a sample — or its keys "
+              "are every key a star schema's foreign key can hold, and its job prunes "
+              "nothing. An `IN (subquery)` or `EXISTS` is asked the same (Spark makes it a "
+              "left-semi join). A build side that filters nothing may still be narrowed by "
+              "the join's other keys to a side of the probe that does (TPC-DS q72's second "
+              "calendar, by the optimizer hook and the Connect DataFrame rewrite; SQL text "
+              "does not write that build side)."]
     return "\n".join(lines) + "\n"
 
 

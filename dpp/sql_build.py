@@ -17,21 +17,25 @@ from sqlglot import exp
 
 from dpp.pushdown import ORIGIN, PUSHED_QUERY, outer_columns
 from dpp.sql_plan import KEY_ALIAS, REF
-from dpp.sql_scopes import Scope, Source, Tables, conjuncts, has_subquery, table_name
+from dpp.sql_scopes import (Scope, Source, Tables, conjuncts, has_subquery, selective,
+                             table_name)
 
-__all__ = ["build_query", "snowflake", "local_to", "with_ctes", "label", "query_filters",
-           "origins"]
+__all__ = ["build_query", "snowflake", "local_to", "with_ctes", "label", "origins",
+           "Filters"]
+
+# does a derived table's query filter its rows (dpp.sql_typed.query_filters, bound to the
+# analysis' tables)
+Filters = Callable[[exp.Expression], bool]
 
 
 def build_query(tables: Tables, other: Source, key: exp.Column, sc: Scope,
-                conjuncts_: list[exp.Expression], probe: Source
+                conjuncts_: list[exp.Expression], probe: Source, derived_filters: Filters
                 ) -> Optional[tuple[exp.Select, tuple[str, ...], str]]:
     """SELECT other.key AS dpp_key FROM other [JOIN filtered neighbours] WHERE locals,
     as a tree (rendered once, by the caller), with the tables it reads and its label; None
-    when nothing filters it (all keys: no pruning)."""
-    members, joins, filtered = snowflake(tables, other, sc, conjuncts_, probe)
-    if not any(filtered(m) for m in members):
-        return None
+    when a FROM item cannot be written. (Whether it filters anything is the typed plan's
+    question: :func:`dpp.plan_pairs.find_prunes`, or :func:`dpp.sql_typed.query_filters`.)"""
+    members, joins = snowflake(tables, other, sc, conjuncts_, probe, derived_filters)
     sel = exp.select(exp.alias_(exp.column(key.name, table=other.alias), KEY_ALIAS))
     for i, m in enumerate(members):
         item = _source_sql(tables, m)
@@ -49,16 +53,21 @@ def build_query(tables: Tables, other: Source, key: exp.Column, sc: Scope,
 
 
 def snowflake(tables: Tables, other: Source, sc: Scope, conjuncts_: list[exp.Expression],
-              probe: Optional[Source]
-              ) -> tuple[list[Source], list[exp.Expression], Callable[[Source], bool]]:
+              probe: Optional[Source], derived_filters: Filters
+              ) -> tuple[list[Source], list[exp.Expression]]:
     """The FROM items a build side over ``other`` reads: ``other``, then (unless an outer
     join may fill it with NULLs) the inner neighbours joined to it by equalities of
     ``conjuncts_`` that carry filters of their own, never ``probe`` nor another fact; with
-    the equalities joining them and the test of "carries filters of its own"."""
+    the equalities joining them. A neighbour carries filters of its own when a conjunct
+    about it alone is selective, or it is a derived table whose query filters its rows
+    (``derived_filters``: the typed plan's answer, the one find_prunes gives)."""
     def filtered(src: Source) -> bool:
-        return bool(local_to(tables, sc, conjuncts_, src.alias)) or src.node is not None and (
-            isinstance(src.node, exp.Subquery) or src.cte is not None) and \
-            query_filters(src.cte if src.cte is not None else src.node.this)
+        if any(selective(c) for c in local_to(tables, sc, conjuncts_, src.alias)):
+            return True
+        derived = src.node is not None and (isinstance(src.node, exp.Subquery)
+                                             or src.cte is not None)
+        return derived and derived_filters(src.cte if src.cte is not None
+                                           else src.node.this)
 
     members = [other]
     joins: list[exp.Expression] = []
@@ -86,7 +95,7 @@ def snowflake(tables: Tables, other: Source, sc: Scope, conjuncts_: list[exp.Exp
                 members.append(nb)
                 joins.append(c)
                 frontier.append(nb)
-    return members, joins, filtered
+    return members, joins
 
 
 def local_to(tables: Tables, sc: Scope, conjuncts_: list[exp.Expression],
@@ -190,27 +199,6 @@ def label(body: exp.Expression) -> str:
     frm = body.find(exp.Table)
     first = sels[0].alias_or_name if sels else "?"
     return f"{frm.name if frm is not None else 'subquery'}.{first}"
-
-
-def query_filters(body: Optional[exp.Expression]) -> bool:
-    """Does a subquery/CTE body restrict its rows at all (WHERE, JOIN ON filters, HAVING,
-    LIMIT, or set operations of filtered branches)?"""
-    if body is None:
-        return False
-    if isinstance(body, exp.Union):
-        return query_filters(body.left) and query_filters(body.right)
-    if isinstance(body, (exp.Intersect, exp.Except)):
-        return True
-    if isinstance(body, exp.Select):
-        if body.args.get("where") is not None or body.args.get("having") is not None or \
-                body.args.get("limit") is not None:
-            return True
-        frm = body.args.get("from_")
-        if frm is not None and isinstance(frm.this, exp.Subquery) and \
-                query_filters(frm.this.this):
-            return True
-        return bool(body.args.get("joins"))
-    return False
 
 
 def origins(tree: exp.Expression) -> Optional[str]:

@@ -19,6 +19,7 @@ from dpp.pushdown import POSITION, PUSHED_QUERY, deterministic, outer_columns, p
 from dpp.sql_build import build_query, with_ctes
 from dpp.sql_plan import first_line, short
 from dpp.sql_scopes import Scope, Source, Tables, has_is_null, has_subquery, positions, scope
+from dpp.sql_typed import query_filters
 
 __all__ = ["push_down"]
 
@@ -120,9 +121,10 @@ def _push_semi(c: exp.Expression, sc: Scope, targets: dict[str, Source], tables:
     if dt is None or other is None or other is dt or dt.null_supplied or \
             other.null_supplied or other.semi_right or _is_fact(other, tables):
         return      # a build side over another fact would scan it whole to prune this one
-    built = build_query(tables, other, b, sc, sc.where + sc.inner_on, dt)
-    if built is None:
-        return
+    built = build_query(tables, other, b, sc, sc.where + sc.inner_on, dt,
+                        lambda body: query_filters(body, tables))
+    if built is None or not query_filters(built[0], tables):
+        return      # all the dimension's keys: nothing to prune by (find_prunes' rule)
     query, _tables, label = built
     pos = positions(dt.node).get(a.name.lower())
     if pos is None:

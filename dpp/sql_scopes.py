@@ -17,7 +17,7 @@ from dpp.sql_plan import Resolver, TableInfo
 
 __all__ = ["Tables", "Source", "Scope", "scope", "join_type_of", "inner_join", "join_on",
            "conjuncts", "table_name", "positions", "refers_to", "has_is_null", "has_subquery",
-           "USING_ON"]
+           "selective", "USING_ON"]
 
 # meta of a USING / NATURAL join: the equalities Spark makes of it (dpp.sql_using)
 USING_ON = "dpp_using_on"
@@ -32,6 +32,9 @@ class Tables:
         self._resolve = resolve
         self._cache: dict[str, Optional[TableInfo]] = {}
         self.ctes: dict[str, exp.Expression] = {}
+        # id(query) -> (the query, does it filter its rows): dpp.sql_typed.query_filters;
+        # emptied once predicates are pushed in (a query may filter more then)
+        self.filtering: dict[int, tuple[exp.Expression, bool]] = {}
 
     def info(self, name: str) -> Optional[TableInfo]:
         key = name.lower()
@@ -252,6 +255,12 @@ def has_is_null(c: exp.Expression) -> bool:
         if not isinstance(n.parent, exp.Not):
             return True
     return bool(list(c.find_all(exp.Coalesce)))
+
+
+def selective(c: exp.Expression) -> bool:
+    """Does a conjunct make a ``Filter`` selective in the typed plan? Any but ``IS NOT
+    NULL`` alone (Spark adds those for every join key; they filter nothing worth a build)."""
+    return not (isinstance(c, exp.Not) and isinstance(c.this, exp.Is))
 
 
 def has_subquery(c: exp.Expression) -> bool:

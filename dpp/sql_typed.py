@@ -60,14 +60,15 @@ from typing import Any, Optional
 
 from sqlglot import exp
 
+from dpp.plan_pairs import filters_rows
 from dpp.plan_wire import WIRE_VERSION, PlanMessage
 from dpp.pushdown import deterministic, inside_pushed_query, outer_columns
 from dpp.rules import NONDETERMINISTIC_FUNCTIONS, RERUN_FUNCTIONS, JoinType
 from dpp.sql_build import local_to, snowflake
-from dpp.sql_scopes import Scope, Source, Tables, join_on, join_type_of, scope
+from dpp.sql_scopes import Scope, Source, Tables, join_on, join_type_of, scope, selective
 from dpp.sql_typed_semi import Origin, SemiJoins
 
-__all__ = ["Origin", "Typed", "translate"]
+__all__ = ["Origin", "Typed", "translate", "query_filters"]
 
 _TIE_ORDER = {"row_number", "ntile", "lag", "lead", "nth_value"}
 _INNER = (JoinType.INNER, JoinType.CROSS)
@@ -97,6 +98,20 @@ def translate(atree: exp.Expression, tables: Tables) -> Typed:
     roots += t.extra_roots
     t.typed.message.update(roots=roots, nodes=t.nodes)
     return t.typed
+
+
+def query_filters(body: exp.Expression, tables: Tables) -> bool:
+    """Whether a query filters its rows, as find_prunes asks it of a build side
+    (:func:`dpp.plan_pairs.filters_rows` over the query's own typed plan): a derived table
+    that does is a neighbour worth joining into a build query, a build query that does is
+    worth pushing into a derived table (:mod:`dpp.sql_push`). Asked once per query."""
+    if id(body) not in tables.filtering:
+        t = _Translator(tables)
+        root = t.query(body)[0]
+        t.typed.message.update(roots=[root], nodes=t.nodes)
+        # the query is kept with its answer: a freed one's id could name another
+        tables.filtering[id(body)] = (body, filters_rows(t.typed.message, root))  # type: ignore[arg-type]
+    return tables.filtering[id(body)][1]
 
 
 class _Translator:
@@ -273,9 +288,8 @@ class _Select(SemiJoins):
             if id(c) not in self.t.ins:
                 self.t.ins[id(c)] = self.in_subquery(c, child, i)
         ins = [self.t.ins[id(c)] for c, _p, _i in subs]
-        selective = any(not (isinstance(c, exp.Not) and isinstance(c.this, exp.Is))
-                        for c in cs)
-        return self.t.node("Filter", [child], self.t.out(child), selective=selective,
+        return self.t.node("Filter", [child], self.t.out(child),
+                           selective=any(selective(c) for c in cs),
                            inSubqueries=[s for s in ins if s is not None] or None,
                            nondeterministic=self.t.unstable(cs, child),
                            subqueries=self.t.subqueries(cs) or None)
@@ -416,7 +430,8 @@ class _Select(SemiJoins):
         sides = []
         for me, other in ((sa, sb), (sb, sa)):
             near_me = near if not me.null_supplied or me.preserved_outer else me.outer_on
-            members = snowflake(t.tables, me, sc, near_me, other)[0]
+            members = snowflake(t.tables, me, sc, near_me, other,
+                                lambda body: query_filters(body, t.tables))[0]
             node = self.member(members[0], near_me, sub)
             for m in members[1:]:
                 right = self.member(m, near_me, sub)

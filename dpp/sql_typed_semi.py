@@ -111,11 +111,8 @@ class SemiJoins:
             a, b = b, a
         if not refers_to(a, p.alias) or refers_to(b, p.alias):
             return None, None
-        if not rest:
-            self.t.note(p, 2, index, "EXISTS subquery without predicates: not used")
-            return None, None
-        sub = body.copy()
-        sub.set("where", exp.Where(this=exp.and_(*[x.copy() for x in rest])))
+        sub = body.copy()   # (whether what is left filters anything is find_prunes' call)
+        sub.set("where", exp.Where(this=exp.and_(*[x.copy() for x in rest])) if rest else None)
         for k in ("group", "having", "order", "limit", "offset", "qualify"):
             sub.set(k, None)
         sub.set("expressions", [exp.alias_(b.copy(), KEY_ALIAS)])

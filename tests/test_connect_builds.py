@@ -273,3 +273,25 @@ def test_a_data_column_key_beside_a_narrowed_partition_key(connect, plain, data)
     assert _kept(report, "inv") == 7, report and report["tables"]
     (entry,) = _entries(report, "inv")
     assert (entry["files_pruned_stats"], entry["files_kept"]) == (7, 7), entry
+
+
+def test_a_partition_key_refused_beside_a_data_key_is_said(connect, plain, data):
+    """The fact's partition key joins a calendar drawn with ``rand()`` (refused: run again
+    it may keep other days), its data key the black items (statistics on): the data key
+    prunes, and the report says why the partition key did not."""
+    def job(spark: Any) -> Any:
+        from dpp.core.remote import functions_for
+
+        F = functions_for(spark)
+        inv = _fact(spark, data, "path")
+        days = spark.table("days").where(F.rand(7) < 2.0)   # every day, but not provably
+        items = spark.table("items").where("i_color = 'black'")
+        return inv.join(days, inv["day"] == days["d_day"]).join(
+            items, inv["item"] == items["i_item"]).select(inv["day"], inv["qty"])
+
+    rows, report = _checked(connect, plain, job, {"spark.dpp.statsPruning.enabled": "true"})
+    assert len(rows) == 30
+    (entry,) = _entries(report, "inv")
+    assert (entry["files_pruned_stats"], entry["files_kept"]) == (30, 30), entry
+    assert any(n.startswith("inv: ") and "not deterministic" in n
+               for n in report["analysis_notes"]), report["analysis_notes"]

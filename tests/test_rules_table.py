@@ -250,6 +250,74 @@ def test_sql_text_passes_keys_as_the_table_says(sql: str, pruned: bool) -> None:
     assert got == pruned, plan.explain()
 
 
+# ---------------------------------------------------------------------- build sides
+
+def test_typed_plan_wants_a_build_side_that_filters() -> None:
+    """A join or an IN subquery over a whole dimension gives no filter (its keys are every
+    key the fact's foreign key can hold): the rule find_prunes applies to every front end."""
+    for how in ("join", "in"):
+        for selective in (True, False):
+            p = _Typed()
+            f = p.fact()
+            d = p.dim()
+            p.nodes[d]["selective"] = selective
+            if how == "join":
+                p.join("INNER", f, d, [(2, 10)])
+            else:
+                p.node("Filter", [f], [(1, "v"), (2, "k")], selective=True, inSubqueries=[
+                    {"value": p.key(2, 2), "query": d, "queryKey": p.key(10, 10)}])
+            prunes, notes = find_prunes(p.desc())
+            assert bool(prunes) is selective, (how, selective)
+            assert selective or any("filters nothing" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("sql,pruned", [
+    ("SELECT f.v FROM f JOIN d ON f.k = d.k", False),
+    ("SELECT f.v FROM f JOIN d ON f.k = d.k WHERE d.x IS NOT NULL", False),
+    ("SELECT f.v FROM f JOIN d ON f.k = d.k WHERE d.x = 1", True),
+    ("SELECT f.v FROM f WHERE f.k IN (SELECT k FROM d)", False),
+    ("SELECT f.v FROM f WHERE f.k IN (SELECT k FROM d WHERE x IS NOT NULL)", False),
+    ("SELECT f.v FROM f WHERE f.k IN (SELECT k FROM d WHERE x = 1)", True),
+    ("SELECT f.v FROM f WHERE EXISTS (SELECT 1 FROM d WHERE d.k = f.k)", False),
+    ("SELECT f.v FROM f WHERE EXISTS (SELECT 1 FROM d WHERE d.k = f.k AND d.x = 1)", True),
+    # a derived neighbour joins the build side only when its own query filters
+    ("SELECT f.v FROM f JOIN d ON f.k = d.k JOIN (SELECT x FROM d) e ON d.x = e.x", False),
+    ("SELECT f.v FROM f JOIN d ON f.k = d.k JOIN (SELECT x FROM d WHERE k = 2) e "
+     "ON d.x = e.x", True),
+    ("SELECT f.v FROM f JOIN (SELECT k FROM d) dd ON f.k = dd.k", False),
+    ("SELECT f.v FROM f JOIN (SELECT k FROM d WHERE x > 3) dd ON f.k = dd.k", True),
+])
+def test_sql_text_wants_a_build_side_that_filters(sql: str, pruned: bool) -> None:
+    plan = analyze(sql, _resolve)
+    got = any(r.pruning and r.dynamic for r in plan.refs if r.table == "f")
+    assert got == pruned, plan.explain()
+    if not pruned:
+        assert any("filters nothing" in n for r in plan.refs for n in r.notes + plan.notes), \
+            plan.explain()
+
+
+@pytest.mark.parametrize("condition,pruned", [(None, False), ("isnotnull", False),
+                                              ("==", True)])
+def test_connect_wants_a_build_side_that_filters(condition: Optional[str], pruned: bool
+                                                 ) -> None:
+    import pyspark.sql.connect.proto as proto
+
+    from dpp.connect_frames import find_fact_joins
+
+    root = _proto_join(JoinType.INNER, "left")
+    dim = root.join.right
+    if condition is None:
+        dim.CopyFrom(dim.filter.input)
+    elif condition == "isnotnull":
+        call = proto.Expression()
+        call.unresolved_function.function_name = "isnotnull"
+        call.unresolved_function.arguments.append(
+            dim.filter.condition.unresolved_function.arguments[0])
+        dim.filter.condition.CopyFrom(call)
+    found = find_fact_joins(root, _fact_of)
+    assert any(fr.name == "f" and fr.pairs for fr in found) is pruned
+
+
 # ---------------------------------------------------------------------- determinism
 
 def test_typed_plan_refuses_nondeterministic_sides() -> None:
