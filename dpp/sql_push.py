@@ -18,7 +18,8 @@ from sqlglot.optimizer.scope import build_scope
 from dpp.pushdown import POSITION, PUSHED_QUERY, deterministic, outer_columns, push_into
 from dpp.sql_build import build_query, with_ctes
 from dpp.sql_plan import first_line, short
-from dpp.sql_scopes import Scope, Source, Tables, has_is_null, has_subquery, positions, scope
+from dpp.sql_scopes import (Scope, Source, Tables, has_is_null, has_subquery, matched_only,
+                             positions, scope)
 from dpp.sql_typed import query_filters
 
 __all__ = ["push_down"]
@@ -118,8 +119,9 @@ def _push_semi(c: exp.Expression, sc: Scope, targets: dict[str, Source], tables:
         a, b = b, a
     dt = targets.get(sc.owner(a) or "")
     other = sc.sources.get(sc.owner(b) or "")
-    if dt is None or other is None or other is dt or dt.null_supplied or \
-            other.null_supplied or other.semi_right or _is_fact(other, tables):
+    if dt is None or other is None or other is dt or not matched_only(dt, other):
+        return      # not an inner join's key (the rules' sides, as sql_typed pairs them)
+    if _is_fact(other, tables):
         return      # a build side over another fact would scan it whole to prune this one
     built = build_query(tables, other, b, sc, sc.where + sc.inner_on, dt,
                         lambda body: query_filters(body, tables))

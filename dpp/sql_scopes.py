@@ -17,7 +17,7 @@ from dpp.sql_plan import Resolver, TableInfo
 
 __all__ = ["Tables", "Source", "Scope", "scope", "join_type_of", "inner_join", "join_on",
            "conjuncts", "table_name", "positions", "refers_to", "has_is_null", "has_subquery",
-           "selective", "USING_ON"]
+           "selective", "matched_only", "USING_ON"]
 
 # meta of a USING / NATURAL join: the equalities Spark makes of it (dpp.sql_using)
 USING_ON = "dpp_using_on"
@@ -255,6 +255,13 @@ def has_is_null(c: exp.Expression) -> bool:
         if not isinstance(n.parent, exp.Not):
             return True
     return bool(list(c.find_all(exp.Coalesce)))
+
+
+def matched_only(*sources: "Source") -> bool:
+    """Do these FROM items' rows come out only matched: no outer join may fill one with
+    NULLs, and none is a semi or anti join's test? (An equality between two such items, in
+    the WHERE or an inner ON, is an inner join's key: either side may be pruned by it.)"""
+    return not any(s.null_supplied or s.semi_right for s in sources)
 
 
 def selective(c: exp.Expression) -> bool:

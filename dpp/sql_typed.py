@@ -65,7 +65,8 @@ from dpp.plan_wire import WIRE_VERSION, PlanMessage
 from dpp.pushdown import deterministic, inside_pushed_query, outer_columns
 from dpp.rules import NONDETERMINISTIC_FUNCTIONS, RERUN_FUNCTIONS, JoinType
 from dpp.sql_build import local_to, snowflake
-from dpp.sql_scopes import Scope, Source, Tables, join_on, join_type_of, scope, selective
+from dpp.sql_scopes import (Scope, Source, Tables, join_on, join_type_of, matched_only, scope,
+                             selective)
 from dpp.sql_typed_semi import Origin, SemiJoins
 
 __all__ = ["Origin", "Typed", "translate", "query_filters"]
@@ -387,7 +388,7 @@ class _Select(SemiJoins):
         out only matched (no outer join fills either with NULLs, neither is a semi
         join's test): an inner join key."""
         found = self.column_pair(c)
-        if found is None or any(s.null_supplied or s.semi_right for _a, s in found):
+        if found is None or not matched_only(*(s for _a, s in found)):
             return None
         return found
 
