@@ -157,15 +157,19 @@ class _Plan:
         self._within[node] = why
         return why
 
-    def trace(self, node: int, attr: int, depth: int = 0, data: bool = False
-              ) -> Optional[list[tuple[int, str]]]:
+    def trace(self, node: int, attr: int, depth: int = 0, data: bool = False,
+              at: Optional[int] = None) -> Optional[list[tuple[int, str]]]:
         """(relation node, partition column) pairs the attribute ``attr`` of ``node`` reads,
         or None where it cannot be followed (a computed column, a data column, an operator
         through which filtering rows would change the answer). With ``data``, data columns of
         the relation count too: skipping files by a data column's values is a row filter on
-        that column, sound below exactly the operators a partition column's is."""
+        that column, sound below exactly the operators a partition column's is. With ``at``,
+        the walk ends at that node instead (``[(at, "")]`` when ``attr`` reaches it unchanged;
+        not through a union, whose branches name it otherwise)."""
         if depth > 200:
             return None
+        if at is not None and node == at:
+            return [(node, "")] if attr in self.outputs[node] else None
         n = self.nodes[node]
         op = n["op"]
         rel = n.get("relation")
@@ -182,10 +186,10 @@ class _Plan:
         if op == "Join":
             for c in children:
                 if attr in self.outputs[c]:
-                    return self.trace(c, attr, depth + 1, data)
+                    return self.trace(c, attr, depth + 1, data, at)
             return None
         if op == "Union":
-            if attr not in self.outputs[node]:
+            if at is not None or attr not in self.outputs[node]:
                 return None
             pos = self.outputs[node].index(attr)
             found: list[tuple[int, str]] = []
@@ -202,12 +206,12 @@ class _Plan:
         child = children[0]
         if op in ("Project", "Aggregate"):
             src = {o: s for o, s in n.get("map", [])}.get(attr)
-            return None if src is None else self.trace(child, src, depth + 1, data)
+            return None if src is None else self.trace(child, src, depth + 1, data, at)
         if op == "Window" and attr not in n.get("partitionSpec", []):
             return None
         if attr not in self.outputs[child]:
             return None
-        return self.trace(child, attr, depth + 1, data)
+        return self.trace(child, attr, depth + 1, data, at)
 
     def selective(self, node: int, depth: int = 0) -> bool:
         """Whether a build side filters anything (else its filter admits every key, when
@@ -297,6 +301,50 @@ def _semi_narrowing(plan: _Plan, join: dict[str, Any], fact_side: int, dim_side:
     if set(plan.outputs[found]) & set(plan.outputs[dim_side]):
         return None
     return found, tuple(pairs)
+
+
+def _narrowing_above(plan: _Plan, join: int, dim_side: int, relations: set[int]
+                     ) -> Optional[tuple[int, tuple[tuple[int, int], ...]]]:
+    """A build side that filters nothing (``date_dim`` joined to the sales inside TPC-DS
+    q2's ``wswscs``) narrowed by a join above it: there ``wswscs.d_week_seq`` must match a
+    filtered side (the outer ``date_dim`` of one year), and the week is the inner
+    ``date_dim``'s own column, reaching that join unchanged (a grouping key). A fact row
+    whose ``date_dim`` row has another week comes out of no row of the query, so the keys of
+    ``date_dim ⋉ filtered side`` on the week hold every key the fact needs. The join above
+    must keep its side's rows only when matched, the key reach it by the operators a key
+    passes (:data:`dpp.rules.KEY_PASSAGE`), the filtered side be deterministic, read none of
+    ``relations`` and share no attribute with the build side. Returns the
+    ``_semi_narrowing`` form or None."""
+    below, cur = join, join
+    for _ in range(50):
+        parents = plan.parents.get(cur, [])
+        if len(parents) != 1:
+            return None
+        cur = parents[0]
+        n = plan.nodes[cur]
+        if n["op"] != "Join" or len(n["children"]) != 2:
+            below = cur
+            continue
+        side = "left" if n["children"][0] == below else "right"
+        other = n["children"][1] if side == "left" else n["children"][0]
+        if may_prune(n.get("joinType", ""), side):
+            for a, b in n.get("keys", []):
+                for mine, theirs in ((a, b), (b, a)):
+                    attr = mine.get("attr")
+                    if attr is None or list(mine.get("refs") or [attr]) != [attr] or \
+                            attr not in plan.outputs[dim_side] or \
+                            not all(r in plan.outputs[other] for r in theirs.get("refs") or
+                                    ([theirs["attr"]] if "attr" in theirs else [None])) or \
+                            not theirs.get("deterministic", True):
+                        continue
+                    if plan.trace(below, attr, at=dim_side) is None or \
+                            not plan.selective(other) or plan.unstable_within(other) or \
+                            relations & set(plan.relations_read(other)) or \
+                            set(plan.outputs[other]) & set(plan.outputs[dim_side]):
+                        continue
+                    return other, ((mine["expr"], theirs["expr"]),)
+        below = cur
+    return None
 
 
 def _values_from(plan: _Plan, node: int, attr: int, relations: set[int]) -> Optional[int]:
@@ -477,7 +525,8 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, str
                         {expression[0]} if expression is not None else set())
                     semi = None
                     if ok and not plan.selective(dim_side):
-                        semi = _semi_narrowing(plan, node, fact_side, dim_side, fact, rels)
+                        semi = _semi_narrowing(plan, node, fact_side, dim_side, fact, rels) \
+                            or _narrowing_above(plan, node["id"], dim_side, rels)
                     if data:   # a data column: statistics only, no notes about it
                         if ok and plan.selective(dim_side):
                             add(data, _narrow(plan, dim_side, dim), dim, how)

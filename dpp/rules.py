@@ -172,10 +172,14 @@ def rules_markdown() -> str:
               "(any but `IS NOT NULL` alone), local rows, a limit or a sample — or its keys "
               "are every key a star schema's foreign key can hold, and its job prunes "
               "nothing. An `IN (subquery)` or `EXISTS` is asked the same (Spark makes it a "
-              "left-semi join). A build side that filters nothing may still be narrowed by "
-              "the join's other keys to a side of the probe that does (TPC-DS q72's second "
-              "calendar, by the optimizer hook and the Connect DataFrame rewrite; SQL text "
-              "does not write that build side)."]
+              "left-semi join). A build side that filters nothing may still be narrowed to "
+              "the rows a filtered side matches: by its join's other keys (TPC-DS q72's "
+              "second calendar, matched to the first one's weeks), or by a join above it "
+              "that its own column reaches unchanged (q2's calendar inside a weekly "
+              "aggregate, matched to one year's weeks), where that join keeps its side's "
+              "rows only when matched. The optimizer hook and the Connect DataFrame rewrite "
+              "build those as left-semi joins; SQL text writes the second as an `IN` "
+              "subquery pushed into the derived table."]
     return "\n".join(lines) + "\n"
 
 

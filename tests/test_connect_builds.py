@@ -295,3 +295,26 @@ def test_a_partition_key_refused_beside_a_data_key_is_said(connect, plain, data)
     assert (entry["files_pruned_stats"], entry["files_kept"]) == (30, 30), entry
     assert any(n.startswith("inv: ") and "not deterministic" in n
                for n in report["analysis_notes"]), report["analysis_notes"]
+
+
+@pytest.mark.parametrize("kind", ["path", "catalog"])
+def test_a_calendar_inside_an_aggregate_narrowed_by_a_join_above_it(connect, plain, data, kind):
+    """TPC-DS q2's shape: the fact joins the whole calendar inside a weekly aggregate, which
+    joins the weeks of days 8-10 (week 1). The calendar ⋉ those weeks keeps week 1's 7
+    days."""
+    def job(spark: Any) -> Any:
+        from dpp.core.remote import functions_for
+
+        F = functions_for(spark)
+        inv, days = _fact(spark, data, kind), spark.table("days")
+        weekly = (inv.join(days, inv["day"] == days["d_day"]).groupBy(days["d_week"])
+                  .agg(F.sum(inv["qty"]).alias("q")))
+        picked = spark.table("days").where("d_day BETWEEN 8 AND 10").select(
+            F.col("d_week").alias("w"))
+        return weekly.join(picked, weekly["d_week"] == picked["w"])
+
+    rows, report = _checked(connect, plain, job)
+    assert len(rows) == 3 and {r[0] for r in rows} == {1}
+    assert _kept(report, "inv" if kind == "path" else "cat_inv") == 7, \
+        report and report["tables"]
+    assert " ⋉ (" in report["query_text"], report["query_text"]

@@ -316,3 +316,47 @@ def test_no_narrowing_through_a_union_or_where_the_other_side_reads_the_fact() -
     leaf = p.node("LogicalRelation", [], [(30, "d"), (31, "month")])
     _join(p, f, leaf, "INNER", [(p.key(2), p.key(30)), (p.key(1), p.key(31))])
     assert find_prunes(p.desc())[0] == []
+
+
+def _q2(p: _Plan, up: str = "INNER", grouping: bool = True, other_selective: bool = True,
+        other_flags: Optional[dict[str, Any]] = None) -> tuple[int, int, int]:
+    """fact ⋈ d (unfiltered) on day, grouped by d's month, then ⋈ ``other`` (filtered) on
+    that month — TPC-DS q2's sales, inner ``date_dim`` and outer ``date_dim``. Returns
+    (fact, d, other)."""
+    f = p.fact()
+    d = p.node("LogicalRelation", [], [(30, "d"), (31, "month")])
+    low = _join(p, f, d, "INNER", [(p.key(2), p.key(30))])
+    mapping = [[31, 31]] if grouping else []
+    agg = p.node("Aggregate", [low], [(31, "month"), (40, "total")], map=mapping)
+    leaf = p.node("LogicalRelation", [], [(50, "d"), (51, "month")])
+    other = p.node("Filter", [leaf], [(50, "d"), (51, "month")], selective=other_selective,
+                   inSubqueries=[], **(other_flags or {}))
+    _join(p, agg, other, up, [(p.key(31), p.key(51))])
+    return f, d, other
+
+
+def test_an_unfiltered_build_side_is_narrowed_by_a_join_above_it() -> None:
+    """d filters nothing, but a fact row reaches the output only through a group whose month
+    the filtered ``other`` has: the build is d ⋉ other on month."""
+    p = _Plan()
+    f, d, other = _q2(p)
+    prunes, _notes = find_prunes(p.desc())
+    narrowed = [x for x in prunes if x.build_node == d]
+    assert [(x.relation, x.column, x.build_semi[0]) for x in narrowed] == [(f, "day", other)]
+    (b, a), = narrowed[0].build_semi[1]
+    keys = p.nodes[-1]["keys"][0]
+    assert (b, a) == (keys[0]["expr"], keys[1]["expr"])
+
+
+def test_no_narrowing_from_above_where_it_could_drop_rows() -> None:
+    """Not when the join above keeps the grouped side's rows unmatched (a left outer join
+    with it on the left), when the month is an aggregate's result rather than a grouping
+    key, or when the side above filters nothing or is not deterministic."""
+    for kw in ({"up": "LEFT OUTER"}, {"up": "FULL OUTER"}, {"grouping": False},
+               {"other_selective": False}, {"other_flags": {"nondeterministic": "rand(1)"}}):
+        p = _Plan()
+        _f, d, _other = _q2(p, **kw)   # type: ignore[arg-type]
+        assert not [x for x in find_prunes(p.desc())[0] if x.build_node == d], kw
+    p = _Plan()
+    f, d, other = _q2(p, up="RIGHT OUTER")   # the grouped side is NULL-supplied: prunable
+    assert [x.build_semi[0] for x in find_prunes(p.desc())[0] if x.build_node == d] == [other]
