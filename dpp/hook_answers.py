@@ -82,7 +82,16 @@ def ruled_out(table: Table, result: LoadResult) -> dict[str, Any]:
 
 def plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:
     """What the report shows as the query: the optimizer's view, since there may be no text."""
-    parts = sorted({f"{p.column} by {p.build_sql} ({p.join})" for p in prunes})
+    sql = {k["expr"]: k.get("sql", "?") for n in msg.get("nodes", [])
+           for pair in n.get("keys", []) for k in pair}
+
+    def build(p: Prune) -> str:
+        if p.build_semi is None:   # else: the build side's rows a filtered side matches
+            return p.build_sql
+        on = " AND ".join(f"{sql.get(b, '?')} = {sql.get(a, '?')}" for b, a in p.build_semi[1])
+        return f"{p.build_sql} ⋉ ({on})"
+
+    parts = sorted({f"{p.column} by {build(p)} ({p.join})" for p in prunes})
     if not parts and not any(r.get("kind") in ("lazy", "catalog")
                              for r in relation_nodes(msg).values()):
         return "optimizer plan: nothing pruned (see the notes)"

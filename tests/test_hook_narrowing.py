@@ -76,6 +76,7 @@ def test_a_weekly_aggregate_joined_to_one_year_reads_that_years_days(spark: Any,
     assert kept == 7
     report = session_of(spark).last_report
     assert any(f.build_column and f.build_column.endswith("c_day") for f in report.filters)
+    assert "nr_cal.c_day ⋉ (w.c_week = y.c_week)" in report.query_text, report.query_text
 
 
 def test_the_same_job_written_with_dataframes(spark: Any, data: Path) -> None:
