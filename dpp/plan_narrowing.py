@@ -1,0 +1,124 @@
+"""Narrowing a build side that filters nothing to the rows a filtered side matches.
+
+``find_prunes`` (:mod:`dpp.plan_pairs`) refuses a build side that filters nothing: its keys
+are every key a star schema's foreign key can hold. Two shapes still give fewer keys, with
+no loss: the join's other key pairs tie the build side to a filtered subtree of the probe
+side (TPC-DS q72's second calendar), or a join above it requires one of its own columns to
+match a filtered side (q2's calendar inside a weekly aggregate). The build is then the build
+side left-semi joined to that subtree on those pairs: ``(node, ((build key expr, its key
+expr), ...))``, the form ``Prune.build_semi`` carries to the JVM's ``buildDataset``, the
+Connect rewrite and the report.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from dpp.rules import KEY_PASSAGE, may_prune
+
+if TYPE_CHECKING:
+    from dpp.plan_pairs import _Plan as Plan
+
+__all__ = ["semi_narrowing", "narrowing_above"]
+
+# operators a column's values pass through unchanged and whole, from one child (a union's
+# output takes values from every branch; an aggregate or window may compute them)
+_SAME_VALUES = {op for op, how in KEY_PASSAGE.items() if how == "unchanged"} | {"Project"}
+
+
+def semi_narrowing(plan: "Plan", join: dict[str, Any], fact_side: int, dim_side: int,
+                   fact_key: dict[str, Any], relations: set[int]
+                   ) -> Optional[tuple[int, tuple[tuple[int, int], ...]]]:
+    """A build side that filters nothing (``d2``, all of date_dim) may still be narrowed by
+    the join's other key pairs: ``d2.week = d1.week`` with ``d1`` filtered on the probe side.
+    A probe row matches only a ``d2`` row whose week some row of ``d1``'s subtree has, so the
+    keys of ``d2 ⋉ d1`` on those pairs hold every key the join can match. The subtree is the
+    largest one on the probe side that outputs the other key's column unchanged and reads none
+    of the relations to prune; it must filter, be deterministic and share no attribute with
+    the build side. Returns (that node, ((build key expr, its key expr), ...)) or None."""
+    found: Optional[int] = None
+    pairs: list[tuple[int, int]] = []
+    for a, b in join.get("keys", []):
+        for other, mine in ((a, b), (b, a)):
+            if other is fact_key or mine is fact_key:
+                continue
+            refs = list(other.get("refs") or ([other["attr"]] if "attr" in other else []))
+            mine_refs = list(mine.get("refs") or ([mine["attr"]] if "attr" in mine else []))
+            if len(refs) != 1 or not mine_refs or not other.get("deterministic", True):
+                continue
+            if not all(r in plan.outputs[dim_side] for r in mine_refs):
+                continue
+            node = _values_from(plan, fact_side, refs[0], relations)
+            if node is None or (found is not None and node != found):
+                continue
+            found = node
+            pairs.append((mine["expr"], other["expr"]))
+    if found is None or not plan.selective(found) or plan.unstable_within(found):
+        return None
+    if set(plan.outputs[found]) & set(plan.outputs[dim_side]):
+        return None
+    return found, tuple(pairs)
+
+
+def narrowing_above(plan: "Plan", join: int, dim_side: int, relations: set[int]
+                    ) -> Optional[tuple[int, tuple[tuple[int, int], ...]]]:
+    """A build side that filters nothing (``date_dim`` joined to the sales inside TPC-DS
+    q2's ``wswscs``) narrowed by a join above it: there ``wswscs.d_week_seq`` must match a
+    filtered side (the outer ``date_dim`` of one year), and the week is the inner
+    ``date_dim``'s own column, reaching that join unchanged (a grouping key). A fact row
+    whose ``date_dim`` row has another week comes out of no row of the query, so the keys of
+    ``date_dim ⋉ filtered side`` on the week hold every key the fact needs. The join above
+    must keep its side's rows only when matched, the key reach it by the operators a key
+    passes (:data:`dpp.rules.KEY_PASSAGE`), the filtered side be deterministic, read none of
+    ``relations`` and share no attribute with the build side. Returns the
+    ``semi_narrowing`` form or None."""
+    below, cur = join, join
+    for _ in range(50):
+        parents = plan.parents.get(cur, [])
+        if len(parents) != 1:
+            return None
+        cur = parents[0]
+        n = plan.nodes[cur]
+        if n["op"] != "Join" or len(n["children"]) != 2:
+            below = cur
+            continue
+        side = "left" if n["children"][0] == below else "right"
+        other = n["children"][1] if side == "left" else n["children"][0]
+        if may_prune(n.get("joinType", ""), side):
+            for a, b in n.get("keys", []):
+                for mine, theirs in ((a, b), (b, a)):
+                    attr = mine.get("attr")
+                    if attr is None or list(mine.get("refs") or [attr]) != [attr] or \
+                            attr not in plan.outputs[dim_side] or \
+                            not all(r in plan.outputs[other] for r in theirs.get("refs") or
+                                    ([theirs["attr"]] if "attr" in theirs else [None])) or \
+                            not theirs.get("deterministic", True):
+                        continue
+                    if plan.trace(below, attr, at=dim_side) is None or \
+                            not plan.selective(other) or plan.unstable_within(other) or \
+                            relations & set(plan.relations_read(other)) or \
+                            set(plan.outputs[other]) & set(plan.outputs[dim_side]):
+                        continue
+                    return other, ((mine["expr"], theirs["expr"]),)
+        below = cur
+    return None
+
+
+def _values_from(plan: "Plan", node: int, attr: int, relations: set[int]) -> Optional[int]:
+    """The largest subtree below ``node`` that outputs ``attr`` with the values ``node``
+    outputs for it and reads none of ``relations``; None when there is none."""
+    for _ in range(200):
+        if attr not in plan.outputs[node]:
+            return None
+        if not relations & set(plan.relations_read(node)):
+            return node
+        n = plan.nodes[node]
+        if n["op"] == "Join":
+            below = [c for c in n["children"] if attr in plan.outputs[c]]
+        elif n["op"] in _SAME_VALUES and len(n["children"]) == 1:
+            below = n["children"]
+        else:
+            return None
+        if len(below) != 1:
+            return None
+        node = below[0]
+    return None
