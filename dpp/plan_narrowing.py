@@ -41,8 +41,7 @@ def semi_narrowing(plan: "Plan", join: dict[str, Any], fact_side: int, dim_side:
         for other, mine in ((a, b), (b, a)):
             if other is fact_key or mine is fact_key:
                 continue
-            refs = list(other.get("refs") or ([other["attr"]] if "attr" in other else []))
-            mine_refs = list(mine.get("refs") or ([mine["attr"]] if "attr" in mine else []))
+            refs, mine_refs = _refs(other), _refs(mine)
             if len(refs) != 1 or not mine_refs or not other.get("deterministic", True):
                 continue
             if not all(r in plan.outputs[dim_side] for r in mine_refs):
@@ -52,9 +51,7 @@ def semi_narrowing(plan: "Plan", join: dict[str, Any], fact_side: int, dim_side:
                 continue
             found = node
             pairs.append((mine["expr"], other["expr"]))
-    if found is None or not plan.selective(found) or plan.unstable_within(found):
-        return None
-    if set(plan.outputs[found]) & set(plan.outputs[dim_side]):
+    if found is None or not _narrows(plan, found, dim_side):
         return None
     return found, tuple(pairs)
 
@@ -87,20 +84,30 @@ def narrowing_above(plan: "Plan", join: int, dim_side: int, relations: set[int]
             for a, b in n.get("keys", []):
                 for mine, theirs in ((a, b), (b, a)):
                     attr = mine.get("attr")
-                    if attr is None or list(mine.get("refs") or [attr]) != [attr] or \
-                            attr not in plan.outputs[dim_side] or \
-                            not all(r in plan.outputs[other] for r in theirs.get("refs") or
-                                    ([theirs["attr"]] if "attr" in theirs else [None])) or \
+                    theirs_refs = _refs(theirs)
+                    if attr is None or _refs(mine) != [attr] or \
+                            attr not in plan.outputs[dim_side] or not theirs_refs or \
+                            not all(r in plan.outputs[other] for r in theirs_refs) or \
                             not theirs.get("deterministic", True):
                         continue
-                    if plan.trace(below, attr, at=dim_side) is None or \
-                            not plan.selective(other) or plan.unstable_within(other) or \
-                            relations & set(plan.relations_read(other)) or \
-                            set(plan.outputs[other]) & set(plan.outputs[dim_side]):
-                        continue
-                    return other, ((mine["expr"], theirs["expr"]),)
+                    if plan.trace(below, attr, at=dim_side) is not None and \
+                            not relations & set(plan.relations_read(other)) and \
+                            _narrows(plan, other, dim_side):
+                        return other, ((mine["expr"], theirs["expr"]),)
         below = cur
     return None
+
+
+def _refs(key: dict[str, Any]) -> list[int]:
+    """The attributes a key expression reads."""
+    return list(key.get("refs") or ([key["attr"]] if key.get("attr") is not None else []))
+
+
+def _narrows(plan: "Plan", node: int, build: int) -> bool:
+    """May ``node`` narrow the build side ``build``: it filters, is deterministic (the build
+    runs it again) and shares no attribute with it (a self-join's two sides)."""
+    return plan.selective(node) and not plan.unstable_within(node) and \
+        not set(plan.outputs[node]) & set(plan.outputs[build])
 
 
 def _values_from(plan: "Plan", node: int, attr: int, relations: set[int]) -> Optional[int]:
