@@ -45,6 +45,7 @@ from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.hook_explain import WHOLE, ExplainListener, explaining, patch_explain
 from dpp.hook_request import Request
 from dpp.hook_answers import encode, plan_text, probe_type, probe_type_of, ruled_out
+from dpp.hook_bridge import Bridge
 from dpp.hook_row_filters import row_filters_for
 from dpp.hook_sessions import refused_settings_report, served_session
 from dpp.hook_tables import RelationTables, handoff_relation, plain_path, size_estimate, uri
@@ -74,33 +75,6 @@ class _Notes:
     analysis_notes: list[str]
 
 
-class _Bridge:
-    """What the JVM calls: ``apply(json) -> json`` (``java.util.function.Function``)."""
-
-    def __init__(self, hook: "OptimizerHook") -> None:
-        self.hook = hook
-
-    def apply(self, message: str) -> str:
-        try:
-            msg = json.loads(message)
-            op = msg.get("op")
-            if op == "plan":
-                return json.dumps(self.hook.on_plan(msg))
-            if op == "list":
-                return json.dumps(self.hook.on_list(msg["token"]))
-            if op == "end":
-                self.hook.on_end(str(msg["scope"]))
-                return json.dumps({"status": "ok"})
-            return json.dumps({"status": "none", "reason": f"unknown op {op!r}"})
-        except Exception as exc:  # the JVM side then keeps Spark's own plan / listing
-            log.warning("dpp: optimizer hook failed on a %s call: %s", message[:40], exc,
-                        exc_info=True)
-            return json.dumps({"status": "none", "wrap": {}, "reason": str(exc)[:300]})
-
-    class Java:
-        implements = ["java.util.function.Function"]
-
-
 class OptimizerHook:
     """The Python side of the optimizer rule for one DppSession (see the module docstring)."""
 
@@ -111,7 +85,7 @@ class OptimizerHook:
         spark = session.spark
         self._jvm_hook = load_into(spark)
         ensure_callback_server_started(spark.sparkContext._gateway)
-        self._bridge = _Bridge(self)
+        self._bridge = Bridge(self)
         self._lock = threading.Lock()
         self._requests: dict[str, Request] = {}
         self._by_token: dict[str, Request] = {}

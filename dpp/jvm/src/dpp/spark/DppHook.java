@@ -162,13 +162,61 @@ public final class DppHook {
     /** Calls Python with a bound on the wait: a bridge that does not answer in time is "no
      * pruning" (null), never a stuck query. */
     static String call(Function<String, String> bridge, String message, double timeoutSeconds) {
-        Future<String> f = CALLS.submit(() -> bridge.apply(message));
+        Future<String> f = CALLS.submit(() -> send(bridge, message));
         try {
             return f.get((long) Math.max(1.0, timeoutSeconds * 1000.0), TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             f.cancel(true);
             return null;
         }
+    }
+
+    /** The most bytes of one message part on py4j's wire (its writer's buffer is 8 KiB). */
+    static final int PART_BYTES = 7000;
+    /** How the parts of a longer message start: {@code <mark><id> <text>} (never JSON's first
+     * character); Python's {@code dpp.hook_bridge} joins them. */
+    static final String PART = "\u0001part ";
+    static final String LAST = "\u0001last ";
+
+    /**
+     * Hands {@code message} to Python, in parts when py4j would write it in more than one.
+     *
+     * Why: py4j writes a callback through an 8 KiB buffered writer on a socket with Nagle's
+     * algorithm on; a longer command leaves as two writes and the second waits for the
+     * receiver's delayed ACK, about 40 ms on Linux (py4j issue 516) on every optimizer run
+     * whose plan description passes 8 KiB. A part that fits one write costs a loopback round
+     * trip.
+     */
+    static String send(Function<String, String> bridge, String message) {
+        List<String> parts = parts(message, PART_BYTES);
+        if (parts.size() == 1) {
+            return bridge.apply(message);
+        }
+        String id = "m" + NEXT.incrementAndGet() + " ";
+        for (int i = 0; i < parts.size() - 1; i++) {
+            bridge.apply(PART + id + parts.get(i));
+        }
+        return bridge.apply(LAST + id + parts.get(parts.size() - 1));
+    }
+
+    /** {@code s} cut into pieces of at most about {@code budget} bytes as py4j sends them
+     * (UTF-8, with a backslash, CR or LF escaped in two), never inside a surrogate pair. */
+    public static List<String> parts(String s, int budget) {
+        List<String> out = new ArrayList<>();
+        int start = 0;
+        int bytes = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            int b = c < 0x80 ? (c == '\\' || c == '\n' || c == '\r' ? 2 : 1) : c < 0x800 ? 2 : 3;
+            if (bytes + b > budget && i > start && !Character.isLowSurrogate(c)) {
+                out.add(s.substring(start, i));
+                start = i;
+                bytes = 0;
+            }
+            bytes += b;
+        }
+        out.add(s.substring(start));
+        return out;
     }
 
     static String register(PlanDescriber d) {
