@@ -23,7 +23,7 @@ from dpp.core.domain import (BIGINT, DATE, DOUBLE, INT, STRING, TIMESTAMP, TIMES
                         decimal_type)
 from dpp.core.errors import DomainError, LayoutError
 from hive_splits.buckets import BucketSpec
-from hive_splits.jvm_refs import jvm_cached, jvm_class, scala_object
+from hive_splits.jvm_refs import jvm_cached, jvm_class, jvm_text, scala_object
 from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister, base_name, child_path
 from hive_splits.naming import DEFAULT_PARTITION_NAME, parse_folder_name, partition_path
 
@@ -576,8 +576,9 @@ def _scala_mapper(jvm: Any) -> Any:
 def _partition_specs(jvm: Any, jparts: Any) -> list[tuple[dict[str, Optional[str]], str]]:
     """(spec, location) per partition: one Jackson call, or one py4j call per partition."""
     try:
-        data = json.loads(jvm_cached(jvm, "jackson-scala", lambda: _scala_mapper(jvm))
-                          .writeValueAsString(jparts))
+        out_text = jvm_class(jvm, "java.io.StringWriter")()
+        jvm_cached(jvm, "jackson-scala", lambda: _scala_mapper(jvm)).writeValue(out_text, jparts)
+        data = json.loads(jvm_text(out_text.getBuffer()))
         out = []
         for p in data:
             uri = p["storage"]["locationUri"]

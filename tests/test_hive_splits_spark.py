@@ -189,3 +189,50 @@ def test_jvm_handles_are_looked_up_once_and_work(spark) -> None:
     made = []
     first = jvm_cached(jvm, "test-list", lambda: made.append(1) or jvm.java.util.ArrayList())
     assert jvm_cached(jvm, "test-list", lambda: made.append(1)) is first and made == [1]
+
+
+@pytest.mark.parametrize("size", [0, 10, 2600, 2601, 30_000, 200_000])
+def test_long_jvm_text_is_read_whole_in_pieces(spark, size: int) -> None:
+    """hive_splits.jvm_refs.jvm_text reads a JVM buffer in pieces py4j sends in one write each
+    (a longer reply stalls ~40 ms on Nagle's algorithm): the pieces must join to the very text,
+    characters of two, three and four bytes and py4j's escapes (backslash, CR, LF) included,
+    whether it comes in one call, in pieces, or (past 40 pieces) in one call again."""
+    from hive_splits.jvm_refs import jvm_text
+
+    unit = "a\\é\n€😀\r𝄞 "
+    text = (unit * (size // len(unit) + 1))[:size]
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        text = text[:-1]
+    buffer = spark._jvm.java.lang.StringBuilder()
+    for i in range(0, len(text), 5000):   # sent in pieces too: Python -> JVM is not measured
+        buffer.append(text[i:i + 5000])
+    assert jvm_text(buffer) == text
+
+
+def test_more_partition_names_than_one_reply_holds_are_read_whole(spark, tmp_path) -> None:
+    """A catalog table's partition names (one text, read in pieces past 64 names) and its
+    partitions' locations (Jackson's JSON, read in pieces) come whole."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from hive_splits.metastore import MetastorePartitions
+    from hive_splits.table import table_from_catalog
+
+    root = tmp_path / "names"
+    for day in range(300):
+        folder = root / f"day={day}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"x": pa.array([day], pa.int64())}), folder / "p.parquet")
+    spark.sql("DROP TABLE IF EXISTS hs_many_names")
+    spark.sql(f"CREATE TABLE hs_many_names (x BIGINT, day INT) USING parquet "
+              f"PARTITIONED BY (day) LOCATION '{root}'")
+    spark.sql("ALTER TABLE hs_many_names RECOVER PARTITIONS")
+    try:
+        table = table_from_catalog(spark, "hs_many_names")
+        assert sorted(int(p.values[0][1]) for p in table.catalog_partitions) == list(range(300))
+        assert all(p.location.endswith(f"day={p.values[0][1]}")
+                   for p in table.catalog_partitions)
+        source = MetastorePartitions(spark, "hs_many_names", table.partition_columns)
+        assert sorted(int(s[0][1]) for s in source.names()) == list(range(300))
+    finally:
+        spark.sql("DROP TABLE IF EXISTS hs_many_names")
