@@ -193,6 +193,8 @@ def bench_summary(results_dir: Path, name: str) -> dict[str, Any]:
     for run in d["runs"]:
         per.setdefault((run["kind"], run["mode"], run["query"]), []).append(run)
     kinds: dict[str, Any] = {}
+    # what dpp is set against: Spark's own pruning, or (a hook-against-text run) the SQL text
+    base = next((m for m in ("spark", "text") if m in cfg["modes"]), None)
     for kind, k in d["summary"]["kinds"].items():
         modes = {}
         for mode in cfg["modes"]:
@@ -204,10 +206,10 @@ def bench_summary(results_dir: Path, name: str) -> dict[str, Any]:
                 "total_s": round(k["totals"][mode]["total_s"], 1),
             }
         ratios = []
-        if "spark" in cfg["modes"] and "dpp" in cfg["modes"]:
+        if base is not None and "dpp" in cfg["modes"]:
             for (kd, m, q), rs in per.items():
-                if kd == kind and m == "dpp" and (kind, "spark", q) in per:
-                    sp = statistics.median(r["total_s"] for r in per[(kind, "spark", q)])
+                if kd == kind and m == "dpp" and (kind, base, q) in per:
+                    sp = statistics.median(r["total_s"] for r in per[(kind, base, q)])
                     dp = statistics.median(r["total_s"] for r in rs)
                     if sp > 0:
                         ratios.append((q, round(dp / sp, 2)))
@@ -228,6 +230,7 @@ def bench_summary(results_dir: Path, name: str) -> dict[str, Any]:
                         "cpus": env.get("cpus"), "master": env.get("conf", {}).get("spark.master")},
         "queries": cfg["queries"], "repeat": cfg["repeat"], "warmup": cfg.get("warmup", True),
         "checked_against_duckdb": cfg.get("check", True),
+        **({"baseline": base} if base not in (None, "spark") else {}),
         "kinds": kinds,
     }
 
@@ -248,16 +251,17 @@ def _queries(s: dict[str, Any]) -> str:
 
 def bench_run_markdown(s: dict[str, Any]) -> str:
     modes = list(next(iter(s["kinds"].values()))["modes"])
-    others = [m for m in modes if m != "spark"]
-    head = ["table kind"] + [f"{m} (s)" for m in modes] + [f"{m} / spark" for m in others] \
-        + ["correct", "slowest dpp / spark"]
+    base = s.get("baseline", "spark")
+    others = [m for m in modes if m != base]
+    head = ["table kind"] + [f"{m} (s)" for m in modes] + [f"{m} / {base}" for m in others] \
+        + ["correct", f"slowest dpp / {base}"]
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(["---"] + ["---:"] * (
         len(head) - 3) + ["---", "---"]) + " |"]
     for kind, k in s["kinds"].items():
         ms = k["modes"]
         cells = [kind] + [f"{ms[m]['total_s']:,.1f}" for m in modes]
-        cells += [f"**{ms[m]['total_s'] / ms['spark']['total_s']:.2f}**" if m == "dpp" else
-                  f"{ms[m]['total_s'] / ms['spark']['total_s']:.2f}" for m in others]
+        cells += [f"**{ms[m]['total_s'] / ms[base]['total_s']:.2f}**" if m == "dpp" else
+                  f"{ms[m]['total_s'] / ms[base]['total_s']:.2f}" for m in others]
         cells.append(", ".join(f"{m} {ms[m]['correct']}/{ms[m]['queries']}" for m in modes))
         cells.append(", ".join(f"{q} {x:.2f}" for q, x in k["slowest_dpp_over_spark"]) or "—")
         lines.append("| " + " | ".join(cells) + " |")

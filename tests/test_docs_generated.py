@@ -89,6 +89,18 @@ def test_kept_benchmark_summaries_say_how_they_were_made(path: Path) -> None:
             assert 0 <= mode["correct"] <= mode["ran"] <= mode["queries"]
 
 
+def test_a_run_without_spark_is_set_against_the_text_path() -> None:
+    """A hook-against-text run (``--modes dpp,text``) has no Spark column to divide by: its
+    ratios are dpp / text, and the table says so."""
+    kept = [json.loads(p.read_text()) for p in (ROOT / "docs" / "bench").glob("*.json")]
+    runs = [s for s in kept if "spark" not in next(iter(s["kinds"].values()))["modes"]]
+    assert runs, "no kept run without Spark"
+    for s in runs:
+        assert s["baseline"] == "text"
+        table = gen.bench_run_markdown(s)
+        assert "dpp / text" in table and "/ spark" not in table
+
+
 def test_the_headline_run_is_kept() -> None:
     assert (ROOT / "docs" / "bench" / f"{gen.HEADLINE}.json").exists()
 
