@@ -23,8 +23,9 @@ __all__ = ["Bridge", "Parts", "PART", "LAST"]
 log = logging.getLogger(__name__)
 
 # how the parts of one longer message start (DppHook.PART / DppHook.LAST): "<mark><id> <text>"
-PART = "\x01part "
-LAST = "\x01last "
+_MARK = "\x01"
+PART = _MARK + "part "
+LAST = _MARK + "last "
 _KEPT = 64   # messages in assembly: a JVM call abandoned midway (its bounded wait) leaves one
 
 
@@ -35,7 +36,7 @@ class Parts:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._open: OrderedDict[str, list[str]] = OrderedDict()
-        self.joined = 0   # messages that came in parts (the report's wire check reads it)
+        self.joined = 0   # messages that came in parts (what tests check the JVM cut)
 
     def add(self, message: str) -> str | None:
         """The whole message once ``message`` is its last part, else None."""
@@ -70,7 +71,7 @@ class Bridge:
 
     def apply(self, message: str) -> str:
         try:
-            if message.startswith("\x01"):
+            if message.startswith(_MARK):
                 whole = self.parts.add(message)
                 if whole is None:
                     return ""
