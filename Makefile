@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # time is the driver JVM's CPU, and two workers measured 32:56 and 39:52 against 36:21.
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: venv system test check test-compat jars docs demo bench-splits bench-collectors bench-analysis tpcds-bench clean
+.PHONY: venv system test check test-compat jars docs demo fuzz fuzz-long bench-splits bench-collectors bench-analysis tpcds-bench clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml constraints/dev.txt constraints/common.txt
 	$(PY) -m venv $(VENV)
@@ -33,6 +33,20 @@ check: venv system
 
 demo: venv system
 	$(PYTHON) -m tpcds.demo
+
+# The differential fuzzer (tests/fuzz): generated cases, each with dpp and with Spark alone,
+# until MINUTES are up; a mismatch is shrunk and written to tests/fuzz_regressions. Last line:
+# "fuzz: <N> cases, <W> mismatches, <P> pruned"; non-zero exit on any mismatch. `make test`
+# runs a fixed seed for a few minutes (tests/test_fuzz.py); `fuzz-long` is both roads, longer.
+MINUTES ?= 5
+SEED ?= 1
+BACKEND ?= classic
+fuzz: venv system
+	$(PYTHON) -m tests.fuzz --minutes $(MINUTES) --seed $(SEED) --backend $(BACKEND)
+
+fuzz-long: venv system
+	$(PYTHON) -m tests.fuzz --minutes 30 --seed $(SEED) --backend classic
+	$(PYTHON) -m tests.fuzz --minutes 30 --seed $(SEED) --backend connect
 
 # The compatibility tier: per Spark line a venv of its own (.venv-compat/<line>, pinned by
 # constraints/spark-<line>.txt) and a compact suite in it (scripts/test_compat.sh: job shapes,

@@ -67,8 +67,10 @@ class TableCatalog:
                  partition_types: Optional[dict[str, str]] = None) -> Table:
         """Declares the folder ``path`` under ``name`` (see ``DppSession.register_table``)."""
         key = norm_name(name)
+        rules = SparkRules.from_spark(self.spark)
         table = table_from_path(path, name=key, partition_types=partition_types,
-                                timestamp_type=SparkRules.from_spark(self.spark).timestamp_type,
+                                timestamp_type=rules.timestamp_type,
+                                type_inference=rules.type_inference,
                                 lister=self.runtime.lister(path, self.config()))
         with self.lock:
             self.tables[key] = table

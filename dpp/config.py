@@ -36,12 +36,13 @@ Defaults, and why:
   ``os.scandir`` (local paths and ``file:`` only; fastest there), ``hadoop`` is Hadoop's
   FileSystem in the driver's JVM with the session's Hadoop configuration (any scheme Spark
   reads: s3a, hdfs, gs, abfs, file). ``auto``: local for local paths, hadoop for the rest.
-- ``listWholeCatalogTables=true`` (an addition): a partitioned catalog table a query reads
-  with no partition column named anywhere is listed by the split loader and handed to Spark
-  with the catalog's size figure, instead of Spark's metastore fetch plus listing job
-  (``dpp.whole_tables``; TPC-DS q96 on catalog tables: 18 s to ~10 s). ``false`` leaves such
-  tables to Spark, e.g. where the driver's listing of remote storage is slower than Spark's
-  distributed one.
+- ``listWholeCatalogTables=false`` (an addition): ``true`` makes dpp list a partitioned
+  catalog table a query reads with no partition column named anywhere, with its own lister,
+  and hand that listing to Spark with the catalog's size figure, instead of Spark's metastore
+  fetch plus listing job (``dpp.whole_tables``; TPC-DS q96 on catalog tables: 18 s to
+  ~10 s). Off by default: the table is then read as dpp listed it, not as Spark defines it
+  (Spark's file-status cache, for one, is not consulted: files added since Spark cached the
+  table's listing are read).
 - ``optimizerHook=true`` (an addition): on a classic session, ``dpp.enable`` installs a rule
   in Spark's optimizer (``dpp.optimizer_hook``), so DataFrame jobs, views, writes and SQL
   commands are pruned too; read at ``enable`` (installs) and per query (``false`` then
@@ -199,7 +200,7 @@ class DppConfig:
     filter_ttl: float = 600.0
     collector: str = "auto"
     lister: str = "auto"
-    list_whole_catalog_tables: bool = True
+    list_whole_catalog_tables: bool = False
     optimizer_hook: bool = True
     sql_path: str = "hook"
     connect_dataframes: bool = False     # Spark Connect: the DataFrame plan rewrite
@@ -443,9 +444,11 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "paths, hadoop for the rest."),
     "spark.dpp.listWholeCatalogTables": (
         "true, false",
-        "A partitioned catalog table a query reads with no partition column named anywhere "
-        "is listed by dpp and handed to Spark with the catalog's size figure, instead of "
-        "Spark's metastore fetch and listing job. `false` leaves such tables to Spark."),
+        "`true`: a partitioned catalog table a query reads with no partition column named "
+        "anywhere is listed by dpp and handed to Spark with the catalog's size figure, "
+        "instead of Spark's metastore fetch and listing job (faster; but the table is then "
+        "read as dpp listed it, not as Spark defines it: Spark's file-status cache is not "
+        "consulted). `false` (the default) leaves such tables to Spark."),
     "spark.dpp.optimizerHook": (
         "true, false",
         "On a classic session `dpp.enable` installs the optimizer hook, so DataFrame jobs, "

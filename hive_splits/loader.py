@@ -27,6 +27,7 @@ Counters (all exact; see :class:`LoadResult`):
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -46,6 +47,11 @@ __all__ = ["DynamicFilter", "KeyExpression", "Split", "KeptPartition", "FilterSt
            "LoadResult", "SplitLoader"]
 
 log = logging.getLogger(__name__)
+
+#: A deliberate bug, for the differential fuzzer's self-test only (``tests/fuzz``): with this
+#: environment variable set to ``1`` every load drops one partition it kept. A fuzzer that
+#: does not then report wrong rows in nearly every pruned case could not find real ones.
+DROP_KEPT_SWITCH = "DPP_FUZZ_DROP_KEPT_PARTITION"
 
 
 @dataclass
@@ -335,6 +341,8 @@ class SplitLoader:
             else:
                 leaves = self._enumerate_folders()
             self._list_files(leaves)
+        if os.environ.get(DROP_KEPT_SWITCH) == "1":
+            _drop_one_kept(res)
         self._finish_filters("not needed: no partition survived")
         res.lister = self.lister.kind
         res.list_calls, res.head_calls = self.lister.calls.snapshot()
@@ -844,3 +852,25 @@ def _spec_text(values: Iterable[tuple[str, Optional[str]]]) -> str:
     location is not fetched yet)."""
     return "/".join(f"{k}={'__HIVE_DEFAULT_PARTITION__' if v is None else v}"
                     for k, v in values)
+
+
+def _drop_one_kept(res: LoadResult) -> None:
+    """The self-test's mutation: the first kept partition with files is ruled out as if a
+    filter had pruned it (its files gone from the splits, its folder among the pruned)."""
+    import os.path
+
+    for i, kp in enumerate(res.partitions):
+        mine = [s for s in res.splits if os.path.dirname(s.path) == kp.path]
+        if not mine:
+            continue
+        del res.partitions[i]
+        res.splits = [s for s in res.splits if os.path.dirname(s.path) != kp.path]
+        res.listings.pop(kp.path, None)
+        res.jvm_statuses.pop(kp.path, None)
+        if kp.relative is not None:
+            res.pruned_folders.append(kp.relative)
+        res.partitions_kept -= 1
+        res.pruned_dynamic += 1
+        res.files_kept -= len(mine)
+        res.bytes_kept -= sum(s.size for s in mine)
+        return

@@ -205,12 +205,17 @@ def _wider(a: Union[DataType, str], b: Union[DataType, str]) -> Union[DataType, 
 
 
 def infer_column_type(values: Iterable[Optional[str]],
-                      timestamp_type: str = "timestamp") -> DataType:
+                      timestamp_type: str = "timestamp", type_inference: bool = True
+                      ) -> DataType:
     """The type Spark infers for a partition column from all its folder values.
 
     ``timestamp_type`` is the session's ``spark.sql.timestampType`` (``timestamp`` or
     ``timestamp_ntz``): what Spark infers for timestamp-looking folder values.
+    ``type_inference`` is ``spark.sql.sources.partitionColumnTypeInference.enabled``: off,
+    Spark reads every partition column as a string.
     """
+    if not type_inference:
+        return STRING
     t: Union[DataType, str] = _NULL
     for v in values:
         t = _wider(t, infer_partition_type(v))
@@ -342,7 +347,8 @@ def _list(lister: Lister, folder: str, root: str) -> tuple[list[DirEntry], list[
 
 
 def _infer_types(lister: Lister, root: str, names: Sequence[str], wanted: set[str],
-                 timestamp_type: str = "timestamp") -> dict[str, DataType]:
+                 timestamp_type: str = "timestamp", type_inference: bool = True
+                 ) -> dict[str, DataType]:
     """Walks the partition folders (not the files) once to infer the wanted columns' types.
 
     Costs one listing per non-leaf partition folder; callers that know the types pass
@@ -363,7 +369,8 @@ def _infer_types(lister: Lister, root: str, names: Sequence[str], wanted: set[st
                 values[names[depth]].append(parsed[1])
                 nxt.append(e.path)
         level = nxt
-    return {n: infer_column_type(values[n], timestamp_type) for n in names if n in wanted}
+    return {n: infer_column_type(values[n], timestamp_type, type_inference)
+            for n in names if n in wanted}
 
 
 def _first_parquet(lister: Lister, root: str, depth: int) -> Optional[FileEntry]:
@@ -386,13 +393,14 @@ def _first_parquet(lister: Lister, root: str, depth: int) -> Optional[FileEntry]
 def table_from_path(path: str, name: Optional[str] = None,
                     partition_types: Optional[Mapping[str, Union[DataType, str]]] = None,
                     schema: Any = None, timestamp_type: str = "timestamp",
-                    lister: Optional[Lister] = None) -> Table:
+                    lister: Optional[Lister] = None, type_inference: bool = True) -> Table:
     """A table over a folder of Hive-partitioned Parquet files.
 
     Partition columns are read from the first ``key=value`` folder path; their types come from
     ``partition_types`` or are inferred as Spark does (which lists every partition folder, not
     the files: give the types to avoid it; ``timestamp_type`` is the session's
-    ``spark.sql.timestampType``, which decides what timestamp-looking values infer as). The
+    ``spark.sql.timestampType``, which decides what timestamp-looking values infer as;
+    ``type_inference`` its ``partitionColumnTypeInference.enabled``). The
     data schema is read from ONE Parquet footer (or given as a pyarrow schema / list of
     (name, type string)); partition columns override same-named data columns. ``lister``
     (default: the local one) is how folders are listed and the footer read; the table keeps it
@@ -411,7 +419,8 @@ def table_from_path(path: str, name: Optional[str] = None,
     missing = {n for n in names if n not in given}
     types = dict(given)
     if missing:
-        types.update(_infer_types(lister, root, names, missing, timestamp_type))
+        types.update(_infer_types(lister, root, names, missing, timestamp_type,
+                                  type_inference))
     pcols = tuple(PartitionColumn(n, types[n]) for n in names)
 
     arrow_schema = None

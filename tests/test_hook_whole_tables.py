@@ -30,6 +30,14 @@ DAYS = 6
 FACTS = ("wt_sales", "wt_sales_cat")
 
 
+@pytest.fixture(autouse=True)
+def _opted_in(spark: Any) -> Iterator[None]:
+    """The listing tested here is opt-in (``spark.dpp.listWholeCatalogTables=true``): by
+    default a catalog table with nothing to prune is Spark's own relation, listed by Spark."""
+    with spark_conf(spark, {"spark.dpp.listWholeCatalogTables": "true"}):
+        yield
+
+
 @pytest.fixture(scope="module")
 def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("whole_hook")

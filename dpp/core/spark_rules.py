@@ -82,6 +82,7 @@ class SparkRules:
     ansi: bool = False
     time_parser_policy: str = "CORRECTED"
     timestamp_type: str = "timestamp"        # what partition inference gives timestamp texts
+    type_inference: bool = True              # false: every inferred partition column a string
 
     @classmethod
     def from_conf(cls, get: Callable[[str, str], Optional[str]]) -> "SparkRules":
@@ -96,7 +97,9 @@ class SparkRules:
             ansi=flag("spark.sql.ansi.enabled", "true"),
             time_parser_policy=str(get("spark.sql.legacy.timeParserPolicy", "CORRECTED")
                                    or "CORRECTED").strip().upper(),
-            timestamp_type="timestamp_ntz" if ts_type == "TIMESTAMP_NTZ" else "timestamp")
+            timestamp_type="timestamp_ntz" if ts_type == "TIMESTAMP_NTZ" else "timestamp",
+            type_inference=flag("spark.sql.sources.partitionColumnTypeInference.enabled",
+                                "true"))
 
     @classmethod
     def from_spark(cls, spark: Any) -> "SparkRules":

@@ -1,0 +1,50 @@
+"""Running cases on a session a test (or the fuzzer's command) already has."""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+from pathlib import Path
+from typing import Any, Iterator, Union
+
+from tests.fuzz.model import Case
+from tests.fuzz.runner import Backend, CaseRun, Result
+
+_COUNTER = itertools.count()
+
+
+@contextlib.contextmanager
+def classic_backend(spark: Any, workdir: Path) -> Iterator[Backend]:
+    """``dpp.enable`` on ``spark`` (undone after, if this enabled it) with a report file."""
+    import dpp
+    from dpp.enable import session_of
+
+    was_enabled = session_of(spark) is not None
+    report = workdir / "reports.jsonl"
+    old = spark.conf.get("spark.dpp.report.path", None)
+    spark.conf.set("spark.dpp.report.path", str(report))
+    dpp.enable(spark)
+    try:
+        yield Backend(spark, report)
+    finally:
+        if not was_enabled:
+            dpp.disable(spark)
+        if old is None:
+            spark.conf.unset("spark.dpp.report.path")
+        else:
+            spark.conf.set("spark.dpp.report.path", old)
+
+
+def run_case(backend: Backend, case: Case, workdir: Path) -> Result:
+    n = next(_COUNTER)
+    return CaseRun(backend, case, workdir / f"case-{n}", n).run()
+
+
+def assert_same_rows(spark: Any, tmp_path: Path, case: Union[str, dict, Case]) -> None:
+    """A regression test's body: the case gives Spark's rows through dpp."""
+    if isinstance(case, dict):
+        case = json.dumps(case)
+    c = Case.from_json(case) if isinstance(case, str) else case
+    with classic_backend(spark, tmp_path) as b:
+        res = run_case(b, c, tmp_path)
+    assert res.mismatch is None, f"{c.label()}\n{res.mismatch}"

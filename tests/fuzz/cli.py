@@ -1,0 +1,159 @@
+"""The fuzzer's command: a session (classic, or a client of a ``dpp connect-server`` it
+starts), cases drawn from the seed until the time is up, mismatches shrunk and written out.
+
+The last line printed is ``fuzz: <N> cases, <W> mismatches, <P> pruned``; the exit status is
+1 on any mismatch, 2 when no case could run at all.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from tests.fuzz.generate import draw_case
+from tests.fuzz.model import Case
+from tests.fuzz.runner import Backend, Result
+
+# The Python that runs the fuzzer is the one Spark's workers must use (a plain `python -m`).
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+@dataclass
+class Tally:
+    cases: int = 0
+    mismatches: int = 0
+    pruned: int = 0
+    both_raised: int = 0
+    data_errors: int = 0
+    harness_errors: int = 0
+    pruned_mismatched: int = 0     # pruned cases that also mismatched (the self-test's catch)
+    by_relation: dict = field(default_factory=dict)   # relation kind -> [cases, pruned]
+    found: list = field(default_factory=list)   # (case, why, regression path)
+
+    def line(self) -> str:
+        return f"fuzz: {self.cases} cases, {self.mismatches} mismatches, {self.pruned} pruned"
+
+
+def classic_session(workdir: Path) -> Any:
+    """A local[2] SparkSession with Hive support (Derby in ``workdir``), as the tests use."""
+    from pyspark.sql import SparkSession
+
+    return (SparkSession.builder.master("local[2]").appName("dpp-fuzz")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "4")
+            .config("spark.default.parallelism", "4")
+            .config("spark.sql.warehouse.dir", str(workdir / "warehouse"))
+            .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={workdir}")
+            .config("spark.hadoop.javax.jdo.option.ConnectionURL",
+                    f"jdbc:derby:;databaseName={workdir / 'metastore_db'};create=true")
+            .config("spark.driver.memory", "2g")
+            .enableHiveSupport().getOrCreate())
+
+
+@contextlib.contextmanager
+def backend(kind: str, workdir: Path) -> Iterator[Backend]:
+    if kind == "connect":
+        from tests.fuzz.connect import connect_backend
+
+        with connect_backend(workdir) as b:
+            yield b
+        return
+    from tests.fuzz.check import classic_backend
+
+    spark = classic_session(workdir)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        with classic_backend(spark, workdir) as b:
+            yield b
+    finally:
+        spark.stop()
+
+
+def fuzz(b: Backend, seed: int, seconds: float, workdir: Path, *, shrink_s: float = 180.0,
+         regressions: Optional[Path] = None, max_cases: Optional[int] = None,
+         out: Any = sys.stdout) -> Tally:
+    """Cases from ``seed`` until ``seconds`` are up; returns the tally."""
+    from tests.fuzz.check import run_case
+    from tests.fuzz.shrink import shrink, write_regression
+
+    rng = random.Random(seed)
+    tally = Tally()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and (max_cases is None or tally.cases < max_cases):
+        case = draw_case(rng, seed)
+        if not b.supports(case):
+            continue
+        try:
+            res = run_case(b, case, workdir)
+        except Exception as exc:   # the harness's own trouble (a table it could not make)
+            tally.harness_errors += 1
+            print(f"harness error ({type(exc).__name__}: {str(exc)[:200]}) {case.label()}",
+                  file=out, flush=True)
+            continue
+        tally.cases += 1
+        tally.pruned += res.pruned
+        kind = tally.by_relation.setdefault(case.fact.relation, [0, 0])
+        kind[0] += 1
+        kind[1] += res.pruned
+        tally.both_raised += res.errors
+        tally.data_errors += res.data_errors
+        if res.mismatch is None:
+            continue
+        tally.mismatches += 1
+        tally.pruned_mismatched += res.pruned
+        print(f"MISMATCH {case.label()}\n    {res.mismatch}\n    case: {case.to_json()}",
+              file=out, flush=True)
+        if shrink_s > 0:
+            def fails(c: Case) -> bool:
+                try:
+                    return run_case(b, c, workdir).mismatch is not None
+                except Exception:
+                    return False
+            small = shrink(case, fails, shrink_s)
+            again = run_case(b, small, workdir)
+            why = again.mismatch or res.mismatch
+            path = write_regression(small, why, regressions)
+            print(f"  shrunk to {small.label()}\n    {why}\n  written: {path}",
+                  file=out, flush=True)
+            tally.found.append((small, why, path))
+    return tally
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__)
+    ap.add_argument("--minutes", type=float, default=5.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--backend", choices=("classic", "connect"), default="classic")
+    ap.add_argument("--shrink-seconds", type=float, default=180.0)
+    ap.add_argument("--regressions", type=Path, default=None,
+                    help="where shrunk cases are written as tests (tests/fuzz_regressions)")
+    ap.add_argument("--workdir", type=Path, default=None)
+    a = ap.parse_args(argv)
+    workdir = a.workdir or Path(tempfile.mkdtemp(prefix="dpp-fuzz-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    try:
+        with backend(a.backend, workdir) as b:
+            tally = fuzz(b, a.seed, a.minutes * 60.0 - (time.monotonic() - start), workdir,
+                         shrink_s=a.shrink_seconds, regressions=a.regressions)
+    finally:
+        if a.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(f"backend {a.backend}, seed {a.seed}: {tally.both_raised} runs raised on both "
+          f"sides (agreeing), {tally.data_errors} where only Spark met a bad value, "
+          f"{tally.harness_errors} cases the harness could not set up")
+    print("by relation (cases/pruned): " + ", ".join(
+        f"{k} {n}/{p}" for k, (n, p) in sorted(tally.by_relation.items()))
+        + f"; pruned cases that mismatched: {tally.pruned_mismatched}")
+    print(tally.line())
+    if tally.mismatches:
+        return 1
+    return 2 if tally.cases == 0 else 0

@@ -1,0 +1,91 @@
+"""What a fuzz case is: plain data, JSON both ways, so a shrunk case can be written into a
+regression test and read back exactly."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+RELATIONS = ("catalog", "path", "declared")
+PART_KINDS = ("int", "bigint", "smallint", "string", "date", "timestamp", "decimal", "boolean")
+# types a catalog declares for a kind; a path relation's type is whatever Spark infers
+CATALOG_TYPES = {"int": "INT", "bigint": "BIGINT", "smallint": "SMALLINT", "string": "STRING",
+                 "date": "DATE", "timestamp": "TIMESTAMP", "decimal": "DECIMAL(10,2)",
+                 "boolean": "BOOLEAN"}
+DIM_TYPES = {"int": "int", "bigint": "bigint", "smallint": "smallint", "string": "string",
+             "date": "date", "timestamp": "timestamp", "decimal": "decimal(10,2)",
+             "double": "double", "boolean": "boolean"}
+JOIN_SHAPES = ("inner", "in", "exists", "semi", "left", "right", "full", "anti", "not_in",
+               "not_exists", "comma")
+# what the fact side's key is: the partition column, an expression of it, or a data column
+KEYS = ("eq", "plus0", "cast_str", "cast_dim", "func", "collate", "two_level", "data_col")
+DIM_FILTERS = ("lt", "in", "none", "empty", "rand", "limit", "order_limit", "window_tie")
+EXTRAS = ("none", "agg", "window", "order_limit", "limit_count", "union", "union_all", "cte",
+          "fact_rand", "view", "write", "distinct")
+STEPS = ("add_files", "remove_partition", "rewrite_file", "overwrite_dim", "redefine_view",
+         "setting", "reuse_df", "add_partition")
+
+
+@dataclass
+class PartCol:
+    name: str                       # as written in folder names (may be mixed case)
+    kind: str                       # one of PART_KINDS (the catalog's type; a path's intent)
+
+
+@dataclass
+class Fact:
+    relation: str                   # one of RELATIONS
+    cols: list[PartCol]
+    partitions: list[list[Optional[str]]]   # leaf partitions: folder texts per level (None: NULL)
+    files: list[int]                # files per leaf partition (0: an empty folder)
+    rows_per_file: int = 3
+    evolved: list[int] = field(default_factory=list)    # leaf indices whose files add a column
+    leftovers: bool = False         # _SUCCESS, .hidden and _temporary files Spark ignores
+    placed: list[int] = field(default_factory=list)     # catalog: leaves at custom locations
+    col_in_file: bool = False       # the first partition column is also inside the files
+
+
+@dataclass
+class Dim:
+    key_type: str                   # one of DIM_TYPES
+    keys: list[Optional[str]]       # texts (None: NULL), parsed as key_type
+    keys2: list[Optional[str]]      # a second key (two-level joins), as the second column's kind
+    attrs: list[int]
+
+
+@dataclass
+class Query:
+    api: str                        # "sql" | "df"
+    shape: str                      # one of JOIN_SHAPES
+    key: str                        # one of KEYS
+    dim_filter: str                 # one of DIM_FILTERS
+    extra: str                      # one of EXTRAS
+    lower_names: bool = False       # the query spells column names in lower case
+
+
+@dataclass
+class Case:
+    seed: int
+    fact: Fact
+    dim: Dim
+    query: Query
+    settings: dict[str, str]
+    step: Optional[str] = None      # one of STEPS: something between two runs
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Case":
+        d: dict[str, Any] = json.loads(text)
+        fact = dict(d["fact"])
+        fact["cols"] = [PartCol(**c) for c in fact["cols"]]
+        return cls(seed=d["seed"], fact=Fact(**fact), dim=Dim(**d["dim"]),
+                   query=Query(**d["query"]), settings=dict(d["settings"]), step=d.get("step"))
+
+    def label(self) -> str:
+        q, f = self.query, self.fact
+        cols = ",".join(f"{c.name}:{c.kind}" for c in f.cols)
+        return (f"{f.relation}[{cols}] {q.api} {q.shape}/{q.key}/{q.dim_filter}/{q.extra}"
+                f" dim={self.dim.key_type}" + (f" step={self.step}" if self.step else ""))

@@ -1,0 +1,180 @@
+"""A case's query as SQL text or as DataFrame calls, over given relation names (the fact's
+name differs between the oracle and dpp for a declared table: dpp reads the declaration, the
+oracle ``spark.read.parquet`` of the same folder)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from tests.fuzz.model import CATALOG_TYPES, Case
+
+NUMERIC = ("int", "bigint", "smallint", "decimal", "double")
+
+
+def key_pairs(case: Case) -> list[tuple[str, str]]:
+    """(fact side, dimension side) expressions, over aliases ``f`` and ``d``."""
+    q, cols = case.query, case.fact.cols
+    name = (lambda c: c.name.lower()) if q.lower_names else (lambda c: c.name)
+    p0, kind = f"f.`{name(cols[0])}`", cols[0].kind
+    dk = case.dim.key_type
+    if q.key == "plus0" and kind in NUMERIC and dk in NUMERIC:
+        return [(f"{p0} + 0", "d.k + 0")]
+    if q.key == "cast_str":
+        return [(f"CAST({p0} AS STRING)", "d.ks")]
+    if q.key == "cast_dim":
+        return [(p0, f"CAST(d.ks AS {CATALOG_TYPES[kind]})")]
+    if q.key == "func":
+        if kind == "string":
+            return [(f"lower({p0})", "lower(d.ks)")]
+        if kind in ("date", "timestamp"):
+            return [(f"to_date({p0})", "to_date(d.k)")]
+        if kind in NUMERIC:
+            return [(f"abs({p0})", "abs(d.k)")]
+    if q.key == "collate":
+        return [(f"CAST({p0} AS STRING) COLLATE UTF8_LCASE", "d.ks")]
+    if q.key == "two_level" and len(cols) > 1:
+        return [(p0, "d.k"), (f"f.`{name(cols[1])}`", "d.k2")]
+    if q.key == "data_col":
+        return [("f.x", "d.a")]
+    return [(p0, "d.k")]
+
+
+def dim_source(case: Case, dim: str) -> str:
+    """The build side's rows: the dimension view under the case's filter."""
+    filt = {"lt": "WHERE a < 5", "in": "WHERE a IN (1, 3, 8)", "none": "",
+            "empty": "WHERE a < 0", "rand": "WHERE rand(7) < 0.7"}
+    df = case.query.dim_filter
+    if df in filt:
+        return f"SELECT * FROM {dim} {filt[df]}".strip()
+    if df == "limit":
+        return f"SELECT * FROM {dim} LIMIT 3"
+    if df == "order_limit":
+        return f"SELECT * FROM {dim} ORDER BY a, ks, k2 LIMIT 3"
+    # window_tie: which row of a group is first depends on the order of ties
+    return (f"SELECT k, ks, k2, a FROM (SELECT *, row_number() OVER (PARTITION BY a ORDER BY a)"
+            f" AS rn FROM {dim}) WHERE rn = 1")
+
+
+def sql_text(case: Case, fact: str, dim: str) -> str:
+    """The whole query as SQL (a ``write`` extra is run by :func:`run_sql`)."""
+    q = case.query
+    pairs = key_pairs(case)
+    cond = " AND ".join(f"{a} = {b}" for a, b in pairs)
+    fact_src = f"(SELECT * FROM {fact} WHERE rand(3) < 0.8)" if q.extra == "fact_rand" else fact
+    src = "dd" if q.extra == "cte" else f"({dim_source(case, dim)})"
+    fcols = "f.*"
+    jcols = "f.*, d.a AS da, d.ks AS dks"
+    s = q.shape
+    if s in ("in", "not_in") and len(pairs) == 1:
+        neg = "NOT " if s == "not_in" else ""
+        base = (f"SELECT {fcols} FROM {fact_src} f WHERE {pairs[0][0]} {neg}IN "
+                f"(SELECT {pairs[0][1]} FROM {src} d)")
+    elif s in ("exists", "not_exists", "in", "not_in"):
+        neg = "NOT " if s.startswith("not") else ""
+        base = (f"SELECT {fcols} FROM {fact_src} f WHERE {neg}EXISTS "
+                f"(SELECT 1 FROM {src} d WHERE {cond})")
+    elif s == "semi":
+        base = f"SELECT {fcols} FROM {fact_src} f LEFT SEMI JOIN {src} d ON {cond}"
+    elif s == "anti":
+        base = f"SELECT {fcols} FROM {fact_src} f LEFT ANTI JOIN {src} d ON {cond}"
+    elif s == "comma":
+        base = f"SELECT {jcols} FROM {fact_src} f, {src} d WHERE {cond}"
+    else:
+        how = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN",
+               "full": "FULL JOIN"}[s]
+        base = f"SELECT {jcols} FROM {fact_src} f {how} {src} d ON {cond}"
+    if q.extra == "cte":
+        base = f"WITH dd AS ({dim_source(case, dim)}) {base}"
+    c0 = case.fact.cols[0].name
+    c0 = c0.lower() if q.lower_names else c0
+    if q.extra == "agg":
+        return f"SELECT `{c0}`, count(*) AS n, sum(id) AS s FROM ({base}) t GROUP BY `{c0}`"
+    if q.extra == "window":
+        return (f"SELECT t.*, count(*) OVER (PARTITION BY `{c0}`) AS wn, "
+                f"sum(id) OVER (PARTITION BY `{c0}`) AS ws FROM ({base}) t")
+    if q.extra == "order_limit":
+        return (f"SELECT * FROM (SELECT t.*, to_json(struct(t.*)) AS o FROM ({base}) t) u "
+                f"ORDER BY o LIMIT 5")
+    if q.extra == "limit_count":
+        return f"SELECT count(*) AS n FROM (SELECT * FROM ({base}) t LIMIT 4) u"
+    if q.extra == "union":
+        return f"({base}) UNION ({base})"
+    if q.extra == "union_all":
+        return f"({base}) UNION ALL ({base})"
+    if q.extra == "distinct":
+        return f"SELECT DISTINCT * FROM ({base}) t"
+    return base
+
+
+def dataframe(case: Case, spark: Any, fact: str, dim: str) -> Any:
+    """The query as DataFrame calls (the same shapes; SQL snippets for the expressions)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    q = case.query
+    f = spark.table(fact)
+    if q.extra == "fact_rand":
+        f = f.where(F.rand(3) < 0.8)
+    f = f.alias("f")
+    d = spark.table(dim)
+    df_ = q.dim_filter
+    if df_ == "lt":
+        d = d.where("a < 5")
+    elif df_ == "in":
+        d = d.where(F.col("a").isin(1, 3, 8))
+    elif df_ == "empty":
+        d = d.where("a < 0")
+    elif df_ == "rand":
+        d = d.where(F.rand(7) < 0.7)
+    elif df_ == "limit":
+        d = d.limit(3)
+    elif df_ == "order_limit":
+        d = d.orderBy("a", "ks", "k2").limit(3)
+    elif df_ == "window_tie":
+        w = Window.partitionBy("a").orderBy("a")
+        d = d.withColumn("rn", F.row_number().over(w)).where("rn = 1").drop("rn")
+    d = d.alias("d")
+    cond = None
+    for a, b in key_pairs(case):
+        c = F.expr(f"{a} = {b}")
+        cond = c if cond is None else cond & c
+    s = q.shape
+    how = {"inner": "inner", "comma": "inner", "in": "left_semi", "exists": "left_semi",
+           "semi": "left_semi", "left": "left", "right": "right", "full": "full",
+           "anti": "left_anti", "not_in": "left_anti", "not_exists": "left_anti"}[s]
+    out = f.join(d, cond, how)
+    if how not in ("left_semi", "left_anti"):
+        out = out.select("f.*", F.col("d.a").alias("da"), F.col("d.ks").alias("dks"))
+    c0 = case.fact.cols[0].name
+    c0 = c0.lower() if q.lower_names else c0
+    if q.extra == "agg":
+        return out.groupBy(c0).agg(F.count("*").alias("n"), F.sum("id").alias("s"))
+    if q.extra == "window":
+        w = Window.partitionBy(c0)
+        return (out.withColumn("wn", F.count("*").over(w))
+                .withColumn("ws", F.sum("id").over(w)))
+    if q.extra == "order_limit":
+        return out.orderBy(F.to_json(F.struct(*[F.col(c) for c in out.columns]))).limit(5)
+    if q.extra == "limit_count":
+        return out.limit(4).groupBy().count()
+    if q.extra in ("union", "union_all"):
+        both = out.union(out)
+        return both.distinct() if q.extra == "union" else both
+    if q.extra == "distinct":
+        return out.distinct()
+    return out
+
+
+def builder(case: Case, spark: Any, fact: str, dim: str, out_dir: str) -> Callable[[], Any]:
+    """What one run collects: the query's DataFrame (made now), or for a ``write`` extra its
+    rows written as Parquet by Spark and read back."""
+    if case.query.api == "df":
+        frame = dataframe(case, spark, fact, dim)
+    else:
+        frame = spark.sql(sql_text(case, fact, dim))
+    if case.query.extra != "write":
+        return frame.collect
+
+    def written() -> Any:
+        frame.write.mode("overwrite").parquet(out_dir)
+        return spark.read.parquet(out_dir).collect()
+    return written
