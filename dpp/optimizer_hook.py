@@ -44,7 +44,8 @@ from dpp.decision import Probe, ProbeKey, lists_whole_catalog_table, plan_loads,
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.hook_explain import WHOLE, ExplainListener, explaining, patch_explain
 from dpp.hook_request import Request
-from dpp.hook_answers import encode, plan_text, probe_type, probe_type_of, ruled_out
+from dpp.hook_answers import (catalog_answer, encode, plan_text, probe_type, probe_type_of,
+                              ruled_out)
 from dpp.hook_bridge import Bridge
 from dpp.hook_row_filters import row_filters_for
 from dpp.hook_sessions import refused_settings_report, served_session
@@ -461,7 +462,7 @@ class OptimizerHook:
         s = self.session
         return SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
                            rules=rules, lister=s.runtime.lister(table.location, cfg),
-                           **s.runtime.loader_stats(cfg)).load()
+                           files_by_spark=True, **s.runtime.loader_stats(cfg)).load()
 
     # ------------------------------------------------------------------ the index's call
     def on_list(self, token: str) -> dict[str, Any]:
@@ -482,8 +483,12 @@ class OptimizerHook:
             self._listed(request, token)
             return {"status": "none", "reason": str(exc)[:300]}
         t0 = time.perf_counter()
-        answer = {"status": "ok", "partitions": encode(table, result),
-                  **ruled_out(table, result)}
+        if table.is_catalog:   # Spark's catalog index lists, restricted to what dpp kept
+            answer = {"status": "ok", "catalog": catalog_answer(table, result),
+                      "prunedFolders": [], "droppedFiles": {}}
+        else:
+            answer = {"status": "ok", "partitions": encode(table, result),
+                      **ruled_out(table, result)}
         result.handoff_seconds = time.perf_counter() - t0
         with self._lock:
             if token in self._answers:   # a copy listed it meanwhile: its answer, reported once
