@@ -36,8 +36,10 @@ Defaults, and why:
   ``os.scandir`` (local paths and ``file:`` only; fastest there), ``hadoop`` is Hadoop's
   FileSystem in the driver's JVM with the session's Hadoop configuration (any scheme Spark
   reads: s3a, hdfs, gs, abfs, file). ``auto``: local for local paths, hadoop for the rest.
-- ``listWholeCatalogTables=true`` (an addition): a partitioned catalog table a query reads
-  with no partition column named anywhere is listed by the split loader and handed to Spark
+- ``listWholeCatalogTables=true`` (an addition, SQL-text analysis only: the optimizer hook
+  leaves a catalog table it does not prune to Spark's catalog index): a partitioned catalog
+  table a query reads with no partition column named anywhere is listed by the split loader
+  and handed to Spark
   with the catalog's size figure, instead of Spark's metastore fetch plus listing job
   (``dpp.whole_tables``; TPC-DS q96 on catalog tables: 18 s to ~10 s). ``false`` leaves such
   tables to Spark, e.g. where the driver's listing of remote storage is slower than Spark's
@@ -443,9 +445,11 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "paths, hadoop for the rest."),
     "spark.dpp.listWholeCatalogTables": (
         "true, false",
-        "A partitioned catalog table a query reads with no partition column named anywhere "
-        "is listed by dpp and handed to Spark with the catalog's size figure, instead of "
-        "Spark's metastore fetch and listing job. `false` leaves such tables to Spark."),
+        "SQL-text analysis only: a partitioned catalog table a query reads with no partition "
+        "column named anywhere is listed by dpp and handed to Spark with the catalog's size "
+        "figure, instead of Spark's metastore fetch and listing job. `false` leaves such "
+        "tables to Spark. The optimizer hook leaves every catalog table it does not prune to "
+        "Spark."),
     "spark.dpp.optimizerHook": (
         "true, false",
         "On a classic session `dpp.enable` installs the optimizer hook, so DataFrame jobs, "
