@@ -73,7 +73,8 @@ import scala.collection.Seq;
  */
 public final class DppFileIndex extends CompatFileIndex {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(DppFileIndex.class);
+    private static final org.slf4j.Logger LOG =
+        org.slf4j.LoggerFactory.getLogger(DppFileIndex.class);
     private static final String DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__";
     // most kept values of one column a metastore is asked for one by one (a longer OR chain
     // of equalities fails on some metastores); beyond, their range
@@ -153,7 +154,8 @@ public final class DppFileIndex extends CompatFileIndex {
         }
         List<PartitionDirectory> listed;
         try {
-            List<Expression> filters = new ArrayList<>(CollectionConverters.asJava(partitionFilters));
+            List<Expression> filters =
+                new ArrayList<>(CollectionConverters.asJava(partitionFilters));
             filters.addAll(restriction);
             listed = CompatFileIndex.listFiles(base,
                 CollectionConverters.asScala(filters).toList(), dataFilters);
