@@ -36,11 +36,12 @@ Defaults, and why:
   ``os.scandir`` (local paths and ``file:`` only; fastest there), ``hadoop`` is Hadoop's
   FileSystem in the driver's JVM with the session's Hadoop configuration (any scheme Spark
   reads: s3a, hdfs, gs, abfs, file). ``auto``: local for local paths, hadoop for the rest.
-- ``listWholeCatalogTables=false`` (an addition): ``true`` makes dpp list a partitioned
-  catalog table a query reads with no partition column named anywhere, with its own lister,
-  and hand that listing to Spark with the catalog's size figure, instead of Spark's metastore
-  fetch plus listing job (``dpp.whole_tables``; TPC-DS q96 on catalog tables: 18 s to
-  ~10 s). Off by default: the table is then read as dpp listed it, not as Spark defines it
+- ``listWholeCatalogTables=false`` (an addition, SQL-text analysis only: the optimizer hook
+  leaves a catalog table it does not prune to Spark's catalog index): ``true`` makes the split
+  loader list a partitioned catalog table a query reads with no partition column named
+  anywhere, and hand that listing to Spark with the catalog's size figure, instead of Spark's
+  metastore fetch plus listing job (``dpp.whole_tables``; TPC-DS q96 on catalog tables: 18 s
+  to ~10 s). Off by default: the table is then read as dpp listed it, not as Spark defines it
   (Spark's file-status cache, for one, is not consulted: files added since Spark cached the
   table's listing are read).
 - ``optimizerHook=true`` (an addition): on a classic session, ``dpp.enable`` installs a rule
@@ -444,11 +445,12 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "paths, hadoop for the rest."),
     "spark.dpp.listWholeCatalogTables": (
         "true, false",
-        "`true`: a partitioned catalog table a query reads with no partition column named "
-        "anywhere is listed by dpp and handed to Spark with the catalog's size figure, "
-        "instead of Spark's metastore fetch and listing job (faster; but the table is then "
-        "read as dpp listed it, not as Spark defines it: Spark's file-status cache is not "
-        "consulted). `false` (the default) leaves such tables to Spark."),
+        "SQL-text analysis only. `true`: a partitioned catalog table a query reads with no "
+        "partition column named anywhere is listed by dpp and handed to Spark with the "
+        "catalog's size figure, instead of Spark's metastore fetch and listing job (faster; "
+        "but the table is then read as dpp listed it, not as Spark defines it: Spark's "
+        "file-status cache is not consulted). `false` (the default) leaves such tables to "
+        "Spark. The optimizer hook leaves every catalog table it does not prune to Spark."),
     "spark.dpp.optimizerHook": (
         "true, false",
         "On a classic session `dpp.enable` installs the optimizer hook, so DataFrame jobs, "

@@ -2,8 +2,10 @@
 
 The wrapping file index asks for a relation's files once Spark scans it: a declared table's
 lazy index takes the kept partitions with their files (:func:`encode`), an index that already
-holds Spark's own listing takes what the load ruled out (:func:`ruled_out`), so everything
-Spark listed and dpp did not rule out is still read.
+holds Spark's own listing takes what the load ruled out (:func:`ruled_out`), and a catalog
+table's index takes the kept partitions' catalog values, which it hands Spark's own catalog
+index as a partition predicate, and the files skipped (:func:`catalog_answer`): everything
+Spark lists and dpp did not rule out is still read.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from dpp.plan_pairs import Prune, relation_nodes
 from hive_splits import LoadResult, Table
 from hive_splits.naming import parse_folder_name
 
-__all__ = ["probe_type", "probe_type_of", "encode", "ruled_out", "plan_text"]
+__all__ = ["probe_type", "probe_type_of", "encode", "ruled_out", "catalog_answer", "plan_text"]
 
 
 def probe_type(table: Table, p: Prune) -> Optional[DataType]:
@@ -78,6 +80,25 @@ def ruled_out(table: Table, result: LoadResult) -> dict[str, Any]:
         if gone:
             dropped[kp.relative] = gone
     return {"prunedFolders": list(result.pruned_folders), "droppedFiles": dropped}
+
+
+def catalog_answer(table: Table, result: LoadResult) -> dict[str, Any]:
+    """What a catalog table's index restricts Spark's own listing to: ``kept``, the kept
+    partitions' values as the catalog spells them (raw text by column, None for the default
+    partition; None when no partition was ruled out), and ``dropped``, the files skipped by
+    statistics or buckets as [uri, bytes, mtime ms] (Spark's listing loses a file only where
+    it lists the same path with the same size and time)."""
+    ruled = result.pruned_static + result.pruned_dynamic
+    kept = None
+    if ruled:
+        kept = [dict(kp.texts) for kp in result.partitions if kp.texts is not None]
+        if len(kept) != len(result.partitions):
+            kept = None   # a partition without its catalog values: nothing said of any
+    names = {s.path for s in result.splits}
+    dropped = [[uri(f.path), f.size, f.mtime_ns // 1_000_000]
+               for kp in result.partitions for f in result.listings.get(kp.path, [])
+               if f.path not in names]
+    return {"kept": kept, "dropped": dropped}
 
 
 def plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:

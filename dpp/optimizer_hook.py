@@ -40,11 +40,12 @@ from typing import TYPE_CHECKING, Any, Hashable, Mapping, Optional
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import ConfigError
 from dpp.core.spark_rules import SparkRules
-from dpp.decision import Probe, ProbeKey, lists_whole_catalog_table, plan_loads, real_column
+from dpp.decision import Probe, ProbeKey, plan_loads, real_column
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.hook_explain import WHOLE, ExplainListener, explaining, patch_explain
 from dpp.hook_request import Request
-from dpp.hook_answers import encode, plan_text, probe_type, probe_type_of, ruled_out
+from dpp.hook_answers import (catalog_answer, encode, plan_text, probe_type, probe_type_of,
+                              ruled_out)
 from dpp.hook_bridge import Bridge
 from dpp.hook_row_filters import row_filters_for
 from dpp.hook_sessions import refused_settings_report, served_session
@@ -406,16 +407,11 @@ class OptimizerHook:
     @staticmethod
     def _reads_whole(rel: dict[str, Any], cfg: Any) -> bool:
         """Whether a relation with nothing to prune is still listed by dpp: a declared path
-        table always (its lazy index would list it with Spark's job, no cheaper), a catalog
-        table when ``spark.dpp.listWholeCatalogTables`` and no filter names a partition
-        column (Spark would then ask the metastore for the matching partitions only). Spark's
-        own dynamic pruning still applies on top (it filters the listed partitions)."""
-        kind = rel.get("kind")
-        if kind == "lazy":
-            return True
-        return kind == "catalog" and lists_whole_catalog_table(
-            bool(cfg.list_whole_catalog_tables), rel.get("partitionFiltered", True),
-            bool(rel.get("bucketed")))
+        table (its lazy index would list it with Spark's job, no cheaper). A catalog table is
+        always listed by Spark's own catalog index, which dpp only restricts where it prunes:
+        with nothing to prune it is Spark's (``spark.dpp.listWholeCatalogTables`` is the
+        SQL-text path's). Spark's own dynamic pruning still applies on top."""
+        return rel.get("kind") == "lazy"
 
     def _stats(self, cfg: Any, notes: list[str]) -> Any:
         """``statsPruning`` for :func:`dpp.decision.plan_loads`: a constant, or for ``auto``
@@ -461,7 +457,7 @@ class OptimizerHook:
         s = self.session
         return SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
                            rules=rules, lister=s.runtime.lister(table.location, cfg),
-                           **s.runtime.loader_stats(cfg)).load()
+                           files_by_spark=True, **s.runtime.loader_stats(cfg)).load()
 
     # ------------------------------------------------------------------ the index's call
     def on_list(self, token: str) -> dict[str, Any]:
@@ -482,8 +478,12 @@ class OptimizerHook:
             self._listed(request, token)
             return {"status": "none", "reason": str(exc)[:300]}
         t0 = time.perf_counter()
-        answer = {"status": "ok", "partitions": encode(table, result),
-                  **ruled_out(table, result)}
+        if table.is_catalog:   # Spark's catalog index lists, restricted to what dpp kept
+            answer = {"status": "ok", "catalog": catalog_answer(table, result),
+                      "prunedFolders": [], "droppedFiles": {}}
+        else:
+            answer = {"status": "ok", "partitions": encode(table, result),
+                      **ruled_out(table, result)}
         result.handoff_seconds = time.perf_counter() - t0
         with self._lock:
             if token in self._answers:   # a copy listed it meanwhile: its answer, reported once

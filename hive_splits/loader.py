@@ -17,7 +17,10 @@ Counters (all exact; see :class:`LoadResult`):
 * Catalog tables list no folders to enumerate: ``partitions_total`` is the catalog's partition
   count, each pruned partition counts once (at the first column that rules it out), so
   ``partitions_total == partitions_kept + pruned_static + pruned_dynamic``, and
-  ``folders_listed`` counts only the kept partitions' locations.
+  ``folders_listed`` counts only the kept partitions' locations. With ``files_by_spark``
+  (Spark's own catalog index lists the kept partitions), a catalog table whose files nothing
+  here can skip (no statistics, no bucket pruning) lists no location at all: its kept
+  partitions carry their catalog values only, and the file counters stay 0.
 * Per level, ``levels[i]``: ``seen == kept + pruned_static + pruned_dynamic``.
 * ``files_listed == files_kept + files_skipped``; ``files_skipped`` are files listed but not
   returned (today only statistics skip files, so it equals ``files_pruned_stats``).
@@ -233,13 +236,18 @@ class SplitLoader:
     with certainty under them is not pruned (reported). ``stats_sample``: with statistics
     pruning, first test the footers of this many kept files (spread over them) and read no
     more when none of them can be skipped (``statsPruning=auto``); None reads every footer.
+    ``files_by_spark``: the caller has Spark's own catalog index list a catalog table's kept
+    partitions (the optimizer hook): their files are listed here only when statistics or
+    buckets may skip some, and their locations fetched only then (Spark fetches and lists
+    them anyway; doing it here too would be the same work twice).
     """
 
     def __init__(self, table: Table, static: Optional[TupleDomain] = None,
                  dynamic: Iterable[DynamicFilter] = (), wait_timeout: float = 0.0,
                  stats_pruning: bool = False, footer_cache: Optional[FooterCache] = None,
                  max_workers: int = 8, rules: SparkRules = DEFAULT_RULES,
-                 lister: Optional[Lister] = None, stats_sample: Optional[int] = None) -> None:
+                 lister: Optional[Lister] = None, stats_sample: Optional[int] = None,
+                 files_by_spark: bool = False) -> None:
         if wait_timeout < 0:
             raise ValueError(f"wait_timeout must be >= 0, got {wait_timeout}")
         if max_workers < 1:
@@ -255,6 +263,7 @@ class SplitLoader:
         self.footer_cache = footer_cache
         self.max_workers = max_workers
         self.rules = rules
+        self.files_by_spark = files_by_spark
         # one lister per load (its own request counts), same kind as the table's
         self.lister = (lister or table.lister or LocalLister()).fresh()
 
@@ -337,10 +346,14 @@ class SplitLoader:
                                 thread_name_prefix="dpp-splits") as pool:
             self._pool = pool
             if t.is_catalog:
-                leaves = self._enumerate_catalog()
+                with_files = self._files_needed()
+                leaves = self._enumerate_catalog(with_files)
+                if with_files:
+                    self._list_files(leaves)
+                else:
+                    self._keep_unlisted(leaves)
             else:
-                leaves = self._enumerate_folders()
-            self._list_files(leaves)
+                self._list_files(self._enumerate_folders())
         if os.environ.get(DROP_KEPT_SWITCH) == "1":
             _drop_one_kept(res)
         self._finish_filters("not needed: no partition survived")
@@ -628,13 +641,40 @@ class SplitLoader:
                         f"partition discovery rejects such a layout too)")
                 pending.extend(d.path for d in dirs)
 
-    def _enumerate_catalog(self) -> list[KeptPartition]:
+    def _files_needed(self) -> bool:
+        """Whether a catalog table's kept partitions must be listed here: always, unless
+        ``files_by_spark`` and nothing can skip a file (statistics on a data column's domain,
+        buckets by the bucket column's)."""
+        if not self.files_by_spark:
+            return True
+        part = set(self.table.partition_names)
+        stats = self.stats_pruning and (
+            any(c not in part for c in self._static)
+            or any(c not in part and c not in self._expressions for c in self._pending))
+        bucket = self._bucket_column()
+        return stats or (bucket is not None and (bucket in self._static
+                                                 or bucket in self._pending))
+
+    def _keep_unlisted(self, leaves: list[KeptPartition]) -> None:
+        """The kept partitions of a catalog table Spark lists itself: counted, not listed."""
+        res = self._res
+        for kp in leaves:
+            res.partitions_kept += 1
+            res.partitions.append(kp)
+
+    def _enumerate_catalog(self, locations: bool = True) -> list[KeptPartition]:
+        """The catalog's partitions the domains keep; ``locations``: with their locations
+        (fetched for the survivors only), else with their catalog values alone (path "")."""
         t = self.table
         source = t.partition_source
         part = set(t.partition_names)
-        if source is not None and not (any(c in part for c in self._static)
-                                       or any(c in part for c in self._pending)
-                                       or self._expressions):
+        if source is not None and not locations:
+            candidates = [CatalogPartition(spec, None) for spec in source.names()]
+            self._res.metastore = {"names_listed": len(candidates), "fetched": 0}
+            source = None
+        elif source is not None and not (any(c in part for c in self._static)
+                                         or any(c in part for c in self._pending)
+                                         or self._expressions):
             # no domain on a partition column: every partition survives and its object is
             # needed, so all come in one metastore call (names first would be a second round
             # trip for nothing: a catalog table read whole, ~0.1 s at 1,824 partitions)
@@ -679,6 +719,9 @@ class SplitLoader:
             current = [(by_spec[cp.values], values) for cp, values in current]
         out = []
         for cp, values in current:
+            if cp.location is None:   # names only: Spark's catalog index locates it
+                out.append(KeptPartition("", values, None, dict(cp.values)))
+                continue
             path = local_path(cp.location)
             rel = partition_path(list(cp.values)) if cp.at_default_path(t.location, path) else None
             out.append(KeptPartition(path, values, rel, dict(cp.values)))
@@ -855,13 +898,15 @@ def _spec_text(values: Iterable[tuple[str, Optional[str]]]) -> str:
 
 
 def _drop_one_kept(res: LoadResult) -> None:
-    """The self-test's mutation: the first kept partition with files is ruled out as if a
-    filter had pruned it (its files gone from the splits, its folder among the pruned)."""
+    """The self-test's mutation: the first kept partition with files (any kept partition
+    where Spark lists the files) is ruled out as if a filter had pruned it (its files gone
+    from the splits, its folder among the pruned)."""
     import os.path
 
+    unlisted = not res.splits
     for i, kp in enumerate(res.partitions):
         mine = [s for s in res.splits if os.path.dirname(s.path) == kp.path]
-        if not mine:
+        if not mine and not unlisted:
             continue
         del res.partitions[i]
         res.splits = [s for s in res.splits if os.path.dirname(s.path) != kp.path]

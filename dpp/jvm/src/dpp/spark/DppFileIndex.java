@@ -22,16 +22,29 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.BasePredicate;
 import org.apache.spark.sql.catalyst.expressions.Cast;
+import org.apache.spark.sql.catalyst.expressions.CreateNamedStruct;
+import org.apache.spark.sql.catalyst.expressions.GreaterThanOrEqual;
+import org.apache.spark.sql.catalyst.expressions.In;
+import org.apache.spark.sql.catalyst.expressions.InSet;
+import org.apache.spark.sql.catalyst.expressions.IsNull;
+import org.apache.spark.sql.catalyst.expressions.LessThan;
+import org.apache.spark.sql.catalyst.expressions.LessThanOrEqual;
+import org.apache.spark.sql.catalyst.expressions.Or;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
 import org.apache.spark.sql.catalyst.expressions.Predicate$;
+import org.apache.spark.sql.execution.datasources.CatalogFileIndex;
 import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.InMemoryFileIndex;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.types.CharType;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.TimestampType;
+import org.apache.spark.sql.types.VarcharType;
 import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -40,16 +53,32 @@ import scala.Option;
 import scala.collection.Seq;
 
 /**
- * A file index whose partitions come from dpp's split loader: Spark calls {@link #listFiles}
- * on the driver right before the scan; the loader (in Python) has been waiting on the filter
- * service since the rule fired and answers with the surviving partitions and their files, as
- * it listed them (Spark lists nothing again). Spark's own partition filters (static, and any
- * it passes here) are applied on top, exactly as its own indexes apply them. The size is the
- * base index's, so join selection stays Spark's. Whatever goes wrong — no answer in time, a
- * failed load — the base index lists, as it would have without dpp.
+ * A file index over a relation dpp prunes. Spark calls {@link #listFiles} on the driver right
+ * before the scan; the split loader (in Python) has been waiting on the filter service since
+ * the rule fired and answers what survived. Spark defines the relation, dpp only removes:
+ * <ul>
+ * <li>a base that holds Spark's own listing ({@code InMemoryFileIndex}: spark.read.parquet, a
+ * path table) lists as always, less the folders and files the loader ruled out;</li>
+ * <li>a catalog table ({@code CatalogFileIndex}) is listed by Spark's own catalog index, with
+ * the kept partitions added to its partition filters as a predicate on the partition values
+ * Spark reads from the catalog (its metastore filter, partition locations, value typing,
+ * file status cache and file handling stay Spark's), less the files the loader skipped by
+ * statistics or buckets;</li>
+ * <li>a declared table's lazy index takes the loader's partitions and files as it listed
+ * them, with Spark's own partition filters applied on top.</li>
+ * </ul>
+ * The size is the base index's, so join selection stays Spark's. Whatever goes wrong — no
+ * answer in time, a failed load, a predicate Spark cannot take — the base index lists, as it
+ * would have without dpp.
  */
 public final class DppFileIndex extends CompatFileIndex {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final org.slf4j.Logger LOG =
+        org.slf4j.LoggerFactory.getLogger(DppFileIndex.class);
+    private static final String DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__";
+    // most kept values of one column a metastore is asked for one by one (a longer OR chain
+    // of equalities fails on some metastores); beyond, their range
+    private static final int IN_LIMIT = 32;
 
     private final SparkSession session;
     private final FileIndex base;
@@ -61,6 +90,10 @@ public final class DppFileIndex extends CompatFileIndex {
     // (relative paths, any level) and, per kept folder, file names skipped by statistics
     private volatile Set<String> prunedFolders;
     private volatile Map<String, Set<String>> droppedFiles;
+    // for a catalog table: the kept partitions' catalog values (column -> raw text, null for
+    // the default partition; null: every partition kept), and the files skipped, by path
+    private volatile List<Map<String, String>> keptSpecs;
+    private volatile Map<String, long[]> droppedPaths;
     private volatile boolean fellBack;
 
     DppFileIndex(SparkSession session, FileIndex base, String token,
@@ -97,7 +130,236 @@ public final class DppFileIndex extends CompatFileIndex {
             // partition values and types are Spark's; dpp only takes away what it ruled out
             return subtract(CompatFileIndex.listFiles(base, partitionFilters, dataFilters));
         }
+        if (base instanceof CatalogFileIndex) {
+            return listCatalog(partitionFilters, dataFilters);
+        }
         return prune(all, partitionFilters);
+    }
+
+    /** Spark's catalog index listing the partitions its filters and dpp's kept partitions
+     * admit, less the files the loader skipped; on any failure Spark's unpruned answer (a
+     * failure means no pruning, never a failed query or fewer rows). */
+    private List<PartitionDirectory> listCatalog(Seq<Expression> partitionFilters,
+                                                 Seq<Expression> dataFilters) {
+        List<Expression> restriction;
+        try {
+            restriction = keptPredicate();
+        } catch (Throwable t) {
+            LOG.warn("dpp: the kept partitions of {} cannot be put as a predicate ({}); the "
+                + "table is read unpruned", base, t.toString());
+            return CompatFileIndex.listFiles(base, partitionFilters, dataFilters);
+        }
+        if (restriction == null) {   // no partition kept: nothing of the relation is read
+            return new ArrayList<>();
+        }
+        List<PartitionDirectory> listed;
+        try {
+            List<Expression> filters =
+                new ArrayList<>(CollectionConverters.asJava(partitionFilters));
+            filters.addAll(restriction);
+            listed = CompatFileIndex.listFiles(base,
+                CollectionConverters.asScala(filters).toList(), dataFilters);
+        } catch (Throwable t) {
+            LOG.warn("dpp: Spark's catalog index did not take the kept partitions of {} as a "
+                + "predicate ({}); the table is read unpruned", base, t.toString());
+            return CompatFileIndex.listFiles(base, partitionFilters, dataFilters);
+        }
+        return dropPaths(listed);
+    }
+
+    /** The kept partitions as partition filters for Spark's catalog index: empty when every
+     * partition was kept, null when none was.
+     *
+     * <p>Spark reads a catalog partition's value by casting the catalog's raw text to the
+     * column's type in the session time zone ({@code CatalogTablePartition.toRow}); each kept
+     * partition's literal is made from that same raw text by the same cast, so a kept
+     * partition always passes. The exact test is one set membership of the struct of the
+     * partition values (which a metastore cannot evaluate: Spark then tests it on the
+     * partitions the metastore returns); for the metastore, per column, the kept values (or
+     * their range, beyond {@link #IN_LIMIT} of them) or NULL. A TIMESTAMP column's value may
+     * be read in a partition's own time zone property: it is constrained only by the range of
+     * its kept values widened by a day on each side, never by an exact value. */
+    private List<Expression> keptPredicate() {
+        List<Map<String, String>> specs = keptSpecs;
+        List<Expression> out = new ArrayList<>();
+        if (specs == null) {
+            return out;
+        }
+        if (specs.isEmpty()) {
+            return null;
+        }
+        StructField[] fields = partitionSchema().fields();
+        String tz = session.sessionState().conf().sessionLocalTimeZone();
+        int n = fields.length;
+        AttributeReference[] attrs = new AttributeReference[n];
+        DataType[] types = new DataType[n];
+        for (int i = 0; i < n; i++) {
+            types[i] = plainType(fields[i].dataType());
+            attrs[i] = new AttributeReference(fields[i].name(), types[i], true, Metadata.empty(),
+                NamedExpression$.MODULE$.newExprId(),
+                CollectionConverters.asScala(new ArrayList<String>()).toList());
+        }
+        List<Object[]> rows = new ArrayList<>();
+        for (Map<String, String> spec : specs) {
+            Map<String, String> lower = new HashMap<>();
+            for (Map.Entry<String, String> e : spec.entrySet()) {
+                lower.put(e.getKey().toLowerCase(), e.getValue());
+            }
+            Object[] row = new Object[n];
+            for (int i = 0; i < n; i++) {
+                String key = fields[i].name().toLowerCase();
+                if (!lower.containsKey(key)) {
+                    throw new IllegalArgumentException("a kept partition without a value of "
+                        + fields[i].name());
+                }
+                String text = lower.get(key);
+                row[i] = text == null || DEFAULT_PARTITION.equals(text)
+                    ? null : castText(text, types[i], tz);
+            }
+            rows.add(row);
+        }
+        List<Integer> exact = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            if (types[i] instanceof TimestampType) {
+                out.add(widened(attrs[i], rows, i));
+            } else {
+                exact.add(i);
+                out.add(columnTerm(attrs[i], rows, i));
+            }
+        }
+        if (!exact.isEmpty()) {
+            List<Expression> parts = new ArrayList<>();
+            for (int i : exact) {
+                parts.add(Literal.create(fields[i].name(), DataTypes.StringType));
+                parts.add(attrs[i]);
+            }
+            CreateNamedStruct struct = new CreateNamedStruct(
+                CollectionConverters.asScala(parts).toList());
+            List<Object> values = new ArrayList<>();
+            for (Object[] row : rows) {
+                Object[] sub = new Object[exact.size()];
+                for (int k = 0; k < sub.length; k++) {
+                    sub[k] = row[exact.get(k)];
+                }
+                values.add(new GenericInternalRow(sub));
+            }
+            out.add(new InSet(struct, CollectionConverters.asScala(values).toSet()));
+        }
+        return out;
+    }
+
+    /** Column {@code i}'s kept values: {@code IN} (a range beyond {@link #IN_LIMIT}), or
+     * NULL where the default partition was kept. */
+    private static Expression columnTerm(AttributeReference a, List<Object[]> rows, int i) {
+        List<Object> values = new ArrayList<>();
+        Set<Object> seen = new HashSet<>();
+        boolean nulls = false;
+        for (Object[] row : rows) {
+            if (row[i] == null) {
+                nulls = true;
+            } else if (seen.add(row[i])) {
+                values.add(row[i]);
+            }
+        }
+        Expression term = null;
+        if (!values.isEmpty() && values.size() <= IN_LIMIT) {
+            List<Expression> lits = new ArrayList<>();
+            for (Object v : values) {
+                lits.add(new Literal(v, a.dataType()));
+            }
+            term = new In(a, CollectionConverters.asScala(lits).toList());
+        } else if (!values.isEmpty()) {
+            term = range(a, values, null);
+        }
+        if (nulls) {
+            term = term == null ? new IsNull(a) : new Or(term, new IsNull(a));
+        }
+        return term;
+    }
+
+    /** A TIMESTAMP column's kept values as a range a day wider on each side (any partition's
+     * own time zone shifts its value by less), or NULL. */
+    private static Expression widened(AttributeReference a, List<Object[]> rows, int i) {
+        List<Object> values = new ArrayList<>();
+        boolean nulls = false;
+        for (Object[] row : rows) {
+            if (row[i] == null) {
+                nulls = true;
+            } else {
+                values.add(row[i]);
+            }
+        }
+        Expression term = values.isEmpty() ? null : range(a, values, 86_400_000_000L);
+        if (nulls) {
+            term = term == null ? new IsNull(a) : new Or(term, new IsNull(a));
+        }
+        return term;
+    }
+
+    private static Expression range(AttributeReference a, List<Object> values, Long widen) {
+        Object lo = values.get(0);
+        Object hi = values.get(0);
+        for (Object v : values) {
+            if (less(v, lo, a.dataType())) {
+                lo = v;
+            }
+            if (less(hi, v, a.dataType())) {
+                hi = v;
+            }
+        }
+        if (widen != null) {
+            lo = (Long) lo - widen;
+            hi = (Long) hi + widen;
+        }
+        return new And(new GreaterThanOrEqual(a, new Literal(lo, a.dataType())),
+            new LessThanOrEqual(a, new Literal(hi, a.dataType())));
+    }
+
+    private static boolean less(Object x, Object y, DataType type) {
+        return Boolean.TRUE.equals(new LessThan(new Literal(x, type), new Literal(y, type))
+            .eval(null));
+    }
+
+    /** The type Spark's catalog reads a partition value as: CHAR and VARCHAR as STRING
+     * ({@code CharVarcharUtils.replaceCharVarcharWithStringInSchema}). */
+    private static DataType plainType(DataType t) {
+        return t instanceof CharType || t instanceof VarcharType ? DataTypes.StringType : t;
+    }
+
+    /** Spark's listing less the files the loader skipped (statistics, buckets): a file is
+     * dropped only when Spark lists it under the same path with the same size and time the
+     * loader read, so a file rewritten since is read. */
+    private List<PartitionDirectory> dropPaths(List<PartitionDirectory> listed) {
+        Map<String, long[]> dropped = droppedPaths;
+        if (dropped == null || dropped.isEmpty()) {
+            return listed;
+        }
+        List<PartitionDirectory> out = new ArrayList<>();
+        for (PartitionDirectory pd : listed) {
+            List<FileStatusWithMetadata> files = CollectionConverters.asJava(pd.files());
+            List<FileStatusWithMetadata> kept = new ArrayList<>();
+            for (FileStatusWithMetadata f : files) {
+                long[] seen = dropped.get(pathKey(f.getPath()));
+                if (seen == null || seen[0] != f.getLen()
+                        || (seen[1] > 0 && seen[1] != f.getModificationTime())) {
+                    kept.add(f);
+                }
+            }
+            if (kept.size() == files.size()) {
+                out.add(pd);
+            } else if (!kept.isEmpty()) {
+                out.add(pd.copy(pd.values(), CollectionConverters.asScala(kept).toList()));
+            }
+        }
+        return out;
+    }
+
+    /** A file's path as scheme, authority and decoded path (a local file: {@code file:}). */
+    static String pathKey(Path p) {
+        java.net.URI u = p.toUri();
+        String scheme = u.getScheme() == null ? "file" : u.getScheme();
+        String auth = u.getAuthority() == null ? "" : u.getAuthority();
+        return scheme + "://" + auth + u.getPath();
     }
 
     private List<PartitionDirectory> load() {
@@ -139,13 +401,48 @@ public final class DppFileIndex extends CompatFileIndex {
                     }
                     droppedFiles.put(e.getKey(), names);
                 }
-                loaded = decode(a);
+                if (base instanceof CatalogFileIndex) {
+                    readCatalog(a.path("catalog"));
+                    loaded = new ArrayList<>();
+                } else {
+                    loaded = decode(a);
+                }
                 return loaded;
             } catch (Exception e) {
                 fellBack = true;
                 return null;
             }
         }
+    }
+
+    /** A catalog table's answer: the kept partitions' raw values (absent or null: every
+     * partition kept) and the skipped files as [path, bytes, mtime ms]. */
+    private void readCatalog(JsonNode c) {
+        if (c.isMissingNode() || c.isNull()) {
+            throw new IllegalArgumentException("no catalog answer");
+        }
+        JsonNode kept = c.path("kept");
+        if (kept.isArray()) {
+            List<Map<String, String>> specs = new ArrayList<>();
+            for (JsonNode p : kept) {
+                Map<String, String> spec = new HashMap<>();
+                Iterator<Map.Entry<String, JsonNode>> it = p.fields();
+                while (it.hasNext()) {
+                    Map.Entry<String, JsonNode> e = it.next();
+                    spec.put(e.getKey(), e.getValue().isNull() ? null : e.getValue().asText());
+                }
+                specs.add(spec);
+            }
+            keptSpecs = specs;
+        } else {
+            keptSpecs = null;
+        }
+        Map<String, long[]> dropped = new HashMap<>();
+        for (JsonNode f : c.path("dropped")) {
+            dropped.put(pathKey(new Path(f.get(0).asText())),
+                new long[] {f.get(1).asLong(), f.get(2).asLong()});
+        }
+        droppedPaths = dropped;
     }
 
     /** The answer's partitions: each with its partition values as text (null: NULL), cast to
@@ -306,10 +603,12 @@ public final class DppFileIndex extends CompatFileIndex {
         if (all == null) {
             return base.inputFiles();
         }
+        Seq<Expression> none =
+            CollectionConverters.asScala(new ArrayList<Expression>()).toList();
         if (base instanceof InMemoryFileIndex) {
-            Seq<Expression> none =
-                CollectionConverters.asScala(new ArrayList<Expression>()).toList();
             all = subtract(CompatFileIndex.listFiles(base, none, none));
+        } else if (base instanceof CatalogFileIndex) {
+            all = listCatalog(none, none);
         }
         List<String> names = new ArrayList<>();
         for (PartitionDirectory p : all) {

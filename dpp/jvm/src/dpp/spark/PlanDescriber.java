@@ -83,8 +83,7 @@ final class PlanDescriber {
         HadoopFsRelation rel = candidate(p);
         if (rel != null) {
             found[0] = true;
-            if (rel.location() instanceof LazyPathIndex
-                    || rel.location() instanceof CatalogFileIndex) {
+            if (rel.location() instanceof LazyPathIndex) {
                 found[1] = true;   // read whole, it may still be listed by dpp's lister
             }
         }
