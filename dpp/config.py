@@ -22,8 +22,17 @@ Defaults, and why:
   the same reason skipping the file is (a row outside the values cannot match). A table kept
   in a few files sorted by the key gains most (TPC-DS ``inventory``: one file, one date per
   row group). ``false``: files only.
-- ``filterCache.enabled=true``: fingerprints include the dimension files' sizes and
-  modification times, so a changed dimension never reuses a stale filter.
+- ``filterCache.enabled=false``: a cached filter may be reused only on proof that its build
+  side would return the same rows now. dpp proves the plan (canonical, with every relation's
+  schema and reader options) and the value-changing session settings
+  (``dpp.cache_proof``), but not the files: it knows them by path, size, modification time
+  and what the file system adds (a local inode and change time, an object store's ETag),
+  and a file rewritten in place with the same size within the same modification-time
+  second, on a store that offers nothing more (HDFS, GCS, most Hadoop file systems), looks
+  unchanged. Reading the files to prove it would cost what the build side costs. So it is
+  off; ``true`` gives the semantics of Spark's own ``cache()``: a result is reused until it
+  expires (``filterTtl``) or a change dpp sees; a file changed in place meanwhile may not be
+  seen, and a fact partition that only its new keys need is then not read.
 - ``maxFilterBytes=16m`` (an addition to DESIGN's keys): the bound on an encoded filter.
 - ``filterTtl=600s`` (an addition): how long filters and cached filters live in the service
   (every Redis key expires after it).
@@ -195,7 +204,7 @@ class DppConfig:
     wait_timeout: float = 30.0
     stats_pruning: str = "auto"          # auto | true | false (STATS_MODES)
     row_group_filter: bool = True        # a data-column filter's values also filter rows
-    filter_cache: bool = True
+    filter_cache: bool = False           # on only on request: no cheap proof files are unchanged
     report_path: Optional[str] = None
     max_filter_bytes: int = 16 * 1024 * 1024
     filter_ttl: float = 600.0
@@ -418,8 +427,16 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "each row group against. `false`: files only."),
     "spark.dpp.filterCache.enabled": (
         "true, false",
-        "Reuse a build side's filter for the same build query over unchanged dimension "
-        "files (the fingerprint holds their sizes and modification times)."),
+        "Reuse a build side's filter when its fingerprint is unchanged: the build query or "
+        "Spark's canonical plan with every relation's schema and reader options, the session "
+        "settings that change values (time zone, ANSI, case sensitivity, rebase modes, "
+        "missing/corrupt files, partition type inference, `spark.sql.legacy.*`, …) and the "
+        "dimension files' paths, sizes and modification times (plus inode and change time on "
+        "local disks, the ETag where the store gives one). Off by default: a file rewritten "
+        "in place with the same size and modification time is not always seen. `true` has "
+        "the semantics of Spark's `cache()`: a cached filter is reused until "
+        "`spark.dpp.filterTtl` or a change dpp sees; files changed meanwhile in a way it "
+        "cannot see are not seen (their new keys' fact partitions are not read)."),
     "spark.dpp.report.path": (
         "a file path",
         "Append one JSON line per query dpp ran (the job report); safe from several "

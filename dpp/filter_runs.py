@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from collectors import BuildResult, build_filter, dataframe_files, job_group_id
 from collectors.native import build_filter_native
 from coordinator import FilterService, fingerprint
+from dpp.cache_proof import relations_signature, settings_signature
 from dpp.config import DppConfig
 from dpp.core.domain import DataType, Domain, TupleDomain
 from dpp.core.errors import DppError
@@ -243,11 +244,16 @@ class FilterRuns:
             fp = None
             ident = _identity(spec, df) if cfg.filter_cache else None
             files = dataframe_files(df) if ident is not None else []
-            if ident is not None and files:
-                # a build side that reads no files (local rows, a redefined view over them)
-                # cannot be fingerprinted by its files: never cached; and the session's
-                # settings change its rows (hour(t) in the session zone): part of the key
-                fp = fingerprint(f"{ident}\n-- {self.rules.signature()}", [key], files)
+            # a build side that reads no files (local rows, a redefined view over them)
+            # cannot be fingerprinted by its files: never cached; nor one whose relations
+            # (schemas, reader options) or session settings cannot be read: no proof
+            proof = _proof(df) if ident is not None and files else None
+            if proof is not None:
+                # the session's settings change its rows (hour(t) in the session zone, a
+                # cast under ANSI, a rebased date): part of the key, with its relations
+                settings, relations = proof
+                fp = fingerprint(f"{ident}\n-- {self.rules.signature()}", [key], files,
+                                 settings=settings, relations=relations)
                 run.fingerprint = fp
                 cached = service.cache_get(fp)
                 if cached is None and self.memory.pruned_nothing(fp, spec.probe_label):
@@ -462,6 +468,17 @@ def _calls_user_code(df: DataFrame, plan: Any) -> bool:
                 continue
         patterns = _patterns_by_jvm[id(jvm)] = tuple(found)
     return any(plan.containsPattern(p) for p in patterns)
+
+
+def _proof(df: DataFrame) -> Optional[tuple[str, str]]:
+    """What must also be equal for a cached filter to be reused (:mod:`dpp.cache_proof`):
+    the value-changing settings of the session the build runs in, and every relation's
+    schema and reader options. None: one cannot be read, the build side is not cached."""
+    relations = relations_signature(df)
+    if relations is None:
+        return None
+    settings = settings_signature(df)
+    return None if settings is None else (settings, relations)
 
 
 def _identity(spec: FilterSpec, df: DataFrame) -> Optional[str]:
