@@ -150,6 +150,32 @@ RERUN_FUNCTIONS: frozenset[str] = NONDETERMINISTIC_FUNCTIONS | frozenset({
     "rand_str"})
 
 
+#: What a pruned scan reads, per relation kind: the rule users can check a query against.
+RELATIONS_RULE = (
+    "Relations: Spark defines every relation, dpp only removes what provably cannot match. "
+    "A pruned scan reads a subset of exactly the files Spark's own scan of that relation "
+    "reads with `spark.dpp.enabled=false`, never a file Spark would not read. A "
+    "`spark.read.parquet` relation is Spark's listing, made with the DataFrame under its "
+    "reader options, less the partitions and files dpp ruled out. A catalog table is Spark's "
+    "catalog index asked with the partitions dpp kept as a partition predicate — the "
+    "metastore's partitions, locations, value types and escapes, Spark's file-status cache "
+    "and `ignoreMissingFiles` / `ignoreCorruptFiles` — less the files statistics or buckets "
+    "ruled out (matched by path, size and modification time); a catalog table dpp does not "
+    "prune is Spark's alone. A declared table (`spark.dpp.tables.*`) reads what "
+    "`spark.read.parquet` of its folder reads: partition types inferred when it is "
+    "declared as Spark infers them (from the folders that hold a data file, under the "
+    "session's type-inference and timestamp-type settings), Spark's hidden-file rules, and "
+    "files listed afresh by each query, by dpp's lister. A build side's cached filter "
+    "(off by default) is reused only when the build side's plan, its relations' schemas and "
+    "reader options, the session settings that change values, and its input files (size, "
+    "modification time and, where the storage gives them, inode and change time or ETag) "
+    "are all unchanged. On `dpp connect-server`, each client session's own settings govern "
+    "dpp's work for it. To check a query: the files its scans read "
+    "(`df.inputFiles()`, or the executed plan's scan nodes) are a subset of those of the "
+    "same query with `spark.dpp.enabled=false`, and its rows are the same; "
+    "`make fuzz` checks both over generated relations, queries and settings.")
+
+
 def rules_markdown() -> str:
     """The rules as the docs show them (``docs/rules.md`` is this text)."""
     lines = ["| join type | left side pruned | right side pruned | columns out |",
@@ -179,7 +205,8 @@ def rules_markdown() -> str:
               "aggregate, matched to one year's weeks), where that join keeps its side's "
               "rows only when matched. The optimizer hook and the Connect DataFrame rewrite "
               "build those as left-semi joins; SQL text writes the second as an `IN` "
-              "subquery pushed into the derived table."]
+              "subquery pushed into the derived table.", "",
+              RELATIONS_RULE]
     return "\n".join(lines) + "\n"
 
 

@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 #: environment variable set to ``1`` every load drops one partition it kept. A fuzzer that
 #: does not then report wrong rows in nearly every pruned case could not find real ones.
 DROP_KEPT_SWITCH = "DPP_FUZZ_DROP_KEPT_PARTITION"
+#: How many partitions that switch has dropped in this process (what the self-test reads).
+dropped_by_switch = 0
 
 
 @dataclass
@@ -918,4 +920,6 @@ def _drop_one_kept(res: LoadResult) -> None:
         res.pruned_dynamic += 1
         res.files_kept -= len(mine)
         res.bytes_kept -= sum(s.size for s in mine)
+        global dropped_by_switch
+        dropped_by_switch += 1
         return

@@ -349,26 +349,31 @@ def _list(lister: Lister, folder: str, root: str) -> tuple[list[DirEntry], list[
 def _infer_types(lister: Lister, root: str, names: Sequence[str], wanted: set[str],
                  timestamp_type: str = "timestamp", type_inference: bool = True
                  ) -> dict[str, DataType]:
-    """Walks the partition folders (not the files) once to infer the wanted columns' types.
+    """Walks the partition folders down to the leaves once to infer the wanted columns' types.
 
-    Costs one listing per non-leaf partition folder; callers that know the types pass
+    As Spark's partition discovery, only leaf folders that hold a data file contribute their
+    values (an empty ``p=x/`` left behind must not turn an integer column into a string):
+    every leaf folder is listed, one listing each. Callers that know the types pass
     ``partition_types`` and skip it.
     """
     values: dict[str, list[Optional[str]]] = {n: [] for n in names}
-    level = [root]
-    depth_needed = max(i for i, n in enumerate(names) if n in wanted) + 1
-    for depth in range(depth_needed):
+    level: list[tuple[str, tuple[Optional[str], ...]]] = [(root, ())]
+    for depth in range(len(names)):
         nxt = []
-        for folder in level:
+        for folder, above in level:
             dirs, _ = _list(lister, folder, root)
             for e in dirs:
                 parsed = parse_folder_name(e.name)
                 if parsed is None or parsed[0] != names[depth]:
                     _check_stray(lister, root, e.path, names[depth])
                     continue   # holds no file: contributes no value, as in Spark
-                values[names[depth]].append(parsed[1])
-                nxt.append(e.path)
+                nxt.append((e.path, above + (parsed[1],)))
         level = nxt
+    for folder, texts in level:
+        _, files = _list(lister, folder, root)
+        if files:
+            for n, v in zip(names, texts):
+                values[n].append(v)
     return {n: infer_column_type(values[n], timestamp_type, type_inference)
             for n in names if n in wanted}
 

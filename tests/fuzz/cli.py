@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from hive_splits.loader import DROP_KEPT_SWITCH
 from tests.fuzz.generate import draw_case
 from tests.fuzz.model import Case
-from tests.fuzz.runner import Backend, Result
+from tests.fuzz.runner import Backend, Result, _summary
 
 # The Python that runs the fuzzer is the one Spark's workers must use (a plain `python -m`).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -36,6 +37,8 @@ class Tally:
     harness_errors: int = 0
     pruned_mismatched: int = 0     # pruned cases that also mismatched (the self-test's catch)
     by_relation: dict = field(default_factory=dict)   # relation kind -> [cases, pruned]
+    mutated: int = 0               # pruned cases where the self-test's switch dropped one
+    mutated_mismatched: int = 0
     found: list = field(default_factory=list)   # (case, why, regression path)
 
     def line(self) -> str:
@@ -79,7 +82,7 @@ def backend(kind: str, workdir: Path) -> Iterator[Backend]:
 
 def fuzz(b: Backend, seed: int, seconds: float, workdir: Path, *, shrink_s: float = 180.0,
          regressions: Optional[Path] = None, max_cases: Optional[int] = None,
-         out: Any = sys.stdout) -> Tally:
+         out: Any = sys.stdout, verbose: bool = False) -> Tally:
     """Cases from ``seed`` until ``seconds`` are up; returns the tally."""
     from tests.fuzz.check import run_case
     from tests.fuzz.shrink import shrink, write_regression
@@ -100,6 +103,14 @@ def fuzz(b: Backend, seed: int, seconds: float, workdir: Path, *, shrink_s: floa
             continue
         tally.cases += 1
         tally.pruned += res.pruned
+        if verbose:
+            print(f"case {tally.cases}: {'pruned' if res.pruned else 'unpruned'}"
+                  f"{' mutated' if res.mutated else ''}"
+                  f"{' MISMATCH' if res.mismatch else ''} {case.label()} "
+                  f"[{_summary(res.reports)}]", file=out, flush=True)
+        if res.pruned and res.mutated:
+            tally.mutated += 1
+            tally.mutated_mismatched += res.mismatch is not None
         kind = tally.by_relation.setdefault(case.fact.relation, [0, 0])
         kind[0] += 1
         kind[1] += res.pruned
@@ -127,6 +138,57 @@ def fuzz(b: Backend, seed: int, seconds: float, workdir: Path, *, shrink_s: floa
     return tally
 
 
+@dataclass
+class SelfTest:
+    pruned: int = 0        # cases dpp pruned (run without the switch), and that agreed
+    acted: int = 0         # ... of which the switch then dropped a kept partition
+    caught: int = 0        # ... of which the fuzzer then reported a mismatch
+
+    def line(self) -> str:
+        rate = self.caught / self.pruned if self.pruned else 0.0
+        return (f"self-test: {self.caught} of {self.pruned} pruned cases caught ({rate:.0%}); "
+                f"the switch dropped a partition in {self.acted}")
+
+
+def self_test(b: Backend, seed: int, cases: int, workdir: Path, out: Any = sys.stdout,
+              seconds: float = 1800.0) -> SelfTest:
+    """Each case drawn from ``seed`` runs as usual; one dpp pruned (and got right) runs again
+    with :data:`DROP_KEPT_SWITCH` set — every split load then drops one partition it kept —
+    and must now mismatch. Classic sessions only (the switch is read in this process)."""
+    from hive_splits import loader
+    from tests.fuzz.check import run_case
+
+    rng = random.Random(seed)
+    st = SelfTest()
+    deadline = time.monotonic() + seconds
+    drawn = 0
+    while drawn < cases and time.monotonic() < deadline:
+        case = draw_case(rng, seed)
+        if not b.supports(case):
+            continue
+        drawn += 1
+        try:
+            clean = run_case(b, case, workdir)
+        except Exception:
+            continue
+        if not clean.pruned or clean.mismatch is not None:
+            continue
+        os.environ[DROP_KEPT_SWITCH] = "1"
+        before = loader.dropped_by_switch
+        try:
+            bad = run_case(b, case, workdir)
+        except Exception:
+            continue
+        finally:
+            del os.environ[DROP_KEPT_SWITCH]
+        st.pruned += 1
+        st.acted += loader.dropped_by_switch > before
+        st.caught += bad.mismatch is not None
+        if bad.mismatch is None:
+            print(f"not caught: {case.label()} [{_summary(bad.reports)}]", file=out, flush=True)
+    return st
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__)
     ap.add_argument("--minutes", type=float, default=5.0)
@@ -136,14 +198,28 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--regressions", type=Path, default=None,
                     help="where shrunk cases are written as tests (tests/fuzz_regressions)")
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--verbose", action="store_true", help="a line per case")
+    ap.add_argument("--self-test", type=int, default=0, metavar="CASES",
+                    help=f"instead of fuzzing: draw CASES cases and rerun each pruned one with "
+                         f"{DROP_KEPT_SWITCH}=1, which must then mismatch")
     a = ap.parse_args(argv)
     workdir = a.workdir or Path(tempfile.mkdtemp(prefix="dpp-fuzz-"))
     workdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
+    if a.self_test:
+        try:
+            with backend("classic", workdir) as b:
+                st = self_test(b, a.seed, a.self_test, workdir)
+        finally:
+            if a.workdir is None:
+                shutil.rmtree(workdir, ignore_errors=True)
+        print(st.line())
+        return 0 if st.pruned and st.caught >= 0.9 * st.pruned else 1
     try:
         with backend(a.backend, workdir) as b:
             tally = fuzz(b, a.seed, a.minutes * 60.0 - (time.monotonic() - start), workdir,
-                         shrink_s=a.shrink_seconds, regressions=a.regressions)
+                         shrink_s=a.shrink_seconds, regressions=a.regressions,
+                         verbose=a.verbose)
     finally:
         if a.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -152,7 +228,9 @@ def main(argv: list[str]) -> int:
           f"{tally.harness_errors} cases the harness could not set up")
     print("by relation (cases/pruned): " + ", ".join(
         f"{k} {n}/{p}" for k, (n, p) in sorted(tally.by_relation.items()))
-        + f"; pruned cases that mismatched: {tally.pruned_mismatched}")
+        + f"; pruned cases that mismatched: {tally.pruned_mismatched}"
+        + (f"; with a partition dropped by {DROP_KEPT_SWITCH}: {tally.mutated}, of which "
+           f"{tally.mutated_mismatched} mismatched" if os.environ.get(DROP_KEPT_SWITCH) else ""))
     print(tally.line())
     if tally.mismatches:
         return 1

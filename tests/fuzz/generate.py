@@ -76,7 +76,7 @@ def draw_case(rng: random.Random, seed: int, *, connect: bool = False) -> Case:
     keys2 = ([rng.choice([lf[1] for lf in leaves] + MISSES.get(kinds[1], []) + [None])
               for _ in dim_keys] if levels > 1 else [])
     dim = Dim(key_type=key_kind, keys=dim_keys, keys2=keys2,
-              attrs=[rng.randint(0, 9) for _ in dim_keys])
+              attrs=[_attr(rng) for _ in dim_keys])
     key = _pick(rng, KEYS, DIRECT)
     if key == "two_level" and levels == 1:
         key = "eq"
@@ -102,6 +102,12 @@ def _pick(rng: random.Random, options: tuple, likely: tuple, p: float = 0.8) -> 
     return rng.choice(pool)
 
 
+def _attr(rng: random.Random) -> int:
+    """A dimension row's attribute: mostly one the selective filters keep (``a < 5``,
+    ``a IN (1, 3, 8)``), so that most builds keep some partitions and prune others."""
+    return rng.choice([1, 3]) if rng.random() < 0.6 else rng.randint(0, 9)
+
+
 def _values(rng: random.Random, kind: str) -> list[Optional[str]]:
     vals: list[Optional[str]] = rng.sample(VALUES[kind], k=min(len(VALUES[kind]),
                                                                rng.randint(2, 5)))
@@ -117,9 +123,9 @@ def _dim_keys(rng: random.Random, leaves: list[list[Optional[str]]], level: int,
     keys: list[Optional[str]] = []
     for _ in range(rng.randint(0 if rng.random() < 0.1 else 1, 7)):
         r = rng.random()
-        if r < 0.7 and present:
+        if r < 0.8 and present:
             keys.append(rng.choice(present))
-        elif r < 0.8:
+        elif r < 0.9:
             keys.append(rng.choice(MISSES.get(key_kind, MISSES.get(part_kind, ["x"]))))
         else:
             keys.append(None)

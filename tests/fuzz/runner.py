@@ -62,6 +62,7 @@ class Result:
     pruned: bool = False                # some dpp run of the case skipped something
     errors: int = 0                     # runs where both sides raised (agreeing)
     data_errors: int = 0                # the oracle met a bad value that dpp's run did not
+    mutated: bool = False               # the self-test's switch dropped a kept partition
     seconds: float = 0.0
     reports: list = field(default_factory=list)
 
@@ -174,16 +175,18 @@ class CaseRun:
         settings = {**self.case.settings, **self.step_settings}
         settings.update(PRUNING_OFF if mode == "oracle" else DPP_ON)
         mark = self.b.report_mark()
-        with self.b.conf(settings):
+        def make() -> Callable[[], Any]:
             if mode == "dpp" and self.case.fact.relation == "declared":
                 self.b.declare(self.w.fact_name, str(self.w.root))
             fact = self.fact_for(mode)
-            out = str(self.out / mode)
+            return builder(self.case, self.b.spark, fact, self.w.dim_view, str(self.out / mode))
+
+        with self.b.conf(settings):
             if reuse and mode in self.frames:
                 got = capture(self.frames[mode])
             else:
-                try:
-                    fn = builder(self.case, self.b.spark, fact, self.w.dim_view, out)
+                try:   # a relation Spark cannot read (no file left) raises here: compared too
+                    fn = make()
                 except Exception as exc:
                     fn = _raiser(exc)
                 self.frames[mode] = fn
@@ -219,8 +222,12 @@ class CaseRun:
         return res
 
     def _compare(self, res: Result, when: str, reuse: bool) -> None:
+        from hive_splits import loader
+
         want, _ = self.run_mode("oracle", reuse)
+        before = loader.dropped_by_switch
         got, reports = self.run_mode("dpp", reuse)
+        res.mutated = res.mutated or loader.dropped_by_switch > before
         res.reports.extend(reports)
         res.pruned = res.pruned or pruned(reports)
         if want.error and got.error:

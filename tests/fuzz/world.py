@@ -8,6 +8,7 @@ import datetime as dt
 import decimal
 import os
 import shutil
+import zoneinfo
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -49,8 +50,9 @@ def literal(kind: str, text: str) -> str:
     return sql_string(text)
 
 
-def parse(text: Optional[str], t: str) -> Any:
-    """A dimension key's text as a Python value of Spark type ``t`` (None where it is not one)."""
+def parse(text: Optional[str], t: str, tz: str = "UTC") -> Any:
+    """A dimension key's text as a Python value of Spark type ``t`` (None where it is not one);
+    a timestamp's text is a wall-clock time in ``tz``, as Spark reads a partition folder's."""
     if text is None:
         return None
     try:
@@ -69,7 +71,7 @@ def parse(text: Optional[str], t: str) -> Any:
             return dt.date.fromisoformat(text[:10])
         if t == "timestamp":
             base = text if len(text) > 10 else text + " 00:00:00"
-            return dt.datetime.fromisoformat(base).replace(tzinfo=dt.timezone.utc)
+            return dt.datetime.fromisoformat(base).replace(tzinfo=zoneinfo.ZoneInfo(tz))
     except (ValueError, ArithmeticError):
         return None
     return text
@@ -151,8 +153,9 @@ class World:
         dim = self.case.dim
         d.mkdir(parents=True, exist_ok=True)
         kt = dim.key_type
+        tz = self.case.settings.get("spark.sql.session.timeZone", "UTC")
         tbl = pa.table({
-            "k": pa.array([parse(v, kt) for v in dim.keys], arrow_type(kt)),
+            "k": pa.array([parse(v, kt, tz) for v in dim.keys], arrow_type(kt)),
             "ks": pa.array(dim.keys, pa.string()),
             "k2": pa.array((dim.keys2 + [None] * len(dim.keys))[:len(dim.keys)], pa.string()),
             "a": pa.array([(a + bump) % 10 for a in dim.attrs], pa.int32())})
