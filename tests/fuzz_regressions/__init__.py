@@ -1,0 +1,1 @@
+"""Regression tests the differential fuzzer wrote (tests/fuzz)."""
