@@ -114,15 +114,23 @@ class RelationTables:
         """The folder at ``path`` as a table (partitioned or not), read once per timestamp
         type; None when dpp cannot list it."""
         s = self.session
-        ts_type = (rules or SparkRules.from_spark(s.spark)).timestamp_type
-        key = (path, ts_type)
+        rules = rules or SparkRules.from_spark(s.spark)
+        ts_type = rules.timestamp_type
+        key = (path, ts_type, rules.type_inference)
         with self._lock:
             if key in self._path_tables:
                 return self._path_tables[key]
         try:
-            table: Optional[Table] = table_from_path(
-                path, name=os.path.basename(path.rstrip("/")) or path,
-                timestamp_type=ts_type, lister=s.runtime.lister(path, cfg or s.config))
+            lister = s.runtime.lister(path, cfg or s.config)
+            name = os.path.basename(path.rstrip("/")) or path
+            table: Optional[Table] = table_from_path(path, name=name, timestamp_type=ts_type,
+                                                     lister=lister)
+            if table is not None and not rules.type_inference and table.partition_columns:
+                # the session reads every partition folder's value as a string, as Spark
+                # does with spark.sql.sources.partitionColumnTypeInference.enabled=false
+                table = table_from_path(path, name=name, timestamp_type=ts_type, lister=lister,
+                                        partition_types={c.name: "string"
+                                                         for c in table.partition_columns})
         except Exception as exc:
             log.info("dpp: %s is not a table dpp can list: %s", path, exc)
             table = None

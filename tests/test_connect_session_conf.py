@@ -215,7 +215,7 @@ def check(spark: Any, data: dict[str, Path], kind: str, fact: str, query: str, *
         since = _lines(spark)
         got = _rows(spark, q)
         reports = _reports(spark, since)
-        deadline = time.monotonic() + 3.0
+        deadline = time.monotonic() + 10.0
         while prune and not reports and time.monotonic() < deadline:
             time.sleep(0.2)
             reports = _reports(spark, since)
@@ -277,12 +277,13 @@ def test_timestamp_key_against_date_partitions(sessions: dict[str, Any],
 
 def test_two_sessions_at_once(sessions: dict[str, Any], data: dict[str, Path]) -> None:
     """Both sessions' queries planned and run at the same time on the one server."""
-    jobs = [(name, kind, fact, q, kept) for name in ("utc", "ist") for kind in KINDS
-            for fact, q, kept in (("ev", Q_TS, 2), ("ev", Q_TS_DATE, 2))]
-    with cf.ThreadPoolExecutor(max_workers=4) as pool:
-        futures = [pool.submit(check, sessions[name], data, kind, fact, q, kept=kept)
-                   for name, kind, fact, q, kept in jobs]
-        for f in futures:
+    def run(name: str) -> None:   # one query at a time per session (its reports are its)
+        for kind in KINDS:
+            for fact, q, kept in (("ev", Q_TS, 2), ("ev", Q_TS_DATE, 2)):
+                check(sessions[name], data, kind, fact, q, kept=kept)
+
+    with cf.ThreadPoolExecutor(max_workers=2) as pool:
+        for f in [pool.submit(run, name) for name in ("utc", "ist")]:
             f.result()
 
 
@@ -310,19 +311,16 @@ def test_case_sensitive_session_keeps_its_names(sessions: dict[str, Any],
     assert len(sessions["utc"].sql(q).collect()) == 4
 
 
-@pytest.mark.parametrize("kind", ("path", "declared"))
 def test_rebase_mode_is_each_sessions_own_and_keys_the_cache(
-        sessions: dict[str, Any], data: dict[str, Path], kind: str) -> None:
+        sessions: dict[str, Any], data: dict[str, Path]) -> None:
     """A year-1000 date written without Spark's calendar metadata: LEGACY reads it 6 days
     off CORRECTED. Each session's build side and each session's cached filter follow its
     own mode; neither session's cached filter prunes the other's rows."""
     q = "SELECT f.v, f.d FROM {f} f JOIN olddim o ON f.d = o.od WHERE o.tag = 'x'"
-    if kind == "declared":
-        pytest.skip("no declared table over the old dates")
     modes = {"utc": "LEGACY", "ist": "CORRECTED"}
     got = {}
     for _round in range(2):   # the second round may take the cached filters
         for name, mode in modes.items():
-            got[name] = check(sessions[name], data, kind, "old", q, kept=1, settings={
+            got[name] = check(sessions[name], data, "path", "old", q, kept=1, settings={
                 "spark.sql.parquet.datetimeRebaseModeInRead": mode})
     assert got["utc"] != got["ist"], "the two modes must read different days"
