@@ -41,6 +41,21 @@ _SHORT_IDS = {
 # a date or timestamp text whose year Python's datetime cannot hold (Spark's can: 0000, -0044,
 # +10000); Spark writes 0001-01-01T00:00Z as "0000-12-31 16:07:02" in Los Angeles
 _FAR_YEAR_RE = re.compile(r"^\s*(?:[+-][0-9]{4,}|[0-9]{5,}|0000)-[0-9]{1,2}-[0-9]{1,2}")
+# settings that change the values Spark reads from files or folders (the calendar a date is
+# rebased from, which files are read at all, how partition folders are typed): a build side's
+# rows depend on them, so a cached filter is reused only under the same values
+READING_KEYS = (
+    "spark.sql.parquet.datetimeRebaseModeInRead", "spark.sql.parquet.int96RebaseModeInRead",
+    "spark.sql.legacy.parquet.datetimeRebaseModeInRead",
+    "spark.sql.legacy.parquet.int96RebaseModeInRead",
+    "spark.sql.avro.datetimeRebaseModeInRead", "spark.sql.legacy.avro.datetimeRebaseModeInRead",
+    "spark.sql.parquet.int96AsTimestamp", "spark.sql.parquet.binaryAsString",
+    "spark.sql.parquet.int96TimestampConversion", "spark.sql.parquet.inferTimestampNTZ.enabled",
+    "spark.sql.files.ignoreMissingFiles", "spark.sql.files.ignoreCorruptFiles",
+    "spark.sql.files.ignoredPathSegmentRegex", "spark.sql.files.ignoreInvalidPartitionPaths",
+    "spark.sql.sources.partitionColumnTypeInference.enabled",
+    "spark.sql.sources.validatePartitionColumns",
+)
 _OFFSET_RE = re.compile(r"^(?:UTC|GMT|UT)?([+-])([0-9]{1,2})(?::?([0-9]{2}))?(?::?([0-9]{2}))?\Z")
 
 
@@ -82,7 +97,8 @@ class SparkRules:
     ansi: bool = False
     time_parser_policy: str = "CORRECTED"
     timestamp_type: str = "timestamp"        # what partition inference gives timestamp texts
-    type_inference: bool = True              # false: every inferred partition column a string
+    type_inference: bool = True              # partition folder values typed (else strings)
+    reading: tuple[tuple[str, str], ...] = ()   # READING_KEYS the session sets, as set
 
     @classmethod
     def from_conf(cls, get: Callable[[str, str], Optional[str]]) -> "SparkRules":
@@ -99,13 +115,25 @@ class SparkRules:
                                    or "CORRECTED").strip().upper(),
             timestamp_type="timestamp_ntz" if ts_type == "TIMESTAMP_NTZ" else "timestamp",
             type_inference=flag("spark.sql.sources.partitionColumnTypeInference.enabled",
-                                "true"))
+                                "true"),
+            reading=tuple((k, str(v).strip()) for k in READING_KEYS
+                          if (v := get(k, None)) is not None))
 
     @classmethod
     def from_spark(cls, spark: Any) -> "SparkRules":
+        """From a session: one ``conf.get`` per setting, the settings of
+        :data:`READING_KEYS` from one listing of what the session set where PySpark has it."""
         conf = spark.conf
+        try:
+            every = getattr(conf, "getAll", None)   # PySpark 4.0+: a property, the dict
+        except Exception:  # pragma: no cover - a conf that cannot list itself
+            every = None
+        listed = ({str(k): str(v) for k, v in every.items() if k in READING_KEYS}
+                  if isinstance(every, dict) else None)
 
-        def get(key: str, default: str) -> Optional[str]:
+        def get(key: str, default: Optional[str]) -> Optional[str]:
+            if listed is not None and key in READING_KEYS:
+                return listed.get(key, default)
             try:
                 return conf.get(key, default)
             except Exception:  # pragma: no cover - a conf the session does not know
@@ -165,7 +193,9 @@ class SparkRules:
         """Every setting here as text: a build side's rows can depend on them (``hour(t)``
         in the session zone), so a cached filter is only reused under equal settings."""
         return (f"tz={self.time_zone};cs={self.case_sensitive};ansi={self.ansi};"
-                f"parser={self.time_parser_policy};ts={self.timestamp_type}")
+                f"parser={self.time_parser_policy};ts={self.timestamp_type};"
+                f"infer={self.type_inference}"
+                + "".join(f";{k}={v}" for k, v in self.reading))
 
     def column_key(self, name: str) -> str:
         """How a column name is matched: as written when case-sensitive, else lower-cased."""

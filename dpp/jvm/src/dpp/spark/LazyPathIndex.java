@@ -45,6 +45,25 @@ public final class LazyPathIndex extends CompatFileIndex {
         return root;
     }
 
+    /** The session this table is listed and read by. */
+    SparkSession session() {
+        return session;
+    }
+
+    /**
+     * This table as {@code reader} lists and reads it: its own index when {@code reader} is
+     * the session it was declared in, else one of {@code reader}'s (same folder, schema and
+     * size estimate). A declared table is one relation every session of a driver reads (a
+     * Connect server's global temporary view), but its partition values are parsed, and its
+     * files listed and read, by the settings of the session the relation names: the reading
+     * session's time zone, rebase modes and file handling must govern its query, as they
+     * govern {@code spark.read.parquet} of the folder in that session.
+     */
+    LazyPathIndex in(SparkSession reader) {
+        return reader == session ? this
+            : new LazyPathIndex(reader, root, options, schema, partitionSchema, estimate);
+    }
+
     private InMemoryFileIndex index() {
         InMemoryFileIndex i = listed;
         if (i == null) {
@@ -105,8 +124,12 @@ public final class LazyPathIndex extends CompatFileIndex {
 
     @Override
     public boolean equals(Object o) {
+        // the session too: one folder read by two sessions is two relations (each lists and
+        // reads by its own settings), and a plan rule's copy bound to another session must
+        // not compare equal to the original (Spark's transforms keep the old node then)
         return o instanceof LazyPathIndex && ((LazyPathIndex) o).root.equals(root)
-            && ((LazyPathIndex) o).schema.equals(schema);
+            && ((LazyPathIndex) o).schema.equals(schema)
+            && ((LazyPathIndex) o).session == session;
     }
 
     @Override
