@@ -96,7 +96,7 @@ DIRECT = ("eq", "plus0", "cast_dim", "two_level", "func")
 PLAIN = ("none", "agg", "union_all", "cte", "view", "write", "window", "distinct")
 
 
-def _pick(rng: random.Random, options: tuple, likely: tuple, p: float = 0.8) -> str:
+def _pick(rng: random.Random, options: tuple, likely: tuple, p: float = 0.87) -> str:
     """One of ``options``: one of ``likely`` with probability ``p``."""
     pool = likely if rng.random() < p else options
     return rng.choice(pool)
