@@ -19,10 +19,14 @@ log = logging.getLogger(__name__)
 
 
 class FooterCache:
-    """LRU cache of Parquet footers keyed by (path, size, mtime_ns); safe across threads.
+    """LRU cache of Parquet footers keyed by (path, size, mtime_ns, change); safe across
+    threads.
 
-    Keying by size and modification time means a rewritten file is never judged by its old
-    statistics. ``max_entries`` bounds memory (a footer is a few KB per row group and column).
+    Size and modification time alone do not show a file unchanged (rewritten in place with the
+    same size, its modification time set back): ``change`` is the storage's proof beyond them
+    (a local file's inode and change time), and a file without one is never served from here
+    (:func:`read_footer`). ``max_entries`` bounds memory (a footer is a few KB per row group
+    and column).
     """
 
     def __init__(self, max_entries: int = 10_000) -> None:
@@ -30,11 +34,11 @@ class FooterCache:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
         self.max_entries = max_entries
         self._lock = threading.Lock()
-        self._items: "OrderedDict[tuple[str, int, int], Any]" = OrderedDict()
+        self._items: "OrderedDict[tuple, Any]" = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: tuple[str, int, int]) -> Optional[Any]:
+    def get(self, key: tuple) -> Optional[Any]:
         with self._lock:
             value = self._items.get(key)
             if value is None:
@@ -44,7 +48,7 @@ class FooterCache:
             self.hits += 1
             return value
 
-    def put(self, key: tuple[str, int, int], value: Any) -> None:
+    def put(self, key: tuple, value: Any) -> None:
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
@@ -57,14 +61,18 @@ class FooterCache:
 
 
 def read_footer(path: str, size: int, mtime_ns: int, cache: Optional[FooterCache],
-                reader: Optional[Callable[[str, int], Any]] = None) -> Any:
-    """The file's ``pyarrow.parquet.FileMetaData``, from the cache when unchanged.
+                reader: Optional[Callable[[str, int], Any]] = None,
+                change: Optional[tuple] = None) -> Any:
+    """The file's ``pyarrow.parquet.FileMetaData``, from the cache when shown unchanged.
 
     ``reader(path, size)`` reads it (a lister's ``read_footer``: local or through Hadoop);
-    default: pyarrow on a local path. Raises whatever it raises for an unreadable file; the
-    loader keeps such files.
+    default: pyarrow on a local path. ``change`` is the listing's proof beyond size and time
+    (:class:`hive_splits.listing.FileEntry`); without one the cache is neither read nor
+    filled. Raises whatever it raises for an unreadable file; the loader keeps such files.
     """
-    key = (path, size, mtime_ns)
+    if change is None:
+        cache = None
+    key = (path, size, mtime_ns, change)
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:

@@ -56,11 +56,17 @@ class DirEntry:
 
 @dataclass(frozen=True)
 class FileEntry:
-    """A visible file: where it is, its bytes and modification time (ns since the epoch)."""
+    """A visible file: where it is, its bytes and modification time (ns since the epoch).
+
+    ``change``: what shows the file unchanged beyond size and modification time, where the
+    storage gives it (a local file's inode and change time: a rewrite in place, even one that
+    sets the old modification time back, moves the change time). None: no such proof, and
+    nothing read from the file (a footer) may be reused for it later."""
 
     path: str
     size: int
     mtime_ns: int
+    change: Optional[tuple] = field(default=None, compare=False)
 
 
 @dataclass
@@ -170,7 +176,8 @@ class LocalLister(Lister):
                     dirs.append(DirEntry(e.path, e.name))
                 else:
                     st = e.stat()
-                    files.append(FileEntry(e.path, st.st_size, st.st_mtime_ns))
+                    files.append(FileEntry(e.path, st.st_size, st.st_mtime_ns,
+                                           (st.st_ino, st.st_ctime_ns)))
         dirs.sort(key=lambda d: d.name)
         files.sort(key=lambda f: f.path)
         return dirs, files

@@ -822,7 +822,7 @@ class SplitLoader:
                 res.jvm_statuses[kp.path] = jvm_statuses
             for f in files:
                 fut = (self._pool.submit(read_footer, f.path, f.size, f.mtime_ns,
-                                         self.footer_cache, self.lister.read_footer)
+                                         self.footer_cache, self.lister.read_footer, f.change)
                        if prefetch else None)
                 entries.append((kp, f, fut))
         res.files_listed = len(entries)

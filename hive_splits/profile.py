@@ -255,7 +255,7 @@ def profile_column(table: Table, column: str, lister: Optional[Lister] = None,
     for f in picked:
         try:
             metas.append(read_footer(f.path, f.size, f.mtime_ns, cache,
-                                     reader or lst.read_footer))
+                                     reader or lst.read_footer, f.change))
         except Exception:  # an unreadable footer: judged by the others
             continue
     return key_profile(table.name, column, metas)
