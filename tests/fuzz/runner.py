@@ -15,10 +15,9 @@ import json
 import math
 import time
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 from tests.fuzz.model import Case
 from tests.fuzz.queries import builder
@@ -102,20 +101,11 @@ class Backend:
     def supports(self, case: Case) -> bool:
         return True
 
-    @contextmanager
-    def conf(self, settings: dict[str, str]) -> Iterator[None]:
-        spark = self.spark
-        old = {k: spark.conf.get(k, None) for k in settings}
-        try:
-            for k, v in settings.items():
-                spark.conf.set(k, v)
-            yield
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    spark.conf.unset(k)
-                else:
-                    spark.conf.set(k, v)
+    def conf(self, settings: dict[str, str]) -> Any:
+        """The settings set on the session for a block, and put back after."""
+        from tests.conftest import spark_conf
+
+        return spark_conf(self.spark, settings)
 
     def report_mark(self) -> int:
         try:
