@@ -79,8 +79,6 @@ public final class DppFileIndex extends CompatFileIndex {
     // most kept values of one column a metastore is asked for one by one (a longer OR chain
     // of equalities fails on some metastores); beyond, their range
     private static final int IN_LIMIT = 32;
-    static final String DISCOVERY_THRESHOLD =
-        "spark.sql.sources.parallelPartitionDiscovery.threshold";
 
     private final SparkSession session;
     private final FileIndex base;
@@ -159,7 +157,7 @@ public final class DppFileIndex extends CompatFileIndex {
             List<Expression> filters =
                 new ArrayList<>(CollectionConverters.asJava(partitionFilters));
             filters.addAll(restriction);
-            listed = CompatFileIndex.listFiles(catalogLister(),
+            listed = CompatFileIndex.listFiles(base,
                 CollectionConverters.asScala(filters).toList(), dataFilters);
         } catch (Throwable t) {
             LOG.warn("dpp: Spark's catalog index did not take the kept partitions of {} as a "
@@ -167,29 +165,6 @@ public final class DppFileIndex extends CompatFileIndex {
             return CompatFileIndex.listFiles(base, partitionFilters, dataFilters);
         }
         return dropPaths(listed);
-    }
-
-    /** The catalog index that lists the kept partitions: Spark's own, over the same table,
-     * in a clone of the session that differs only in listing local folders on the driver
-     * rather than as a Spark job past {@value #DISCOVERY_THRESHOLD} paths. The metastore call,
-     * the partitions, the files and their statuses, the file-status cache (shared) and every
-     * reading setting are the session's; what is saved is the job's fixed cost (a second or
-     * more for a few hundred folders on two cores), which local folders do not need. A table
-     * on other storage keeps Spark's parallel listing; any trouble, the index itself. */
-    private FileIndex catalogLister() {
-        CatalogFileIndex c = (CatalogFileIndex) base;
-        try {
-            java.net.URI loc = c.table().location();
-            if (loc == null || !"file".equals(loc.getScheme())) {
-                return base;
-            }
-            SparkSession clone = Compat.cloneSession(session);
-            Compat.sessionState(clone).conf().setConfString(DISCOVERY_THRESHOLD,
-                String.valueOf(Integer.MAX_VALUE));
-            return new CatalogFileIndex(clone, c.table(), c.sizeInBytes());
-        } catch (Throwable t) {
-            return base;
-        }
     }
 
     /** The kept partitions as partition filters for Spark's catalog index: empty when every
