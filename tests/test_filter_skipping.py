@@ -1,6 +1,8 @@
 """A build side that pruned nothing last time, over the same dimension files, is not built
 again (outcome ``skipped``, reported); a changed dimension, or a run whose static domain had
-already pruned, never leads to a skip. Rows are always Spark's.
+already pruned, never leads to a skip. Rows are always Spark's. The memory shares the filter
+cache's proof that the dimension is unchanged, and is on only with it
+(``spark.dpp.filterCache.enabled=true``; off by default).
 """
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import pytest
 
 from dpp import DppSession
 from tests.conftest import spark_conf
+
+SKIP_ON = {"spark.dpp.filterCache.enabled": "true", "spark.dpp.filterTtl": "1ms"}
 
 PARTS = 5
 
@@ -51,7 +55,9 @@ def _jobs(spark, filter_id):
 def test_a_filter_that_pruned_nothing_is_skipped_next_time(spark, star):
     dpp, _ = star
     q = Q.format(extra="")
-    with spark_conf(spark, {"spark.dpp.filterTtl": "1ms"}):   # no filter cache to hide it
+    # the memory is kept with the filter cache (it shares its fingerprint, off by default);
+    # a 1 ms TTL leaves no cached filter to hide the skip
+    with spark_conf(spark, SKIP_ON):
         assert dpp.collect(q)[0]["n"] == 2 * PARTS
         (first,) = dpp.last_report.filters
         assert first.outcome == "complete" and _jobs(spark, first.filter_id)
@@ -67,7 +73,7 @@ def test_a_filter_that_pruned_nothing_is_skipped_next_time(spark, star):
 def test_a_changed_dimension_is_built_again(spark, star):
     dpp, dim = star
     q = Q.format(extra="")
-    with spark_conf(spark, {"spark.dpp.filterTtl": "1ms"}):
+    with spark_conf(spark, SKIP_ON):
         dpp.collect(q)
         time.sleep(0.01)
         _write_dim(dim, [1, 3])
@@ -82,7 +88,7 @@ def test_a_changed_dimension_is_built_again(spark, star):
 
 def test_no_skip_is_learned_where_a_static_domain_had_pruned(spark, star):
     dpp, _ = star
-    with spark_conf(spark, {"spark.dpp.filterTtl": "1ms"}):
+    with spark_conf(spark, SKIP_ON):
         # the static k < 2 prunes 3 partitions; the dynamic filter then prunes nothing more,
         # which says nothing of what it would do without the static domain
         assert dpp.collect(Q.format(extra=" AND k < 2"))[0]["n"] == 4

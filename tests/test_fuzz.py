@@ -1,7 +1,7 @@
 """The differential fuzzer (``tests/fuzz``) in the suite: a fixed seed for a few minutes, and
 its self-test — with a deliberate bug that drops one kept partition from every load, it must
-report wrong rows in at least 90% of the cases it saw pruned (a fuzzer that cannot fail
-proves nothing).
+report wrong rows in at least 90% of the pruned cases where the bug dropped one (a fuzzer
+that cannot fail proves nothing).
 
 ``DPP_FUZZ_SECONDS`` sets the fixed-seed budget (default 150 s); ``make fuzz`` runs longer.
 """
@@ -41,5 +41,7 @@ def test_the_fuzzer_catches_a_dropped_partition(spark: Any, tmp_path: Path) -> N
     print(out.getvalue())
     print(st.line())
     assert DROP_KEPT_SWITCH not in os.environ
-    assert st.pruned >= 10, st.line()
-    assert st.caught >= 0.9 * st.pruned, (st.line(), out.getvalue())
+    # measured over the pruned cases where the switch dropped a partition: a case where dpp
+    # kept none has nothing to drop, and no oracle could tell (the line shows both counts)
+    assert st.acted >= 10, st.line()
+    assert st.caught >= 0.9 * st.acted, (st.line(), out.getvalue())
