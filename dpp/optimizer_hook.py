@@ -218,6 +218,8 @@ class OptimizerHook:
                 for name, why in unpruned:   # a later run of a query that prunes elsewhere
                     open_request.report.add_table_unpruned(name, None, why)
                 return {"wrap": {}}
+            if msg.get("explain"):   # an explain runs nothing: its decisions are its text
+                return {"wrap": {}}
             report = JobReport.start(query_text=plan_text(msg, prunes), kind="plan",
                                      settings=cfg.as_settings(), enabled=True)
             report.connect_session = connect
