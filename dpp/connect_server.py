@@ -160,6 +160,7 @@ def stop(spark: Any) -> None:
 def _install(spark: Any) -> None:
     """dpp on the root session, its hook serving every session, declared tables global."""
     import dpp
+    from hive_splits.spark_io import folder_sql
 
     session = dpp.enable(spark)
     hook = session.optimizer_hook
@@ -168,7 +169,10 @@ def _install(spark: Any) -> None:
                                  f"the server could not prune: {session.hook_note}")
     hook.serve_all()
     for name, table in sorted(session.catalog.declared().items()):
-        hook.lazy_dataframe(table).createOrReplaceGlobalTempView(name)
+        # a view of SQL text is analysed again by each query that names it, in the querying
+        # session: Spark's reader lists and types the folder then, by that session's settings
+        spark.sql(f"CREATE OR REPLACE GLOBAL TEMP VIEW `{name.replace('`', '``')}` AS "
+                  f"SELECT * FROM {folder_sql(table)}")
         log.info("dpp connect-server: table %s (%s) is global_temp.%s to every session",
                  name, table.location, name)
 

@@ -74,6 +74,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from dpp.config import (DppConfig, enabled_setting, spark_settings,
                         table_settings)
 from dpp.core.errors import ConfigError, LayoutError
+from dpp.views import norm_name
 
 if TYPE_CHECKING:  # the session (and Spark) load on the first enable(), not on import
     from dpp.session import DppSession
@@ -122,10 +123,12 @@ class _Enabled:
     """What ``enable`` keeps for one SparkSession: its DppSession, the ``sql`` it replaced,
     and the tables registered from ``spark.dpp.tables.*``."""
 
-    def __init__(self, spark: Any, session: "DppSession", previous: Any) -> None:
+    def __init__(self, spark: Any, session: "DppSession", previous: Any,
+                 previous_table: Any = _MISSING) -> None:
         self.spark = spark
         self.session = session
         self.previous = previous            # the instance attribute replaced, or _MISSING
+        self.previous_table = previous_table   # the same, for ``spark.table``
         self.tables: dict[str, str] = {}    # name → path registered from the conf
         self.lock = threading.Lock()
 
@@ -189,10 +192,12 @@ def enable(spark: Any) -> "DppSession":
         from dpp.session import DppSession
 
         previous = vars(spark).get("sql", _MISSING)
+        previous_table = vars(spark).get("table", _MISSING)
         original = spark.sql
+        original_table = spark.table
         session = DppSession(spark)  # validates spark.dpp.* now
         _install_hook(session)
-        state = _Enabled(spark, session, previous)
+        state = _Enabled(spark, session, previous, previous_table)
         try:
             state.sync_tables(spark_settings(spark))
         except Exception:
@@ -200,6 +205,8 @@ def enable(spark: Any) -> "DppSession":
             session.close()
             raise
         spark.sql = _wrapper(state, original)
+        if session.optimizer_hook is not None:
+            spark.table = _table_wrapper(state, original_table)
         log.info("dpp: enabled on this SparkSession (spark.dpp.enabled is read per query)")
         return session
 
@@ -257,6 +264,11 @@ def disable(spark: Any) -> None:
             del spark.sql
         else:
             spark.sql = state.previous
+        if getattr(vars(spark).get("table"), "dpp_state", None) is state:
+            if state.previous_table is _MISSING:
+                del spark.table
+            else:
+                spark.table = state.previous_table
         state.forget_tables()
         state.session.close()
 
@@ -299,6 +311,25 @@ def _wrapper(state: _Enabled, original: Callable[..., Any]) -> Callable[..., Any
     sql.dpp_original_sql = original  # type: ignore[attr-defined]
     sql.dpp_state = state  # type: ignore[attr-defined]
     return sql
+
+
+def _table_wrapper(state: _Enabled, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``spark.table(name)`` of a declared table reads the folder as ``spark.read.parquet``
+    would now: its view is made afresh first (Spark lists and types the folder when the
+    DataFrame is made, as the reader does), so a DataFrame job sees the files of the moment
+    it names the table, never those of the moment the table was declared."""
+
+    @functools.wraps(original)
+    def table(tableName: str) -> Any:
+        conf = spark_settings(state.spark)
+        if isinstance(tableName, str) and enabled_setting(conf):
+            state.sync_tables(conf)
+            if norm_name(tableName) in state.tables:
+                state.session.ensure_views([tableName])
+        return original(tableName)
+
+    table.dpp_state = state  # type: ignore[attr-defined]
+    return table
 
 
 def _is_spark_error(exc: BaseException) -> bool:

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 __all__ = ["EXPLAIN", "ExplainListener", "explaining", "patch_explain"]
 
-WHOLE = "nothing to prune: read whole through dpp's listing"
+WHOLE = "nothing to prune: read whole by Spark's reader"
 
 EXPLAIN = "spark.dpp.explaining"
 

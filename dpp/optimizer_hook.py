@@ -162,7 +162,7 @@ class OptimizerHook:
         unstable = unstable_relations(msg)   # pruned by no one (find_prunes refused them)
         whole_rels = [i for i, r in rels.items()
                       if i not in pruned_rels and i not in unstable
-                      and self._reads_whole(r, cfg)]
+                      and self._declared(r)]
         if not prunes and not whole_rels and not notes:
             return {"wrap": {}}
         nodes = {n["id"]: n for n in msg["nodes"]}
@@ -200,13 +200,9 @@ class OptimizerHook:
                 shapes[probe.ref] = load.key
                 targets[probe.ref] = (probe.table, probe.label, [k.payload for k in keys])
         whole_rels += [probe.ref for probe in loads.idle
-                       if self._reads_whole(rels[probe.ref], cfg)]  # keys none worth a filter
-        for rel_id in whole_rels:
-            table, name, _why = self.tables.table_for(rels[rel_id], nodes[rel_id], [],
-                                                      cfg, rules)
-            if table is not None:   # no filter: a load that lists all
-                shapes[rel_id] = json.dumps([f"{plain_path(table.location)}|{name}", "whole"])
-                targets[rel_id] = (table, name, [])
+                       if self._declared(rels[probe.ref])]  # keys none worth a filter
+        for rel_id in whole_rels:   # a declared table dpp leaves whole: the report says so
+            unpruned.append((self.tables.registered_at(self._root(rels[rel_id])).name, WHOLE))
         if msg.get("explain"):
             self._explain.record(targets.values(), unpruned, notes)
         if not targets and not prunes and not notes:
@@ -407,13 +403,19 @@ class OptimizerHook:
             self._finish(report, self.session.config)
 
     @staticmethod
-    def _reads_whole(rel: dict[str, Any], cfg: Any) -> bool:
-        """Whether a relation with nothing to prune is still listed by dpp: a declared path
-        table (its lazy index would list it with Spark's job, no cheaper). A catalog table is
-        always listed by Spark's own catalog index, which dpp only restricts where it prunes:
-        with nothing to prune it is Spark's (``spark.dpp.listWholeCatalogTables`` is the
-        SQL-text path's). Spark's own dynamic pruning still applies on top."""
-        return rel.get("kind") == "lazy"
+    def _root(rel: dict[str, Any]) -> str:
+        roots = rel.get("rootPaths") or []
+        return plain_path(roots[0]) if len(roots) == 1 else ""
+
+    def _declared(self, rel: dict[str, Any]) -> bool:
+        """Whether a relation is a declared table's (Spark's reader of its folder): one dpp
+        leaves whole is named in the query's report, so a job over declared tables always
+        says what dpp did. Every relation with nothing to prune is Spark's, listed by Spark
+        (a catalog table by its own catalog index; ``spark.dpp.listWholeCatalogTables`` is
+        the SQL-text path's). Spark's own dynamic pruning still applies on top."""
+        root = self._root(rel)
+        return (rel.get("kind") == "path" and bool(root)
+                and self.tables.registered_at(root) is not None)
 
     def _stats(self, cfg: Any, notes: list[str]) -> Any:
         """``statsPruning`` for :func:`dpp.decision.plan_loads`: a constant, or for ``auto``

@@ -44,6 +44,7 @@ from dpp.spark_metrics import scan_metrics
 from dpp.views import norm_name
 from dpp.whole_tables import read_whole, whole_catalog_refs
 from hive_splits import DynamicFilter, LoadResult, SplitLoader, Table
+from hive_splits.spark_io import folder_dataframe
 
 __all__ = ["DppSession", "CONNECT_CATALOG_LEFT", "CONNECT_NOTES", "SERVER_PRUNES",
            "full_dataframe", "unwrapped_sql"]
@@ -90,11 +91,11 @@ class DppSession:
         return self.runtime.app_id
 
     def _whole_table(self, table: Table) -> DataFrame:
-        """A registered table's plain view: with the optimizer hook, a relation that lists
-        nothing until a scan needs it (and is pruned by the hook); else every file, listed."""
-        hook = self.optimizer_hook
-        if hook is not None:
-            return hook.lazy_dataframe(table)
+        """A registered table's plain view. With the optimizer hook it is Spark's reader of
+        the folder, made afresh for each query (:mod:`dpp.views`): the relation is Spark's
+        own, and the hook only takes away partitions it proved cannot match."""
+        if self.optimizer_hook is not None:
+            return folder_dataframe(self.spark, table)
         return full_dataframe(self.spark, table)
 
     def ensure_views(self, names: Iterable[str]) -> None:

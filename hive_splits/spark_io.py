@@ -48,7 +48,8 @@ from hive_splits.jvm_refs import jvm_class, scala_object
 from hive_splits.loader import LoadResult
 from hive_splits.table import Table, spark_ddl, spark_struct_type
 
-__all__ = ["to_dataframe", "whole_folders_dataframe", "driver_listing", "root_dataframe"]
+__all__ = ["to_dataframe", "whole_folders_dataframe", "driver_listing", "root_dataframe",
+           "folder_dataframe", "folder_sql"]
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +139,26 @@ def root_dataframe(spark: Any, table: Table) -> Any:
     (Spark discovers and casts the partitions itself): what a job reading the folder does."""
     root = _uri(table.location)
     return spark.read.schema(spark_ddl(table)).option("basePath", root).parquet(root)
+
+
+def folder_dataframe(spark: Any, table: Table) -> Any:
+    """``spark.read.parquet`` of the table's folder and nothing else: which files, the schema,
+    its column order, the partition types and their inference setting, hidden files, escapes
+    and NULL partitions are all Spark's reader's, taken in the session that reads it, when the
+    DataFrame is made. dpp's own listing of the folder never defines what a declared table
+    returns; it only decides which of Spark's partitions a pruned scan may skip. A table
+    declared with its partition types is read with the table's schema given, as a job that
+    names those types reads it (Spark still lists the folder and casts the values)."""
+    if table.given_types:
+        return root_dataframe(spark, table)
+    return spark.read.parquet(_uri(table.location))
+
+
+def folder_sql(table: Table) -> str:
+    """The relation :func:`folder_dataframe` makes, as SQL text (``parquet.`<folder>```): a
+    view defined by it is analysed again by every query that names it, in the querying
+    session, so Spark lists and types the folder at each query."""
+    return "parquet.`" + _uri(table.location).replace("`", "``") + "`"
 
 
 def _fs_relation(df: Any) -> Any:

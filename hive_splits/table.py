@@ -88,6 +88,9 @@ class Table:
     # Spark's bucketing of a catalog table (data-source tables only: Hive-format tables hash
     # differently); the loader prunes buckets by a single bucket column's domain
     bucketing: Optional[BucketSpec] = None
+    # partition column types the table was declared with (``partition_types``): Spark's reader
+    # of the folder is given the table's schema then, as a job naming those types does
+    given_types: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_catalog(self) -> bool:
@@ -448,7 +451,8 @@ def table_from_path(path: str, name: Optional[str] = None,
     cols = [(n, t) for n, t in cols if n not in types]
     return Table(name=name or base_name(root), location=root,
                  columns=tuple(cols), partition_columns=pcols, arrow_schema=arrow_schema,
-                 lister=lister)
+                 lister=lister,
+                 given_types=tuple((k, t.simple_string()) for k, t in sorted(given.items())))
 
 
 # ------------------------------------------------------------------ catalog tables

@@ -3,14 +3,11 @@ a DataFrame over a declared table written out, a file added, the same DataFrame 
 again (a new query execution of the same analyzed plan).
 
 Spark's ``spark.read.parquet(folder)`` lists the folder once, when the DataFrame (or the view
-it reads) is made; the same DataFrame run again reads that listing. A declared table is lazy:
-dpp lists it when the scan runs, so the second run reads the added file too (found: Spark 6
-rows, dpp 9). Matching Spark here means listing when the DataFrame is made, which is the cost
-a declared table exists to avoid; until a design settles it, this test records the difference
-(strict: it fails the day the behaviour changes).
+it reads) is made; the same DataFrame run again reads that listing. A declared table read by a
+lazy index of dpp's listed when the scan ran, so the second run read the added file too (found:
+Spark 6 rows, dpp 9). A declared table is now Spark's reader of the folder, made afresh for
+each query: the same DataFrame reads the same listing, as Spark's does.
 """
-import pytest
-
 from tests.fuzz.check import assert_same_rows
 
 CASE = {'dim': {'attrs': [1, 1], 'key_type': 'int', 'keys': ['1', '2'], 'keys2': []},
@@ -34,7 +31,5 @@ CASE = {'dim': {'attrs': [1, 1], 'key_type': 'int', 'keys': ['1', '2'], 'keys2':
         'step': 'reuse_df'}
 
 
-@pytest.mark.xfail(strict=True, reason="a declared table is listed when its scan runs, "
-                   "spark.read.parquet when the DataFrame is made")
 def test_fz_declared_reused_frame(spark, tmp_path):
     assert_same_rows(spark, tmp_path, CASE)
