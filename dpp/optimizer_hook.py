@@ -9,11 +9,11 @@ their build sides (Spark's own aggregation over the dimension's plan, in a clone
 session without adaptive execution so that each is one job that keeps its place in Spark's
 FIFO queue, on threads marked so the rule leaves them alone) and starts a split loader per
 pruned relation, then answers once the build sides' jobs are submitted: planning and building
-overlap, as in Trino. A declared path table or an unfiltered catalog table with nothing to
-prune gets a loader with no filter (read whole through dpp's lister, not Spark's listing
-job). When Spark scans, the relation's file index asks for its files; the loader, which has
-been waiting on the filter service (bounded by ``spark.dpp.waitTimeout``), answers with the
-surviving partitions and the files it listed. A relation pruned by a data column's filter
+overlap, as in Trino. Every relation is Spark's: a declared path table is Spark's reader of
+its folder, and a relation with nothing to prune is left to Spark entirely (a declared one is
+named in the report). When Spark scans, the relation's file index asks for its files; the
+loader, which has been waiting on the filter service (bounded by ``spark.dpp.waitTimeout``),
+answers with what it ruled out, and Spark's own listing less that is what the scan reads. A relation pruned by a data column's filter
 waits for its load in the rule instead, so the build values reach Parquet's row groups as a
 filter above it (:mod:`dpp.hook_row_filters`). One job report per executed query, written
 when its last pruned relation has been listed.
@@ -49,7 +49,7 @@ from dpp.hook_answers import (catalog_answer, encode, plan_text, probe_type, pro
 from dpp.hook_bridge import Bridge
 from dpp.hook_row_filters import row_filters_for
 from dpp.hook_sessions import refused_settings_report, served_session
-from dpp.hook_tables import RelationTables, handoff_relation, plain_path, size_estimate, uri
+from dpp.hook_tables import RelationTables, handoff_relation, plain_path
 from dpp.jvm_build import HookUnavailable, load_into
 from dpp.plan_pairs import Prune, find_prunes, relation_nodes, unstable_relations
 from dpp.plan_wire import check_plan
@@ -114,23 +114,6 @@ class OptimizerHook:
             self._scopes.clear()
         for r in requests:
             r.runs.__exit__(None, None, None)
-
-    # ------------------------------------------------------------------ declared tables
-    def lazy_dataframe(self, table: Table) -> Any:
-        """A declared path table as a DataFrame that lists nothing until a scan needs it."""
-        from pyspark.sql import DataFrame
-
-        from hive_splits.table import spark_struct_type
-
-        spark = self.session.spark
-        full = spark_struct_type(table)
-        parts = [f for f in full.fields
-                 if f.name.lower() in {c.name.lower() for c in table.partition_columns}]
-        from pyspark.sql.types import StructType
-
-        jdf = self._jvm_hook.lazyTable(spark._jsparkSession, uri(table.location), full.json(),
-                                       StructType(parts).json(), size_estimate(table))
-        return DataFrame(jdf, spark)
 
     # ------------------------------------------------------------------ the rule's call
     def on_plan(self, msg: dict[str, Any]) -> dict[str, Any]:

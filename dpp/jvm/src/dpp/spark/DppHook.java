@@ -382,37 +382,6 @@ public final class DppHook {
             Compat.sessionState(d.session()).conf().sessionLocalTimeZone());
     }
 
-    /**
-     * A Hive-partitioned Parquet folder as a relation that lists nothing until a scan asks:
-     * Spark's own reader lists the whole folder when the DataFrame is made, which is what a
-     * pruned scan must not pay. {@code estimate} is what Spark's planner sees as its size.
-     */
-    public static Dataset<Row> lazyTable(SparkSession session, String root, String schemaJson,
-                                         String partitionSchemaJson, long estimate) {
-        StructType full = (StructType) DataType.fromJson(schemaJson);
-        StructType parts = (StructType) DataType.fromJson(partitionSchemaJson);
-        List<org.apache.spark.sql.types.StructField> data = new ArrayList<>();
-        java.util.Set<String> partNames = new java.util.HashSet<>();
-        for (org.apache.spark.sql.types.StructField f : parts.fields()) {
-            partNames.add(f.name().toLowerCase());
-        }
-        for (org.apache.spark.sql.types.StructField f : full.fields()) {
-            if (!partNames.contains(f.name().toLowerCase())) {
-                data.add(f);
-            }
-        }
-        StructType dataSchema = new StructType(data.toArray(new org.apache.spark.sql.types.StructField[0]));
-        Map<String, String> opts = new java.util.HashMap<>();
-        opts.put("basePath", root);
-        scala.collection.immutable.Map<String, String> options =
-            Compat.toMap(opts);
-        LazyPathIndex index = new LazyPathIndex(session, new Path(root), options, full, parts, estimate);
-        HadoopFsRelation rel = new HadoopFsRelation(index, parts, dataSchema, Option.empty(),
-            new ParquetFileFormat(), options, session);
-        LogicalRelation plan = LogicalRelation$.MODULE$.apply(rel, false);
-        return Compat.ofRows(session, plan);
-    }
-
     /** The rule wrapped relations for the query running as execution {@code scope}. */
     static void opened(String scope) {
         OPEN_SCOPES.add(scope);

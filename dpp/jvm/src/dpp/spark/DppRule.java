@@ -40,7 +40,6 @@ final class DppRule extends Rule<LogicalPlan> {
         if (bridge == null) {
             return plan;
         }
-        plan = readBy(plan, session);
         String request = null;
         try {
             String enabled = session.conf().get("spark.dpp.enabled", "true");
@@ -110,59 +109,6 @@ final class DppRule extends Rule<LogicalPlan> {
             if (request != null) {
                 DppHook.forget(request);
             }
-        }
-    }
-
-    /**
-     * {@code plan} with every declared table (a {@link LazyPathIndex} relation) read by
-     * {@code session}, the session whose query this is: a Connect server's declared tables are
-     * global views made in the server's own session, and a relation lists, parses partition
-     * values and reads its files by the settings of the session it names (time zone, rebase
-     * modes, ignoreMissingFiles...), not the querying one's. Done whether dpp prunes this
-     * query or not: a declared table reads what {@code spark.read.parquet} of its folder
-     * reads in the session that queries it. Anything unexpected leaves the plan as it is.
-     */
-    private LogicalPlan readBy(LogicalPlan plan, SparkSession session) {
-        try {
-            return plan.transformUp(new ReadBy(session));
-        } catch (Throwable t) {
-            logWarning(() -> "dpp: a declared table could not be bound to its reading "
-                + "session: " + t, t);
-            return plan;
-        }
-    }
-
-    private static final class ReadBy extends AbstractPartialFunction<LogicalPlan, LogicalPlan> {
-        private final SparkSession session;
-
-        ReadBy(SparkSession session) {
-            this.session = session;
-        }
-
-        @Override
-        public boolean isDefinedAt(LogicalPlan p) {
-            if (!(p instanceof LogicalRelation)) {
-                return false;
-            }
-            Object rel = ((LogicalRelation) p).relation();
-            if (!(rel instanceof HadoopFsRelation)) {
-                return false;
-            }
-            HadoopFsRelation fs = (HadoopFsRelation) rel;
-            return fs.location() instanceof LazyPathIndex && fs.sparkSession() != session;
-        }
-
-        @Override
-        public LogicalPlan apply(LogicalPlan p) {
-            if (!isDefinedAt(p)) {
-                return p;
-            }
-            LogicalRelation lr = (LogicalRelation) p;
-            HadoopFsRelation rel = (HadoopFsRelation) lr.relation();
-            LazyPathIndex index = ((LazyPathIndex) rel.location()).in(session);
-            HadoopFsRelation bound = rel.copy(index, rel.partitionSchema(), rel.dataSchema(),
-                rel.bucketSpec(), rel.fileFormat(), rel.options(), session);
-            return Compat.withRelation(lr, bound);
         }
     }
 

@@ -83,9 +83,6 @@ final class PlanDescriber {
         HadoopFsRelation rel = candidate(p);
         if (rel != null) {
             found[0] = true;
-            if (rel.location() instanceof LazyPathIndex) {
-                found[1] = true;   // read whole, it may still be listed by dpp's lister
-            }
         }
         if (p instanceof Join) {
             found[1] = true;
@@ -419,8 +416,7 @@ final class PlanDescriber {
         candidates++;
         FileIndex loc = rel.location();
         ObjectNode r = n.putObject("relation");
-        String kind = loc instanceof CatalogFileIndex ? "catalog"
-            : loc instanceof LazyPathIndex ? "lazy" : "path";
+        String kind = loc instanceof CatalogFileIndex ? "catalog" : "path";
         r.put("kind", kind);
         r.put("index", loc.getClass().getSimpleName());
         if (lr.catalogTable().isDefined()) {
@@ -429,9 +425,6 @@ final class PlanDescriber {
         ArrayNode roots = r.putArray("rootPaths");
         for (org.apache.hadoop.fs.Path path : CollectionConverters.asJava(loc.rootPaths())) {
             roots.add(path.toString());
-        }
-        if (loc instanceof LazyPathIndex) {
-            r.put("root", ((LazyPathIndex) loc).root().toString());
         }
         ArrayNode parts = r.putArray("partitionColumns");
         for (org.apache.spark.sql.types.StructField f : rel.partitionSchema().fields()) {
