@@ -1,5 +1,5 @@
 """What ``spark.read.parquet(folder)`` of a partitioned fact costs a DataFrame job, with and
-without dpp, against the same job over the folder declared as a table (a lazy relation).
+without dpp, against the same job over the folder declared as a table.
 
 One process, one Spark session, the same star join written with DataFrames (TPC-DS q3's
 shape: ``store_sales`` joined to ``date_dim`` filtered to one month)::
@@ -12,7 +12,8 @@ run the join, and what dpp's report says was listed. Forms:
 * ``reader, spark``: ``spark.read.parquet(store_sales)``, Spark's own pruning, no dpp;
 * ``reader, dpp``: the same DataFrame with dpp's optimizer hook installed;
 * ``declared, dpp``: the folder declared (``spark.dpp.tables.store_sales``), read with
-  ``spark.table``: nothing listed until the scan, then the kept partitions only.
+  ``spark.table``: Spark's reader of the folder, made when ``spark.table`` names it (the
+  reader's listing, the same rows; a declared table is no cheaper to list than the reader).
 """
 from __future__ import annotations
 

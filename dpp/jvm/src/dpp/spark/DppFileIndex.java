@@ -157,7 +157,7 @@ public final class DppFileIndex extends CompatFileIndex {
             List<Expression> filters =
                 new ArrayList<>(CollectionConverters.asJava(partitionFilters));
             filters.addAll(restriction);
-            listed = CompatFileIndex.listFiles(base,
+            listed = CompatFileIndex.listFiles(onDriver((CatalogFileIndex) base),
                 CollectionConverters.asScala(filters).toList(), dataFilters);
         } catch (Throwable t) {
             LOG.warn("dpp: Spark's catalog index did not take the kept partitions of {} as a "
@@ -165,6 +165,55 @@ public final class DppFileIndex extends CompatFileIndex {
             return CompatFileIndex.listFiles(base, partitionFilters, dataFilters);
         }
         return dropPaths(listed);
+    }
+
+    /**
+     * The catalog index itself, or, for a table in local folders, a copy of it that lists on
+     * the driver: Spark lists more than {@code parallelPartitionDiscovery.threshold} partition
+     * folders with a Spark job, whose round trip costs far more than listing local folders
+     * (what a kept-partition listing of a few dozen days pays). The copy is Spark's own
+     * {@code CatalogFileIndex} over the same table in a clone of the table's session (every
+     * setting as that session's, the threshold aside) and holds the original's client of
+     * Spark's file-status cache, so a listing Spark cached for the table is the one it reads.
+     * Anything unexpected: the index as it is.
+     */
+    private static FileIndex onDriver(CatalogFileIndex cat) {
+        try {
+            List<Path> roots = CollectionConverters.asJava(cat.rootPaths());
+            if (roots.isEmpty()) {
+                return cat;
+            }
+            for (Path root : roots) {
+                String scheme = root.toUri().getScheme();
+                if (scheme != null && !"file".equals(scheme)) {
+                    return cat;
+                }
+            }
+            java.lang.reflect.Field sessionField = CatalogFileIndex.class.getDeclaredField("sparkSession");
+            java.lang.reflect.Field cacheField = CatalogFileIndex.class.getDeclaredField("fileStatusCache");
+            sessionField.setAccessible(true);
+            cacheField.setAccessible(true);
+            SparkSession clone = Compat.cloneSession((SparkSession) sessionField.get(cat));
+            Compat.sessionState(clone).conf().setConfString(
+                "spark.sql.sources.parallelPartitionDiscovery.threshold",
+                String.valueOf(Integer.MAX_VALUE));
+            java.lang.reflect.Constructor<?> make = null;
+            for (java.lang.reflect.Constructor<?> c : CatalogFileIndex.class.getConstructors()) {
+                if (c.getParameterCount() == 3) {
+                    make = c;
+                }
+            }
+            if (make == null) {
+                return cat;
+            }
+            CatalogFileIndex copy = (CatalogFileIndex) make.newInstance(clone, cat.table(),
+                cat.sizeInBytes());
+            cacheField.set(copy, cacheField.get(cat));
+            return copy;
+        } catch (Throwable t) {
+            LOG.debug("dpp: the catalog index of {} lists as it is ({})", cat, t.toString());
+            return cat;
+        }
     }
 
     /** The kept partitions as partition filters for Spark's catalog index: empty when every
