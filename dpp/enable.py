@@ -85,6 +85,7 @@ log = logging.getLogger(__name__)
 
 _LOCK = threading.Lock()
 _MISSING = object()
+_LOCK_PATCH = threading.Lock()
 
 # leading blanks, comments and parentheses, then the statement's first word
 _LEAD = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.S)
@@ -321,15 +322,44 @@ def _table_wrapper(state: _Enabled, original: Callable[..., Any]) -> Callable[..
 
     @functools.wraps(original)
     def table(tableName: str) -> Any:
-        conf = spark_settings(state.spark)
-        if isinstance(tableName, str) and enabled_setting(conf):
-            state.sync_tables(conf)
-            if norm_name(tableName) in state.tables:
-                state.session.ensure_views([tableName])
+        _fresh_view(state, tableName)
         return original(tableName)
 
     table.dpp_state = state  # type: ignore[attr-defined]
+    _patch_reader_table()
     return table
+
+
+def _fresh_view(state: _Enabled, name: object) -> None:
+    """A declared table's view made afresh before ``spark.table`` / ``spark.read.table``
+    reads it (a no-op for any other name, or while dpp is off)."""
+    conf = spark_settings(state.spark)
+    if isinstance(name, str) and enabled_setting(conf):
+        state.sync_tables(conf)
+        if norm_name(name) in state.tables:
+            state.session.ensure_views([name])
+
+
+def _patch_reader_table() -> None:
+    """``spark.read.table(name)`` as ``spark.table(name)``: a declared table's view made
+    afresh first (once per process; sessions without dpp are untouched)."""
+    from pyspark.sql.readwriter import DataFrameReader
+
+    with _LOCK_PATCH:
+        original = DataFrameReader.table
+        if getattr(original, "dpp_patched", False):
+            return
+
+        @functools.wraps(original)
+        def table(self: Any, tableName: str) -> Any:
+            spark = getattr(self, "_spark", None)
+            state = _state(spark) if spark is not None else None
+            if state is not None and state.session.optimizer_hook is not None:
+                _fresh_view(state, tableName)
+            return original(self, tableName)
+
+        table.dpp_patched = True  # type: ignore[attr-defined]
+        DataFrameReader.table = table  # type: ignore[method-assign]
 
 
 def _is_spark_error(exc: BaseException) -> bool:
