@@ -13,9 +13,9 @@ overlap, as in Trino. Every relation is Spark's: a declared path table is Spark'
 its folder, and a relation with nothing to prune is left to Spark entirely (a declared one is
 named in the report). When Spark scans, the relation's file index asks for its files; the
 loader, which has been waiting on the filter service (bounded by ``spark.dpp.waitTimeout``),
-answers with what it ruled out, and Spark's own listing less that is what the scan reads. A relation pruned by a data column's filter
-waits for its load in the rule instead, so the build values reach Parquet's row groups as a
-filter above it (:mod:`dpp.hook_row_filters`). One job report per executed query, written
+answers with what it ruled out, and Spark's own listing less that is what the scan reads. A
+relation pruned by a data column's filter waits for its load in the rule instead, so the build
+values reach Parquet's row groups as a filter above it (:mod:`dpp.hook_row_filters`). One job report per executed query, written
 when its last pruned relation has been listed.
 
 Threads: the rule calls in on the optimizing thread; ``listFiles`` on whatever thread plans
