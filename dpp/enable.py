@@ -74,7 +74,6 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from dpp.config import (DppConfig, enabled_setting, spark_settings,
                         table_settings)
 from dpp.core.errors import ConfigError, LayoutError
-from dpp.views import norm_name
 
 if TYPE_CHECKING:  # the session (and Spark) load on the first enable(), not on import
     from dpp.session import DppSession
@@ -333,6 +332,8 @@ def _table_wrapper(state: _Enabled, original: Callable[..., Any]) -> Callable[..
 def _fresh_view(state: _Enabled, name: object) -> None:
     """A declared table's view made afresh before ``spark.table`` / ``spark.read.table``
     reads it (a no-op for any other name, or while dpp is off)."""
+    from dpp.views import norm_name   # here: dpp.views imports hive_splits, which imports dpp
+
     conf = spark_settings(state.spark)
     if isinstance(name, str) and enabled_setting(conf):
         state.sync_tables(conf)
