@@ -155,7 +155,7 @@ class _Enabled:
                                       f"{name!r} at that path: {exc}") from None
                 self.tables[name] = setting.path
                 if self.session.optimizer_hook is not None:
-                    # spark.table(name) in DataFrame code: a lazy relation the hook prunes
+                    # spark.table(name) in DataFrame code: Spark's reader the hook prunes
                     self.session.ensure_views([name])
 
     def forget_tables(self) -> None:

@@ -1,8 +1,8 @@
 """What the optimizer hook answers the JVM with, and how its report names a plan.
 
-The wrapping file index asks for a relation's files once Spark scans it: a declared table's
-lazy index takes the kept partitions with their files (:func:`encode`), an index that already
-holds Spark's own listing takes what the load ruled out (:func:`ruled_out`), and a catalog
+The wrapping file index asks for a relation's files once Spark scans it: an index that holds
+Spark's own listing (``spark.read.parquet``, a declared table) takes what the load ruled out
+(:func:`ruled_out`; :func:`encode` gives the kept partitions, its fallback), and a catalog
 table's index takes the kept partitions' catalog values, which it hands Spark's own catalog
 index as a partition predicate, and the files skipped (:func:`catalog_answer`): everything
 Spark lists and dpp did not rule out is still read.

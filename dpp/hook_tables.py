@@ -1,7 +1,7 @@
 """Which table dpp lists for a relation the optimizer hook describes, and its name in reports.
 
 A relation reaches the hook as Spark sees it: a catalog table's name, or the root paths of a
-path relation (``spark.read.parquet``, a declared table's lazy index). This module finds the
+path relation (``spark.read.parquet``, a declared table's view of it). This module finds the
 :class:`hive_splits.Table` behind it — a declared table, the catalog's, or the folder read as
 a Hive-partitioned table — and refuses, with the reason the report gives, every relation dpp
 could not list exactly as Spark reads it (several roots, one partition folder, partition

@@ -52,7 +52,8 @@ class InSubquery(TypedDict):
 
 
 class _RelationRequired(TypedDict):
-    kind: str            # "path" (spark.read), "lazy" (a declared table), "catalog"
+    kind: str            # "path" (spark.read), "lazy" (a declared table in the SQL-text or
+                         # Connect client analysis), "catalog"
     index: str           # the file index's class
     rootPaths: list[str]
     partitionColumns: list[str]   # empty: an unpartitioned relation worth a build side

@@ -71,8 +71,8 @@ class DppSession:
         self.catalog = TableCatalog(spark, self.runtime, lambda: self.config, self._whole_table)
         self.connect = ConnectHandoff(spark, self.runtime)
         self.handoff = Handoff(spark, self.runtime, self.catalog, self.connect)
-        # the optimizer hook (dpp.enable on a classic session): declared tables become lazy
-        # relations it prunes, listed by Spark only when read whole
+        # the optimizer hook (dpp.enable on a classic session): declared tables become Spark's
+        # reader of their folder, which it prunes
         self.optimizer_hook: Optional[Any] = None
         self.connect_frames: Optional[Any] = None   # Spark Connect: dpp.connect_frames
         self.last_report: Optional[JobReport] = None

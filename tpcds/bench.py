@@ -255,8 +255,8 @@ class Runner:
         tables = q.tables()
         hooked = mode in DPP_MODES and not is_remote(self.spark)
         if kind == "path" and mode in DPP_MODES and self.server_prunes:
-            # the server's declared tables (lazy relations, as the classic hook's): a view
-            # over global_temp.<fact>; a fact it does not declare is read as a folder
+            # the server's declared tables (views of parquet.`folder`, analysed per query): a
+            # view over global_temp.<fact>; a fact it does not declare is read as a folder
             declared = [t for t in tables if t in FACT_PARTITIONS
                         and self.spark.conf.get(f"spark.dpp.tables.{t}", None)]
             for t in declared:
@@ -268,7 +268,7 @@ class Runner:
             facts = [t for t in tables if t in FACT_PARTITIONS]
             for t in facts:
                 hook.register_table(t, str(Path(self.data_dir) / t))
-            hook.ensure_views(facts)   # lazy relations: nothing listed until a scan asks
+            hook.ensure_views(facts)   # Spark's reader of each folder, made for this query
             open_path_tables(self.spark, self.data_dir,
                              [t for t in tables if t not in FACT_PARTITIONS])
         elif kind == "path":

@@ -320,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "Spark's own; bench it with --modes spark,dpp")
     c.add_argument("--data", default=None,
                    help="with --dpp: declare this data's partitioned facts on the server "
-                        "(lazy global_temp.<fact> relations, as the classic hook reads them)")
+                        "(global_temp.<fact> views of parquet.`<folder>`, read per query)")
     c.set_defaults(func=cmd_connect_server)
     return ap
 
