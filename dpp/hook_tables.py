@@ -83,6 +83,15 @@ class RelationTables:
                                           f"Spark's plan, {c.type.simple_string()} to dpp")
         if kind == "catalog":
             return table, self.display_name(rel.get("table") or table.name), None
+        stamped = [c.name for c in table.partition_columns
+                   if (types.get(c.name.lower()) or c.type.simple_string()) == "timestamp"]
+        if stamped and rel.get("timestampsAgree") is not True:
+            # Spark's reader typed the folder's values when the DataFrame was made, in the
+            # session time zone of that moment: the rule checks them against the folder names
+            # read in today's zone, which is how dpp reads them
+            return None, table.name, (f"partition column {stamped[0]} is a TIMESTAMP whose "
+                                      f"values Spark's reader typed in another session time "
+                                      f"zone (the DataFrame was made before the zone changed)")
         return table, table.name, None
 
     def display_name(self, qualified: str) -> str:

@@ -64,6 +64,8 @@ class _RelationRequired(TypedDict):
 class Relation(_RelationRequired, total=False):
     table: str           # its catalog name
     root: str            # a declared table's root
+    timestampsAgree: bool   # a reader relation's TIMESTAMP partition values are the folder
+                            # names read in the session time zone now
 
 
 class _NodeRequired(TypedDict):

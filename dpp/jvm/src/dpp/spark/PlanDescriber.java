@@ -408,6 +408,57 @@ final class PlanDescriber {
         return false;
     }
 
+    /**
+     * Whether every TIMESTAMP partition value Spark's reader holds is the instant its folder
+     * name reads as in this session's time zone now. Spark typed the values when the relation
+     * was made, in the zone of that moment (which the plan does not carry); dpp reads the
+     * folder names in today's zone, so it may prune only where the two agree.
+     */
+    private boolean timestampsAgree(
+            org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex index,
+            org.apache.spark.sql.types.StructType schema) {
+        try {
+            org.apache.spark.sql.types.StructField[] fields = schema.fields();
+            String tz = Compat.sessionState(session).conf().sessionLocalTimeZone();
+            for (org.apache.spark.sql.execution.datasources.PartitionPath pp
+                    : CollectionConverters.asJava(index.partitionSpec().partitions())) {
+                java.util.Map<String, String> texts = new java.util.HashMap<>();
+                org.apache.hadoop.fs.Path path = pp.path();
+                for (int level = 0; level < fields.length && path != null; level++) {
+                    String name = path.getName();
+                    int eq = name.indexOf('=');
+                    if (eq > 0) {
+                        texts.put(name.substring(0, eq).toLowerCase(java.util.Locale.ROOT),
+                            org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
+                                .unescapePathName(name.substring(eq + 1)));
+                    }
+                    path = path.getParent();
+                }
+                org.apache.spark.sql.catalyst.InternalRow values = pp.values();
+                for (int i = 0; i < fields.length; i++) {
+                    if (!(fields[i].dataType() instanceof org.apache.spark.sql.types.TimestampType)) {
+                        continue;
+                    }
+                    String text = texts.get(fields[i].name().toLowerCase(java.util.Locale.ROOT));
+                    if (text == null) {
+                        return false;
+                    }
+                    Object mine = "__HIVE_DEFAULT_PARTITION__".equals(text)
+                        ? null : DppFileIndex.castText(text, fields[i].dataType(), tz);
+                    if (values.isNullAt(i) != (mine == null)) {
+                        return false;
+                    }
+                    if (mine != null && values.getLong(i) != ((Number) mine).longValue()) {
+                        return false;
+                    }
+                }
+            }
+            return true;
+        } catch (Throwable t) {
+            return false;
+        }
+    }
+
     private void describeRelation(LogicalRelation lr, ObjectNode n) {
         HadoopFsRelation rel = candidate(lr);
         if (rel == null) {
@@ -425,6 +476,17 @@ final class PlanDescriber {
         ArrayNode roots = r.putArray("rootPaths");
         for (org.apache.hadoop.fs.Path path : CollectionConverters.asJava(loc.rootPaths())) {
             roots.add(path.toString());
+        }
+        boolean hasTimestamp = false;
+        for (org.apache.spark.sql.types.StructField f : rel.partitionSchema().fields()) {
+            hasTimestamp |= f.dataType() instanceof org.apache.spark.sql.types.TimestampType;
+        }
+        if (hasTimestamp && !(loc instanceof CatalogFileIndex)) {
+            r.put("timestampsAgree", loc instanceof
+                org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex
+                && timestampsAgree(
+                    (org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex) loc,
+                    rel.partitionSchema()));
         }
         ArrayNode parts = r.putArray("partitionColumns");
         for (org.apache.spark.sql.types.StructField f : rel.partitionSchema().fields()) {
