@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from dpp.plan_pairs import Prune
     from dpp.session import DppSession
 
-__all__ = ["RelationTables", "handoff_relation", "plain_path", "uri", "size_estimate"]
+__all__ = ["RelationTables", "handoff_relation", "plain_path", "uri"]
 
 log = logging.getLogger(__name__)
 
@@ -167,25 +167,3 @@ def plain_path(path: str) -> str:
 def uri(path: str) -> str:
     return "file:" + path if path.startswith("/") else path
 
-
-def size_estimate(table: Table) -> int:
-    """What Spark plans a lazily listed table with: its partition folders times the bytes of
-    the first one (one listing of the root and of one folder), never the whole listing."""
-    root = plain_path(table.location)
-    try:
-        folders = [e.path for e in os.scandir(root) if e.is_dir()
-                   and parse_folder_name(e.name) is not None]
-        if not folders:
-            return 8 * 1024 * 1024 * 1024
-        first = sorted(folders)[0]
-        size = 0
-        stack = [first]
-        while stack:
-            for e in os.scandir(stack.pop()):
-                if e.is_dir():
-                    stack.append(e.path)
-                elif not e.name.startswith((".", "_")):
-                    size += e.stat().st_size
-        return max(1, size) * len(folders)
-    except OSError:
-        return 8 * 1024 * 1024 * 1024   # Spark's default for an unknown size is larger still
