@@ -83,3 +83,23 @@ def test_kept_partitions_are_listed_without_a_spark_job(spark: Any, data: Any) -
     t = data.last_report.tables[0]
     assert t.pruning == "applied" and t.partitions_kept == KEPT, t
     assert not [x for x in jobs if x.startswith("Listing leaf files")], jobs
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT day, sum(v) FROM cdl_fact GROUP BY day",
+    "SELECT f.day, count(*) FROM cdl_fact f JOIN cdl_dim d ON f.v = d.d GROUP BY f.day",
+], ids=["no_join", "data_column_join"])
+def test_a_table_dpp_leaves_whole_is_listed_by_spark_without_a_job(
+        spark: Any, data: Any, query: str) -> None:
+    """Spark lists it (PruneFileSourcePartitions over its catalog index), on the driver."""
+    global QUERY
+    saved, QUERY = QUERY, query
+    try:
+        with spark_conf(spark, OFF):
+            expected, sparks = _run(spark, "cdl-whole-spark")
+        assert any(t.startswith("Listing leaf files") for t in sparks), sparks
+        got, jobs = _run(spark, "cdl-whole-dpp")
+    finally:
+        QUERY = saved
+    assert got == expected and got
+    assert not [x for x in jobs if x.startswith("Listing leaf files")], jobs

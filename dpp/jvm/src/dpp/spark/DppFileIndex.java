@@ -177,7 +177,7 @@ public final class DppFileIndex extends CompatFileIndex {
      * Spark's file-status cache, so a listing Spark cached for the table is the one it reads.
      * Anything unexpected: the index as it is.
      */
-    private static FileIndex onDriver(CatalogFileIndex cat) {
+    static FileIndex onDriver(CatalogFileIndex cat) {
         try {
             List<Path> roots = CollectionConverters.asJava(cat.rootPaths());
             if (roots.isEmpty()) {
@@ -189,13 +189,13 @@ public final class DppFileIndex extends CompatFileIndex {
                     return cat;
                 }
             }
-            java.lang.reflect.Field sessionField = CatalogFileIndex.class.getDeclaredField("sparkSession");
+            if (!listsWithJob(cat)) {
+                return cat;   // a copy already, or a session that never lists with a job
+            }
             java.lang.reflect.Field cacheField = CatalogFileIndex.class.getDeclaredField("fileStatusCache");
-            sessionField.setAccessible(true);
             cacheField.setAccessible(true);
-            SparkSession clone = Compat.cloneSession((SparkSession) sessionField.get(cat));
-            Compat.sessionState(clone).conf().setConfString(
-                "spark.sql.sources.parallelPartitionDiscovery.threshold",
+            SparkSession clone = Compat.cloneSession(sessionOf(cat));
+            Compat.sessionState(clone).conf().setConfString(THRESHOLD,
                 String.valueOf(Integer.MAX_VALUE));
             java.lang.reflect.Constructor<?> make = null;
             for (java.lang.reflect.Constructor<?> c : CatalogFileIndex.class.getConstructors()) {
@@ -213,6 +213,31 @@ public final class DppFileIndex extends CompatFileIndex {
         } catch (Throwable t) {
             LOG.debug("dpp: the catalog index of {} lists as it is ({})", cat, t.toString());
             return cat;
+        }
+    }
+
+    private static final String THRESHOLD =
+        "spark.sql.sources.parallelPartitionDiscovery.threshold";
+
+    private static SparkSession sessionOf(CatalogFileIndex cat) throws ReflectiveOperationException {
+        java.lang.reflect.Field f = CatalogFileIndex.class.getDeclaredField("sparkSession");
+        f.setAccessible(true);
+        return (SparkSession) f.get(cat);
+    }
+
+    /** Whether {@code index} is a catalog index whose session may list its partition folders
+     * with a Spark job: false for a copy made by {@link #onDriver} (its threshold is the
+     * largest), anything else, or anything unexpected. */
+    static boolean listsWithJob(FileIndex index) {
+        if (!(index instanceof CatalogFileIndex)) {
+            return false;
+        }
+        try {
+            String t = Compat.sessionState(sessionOf((CatalogFileIndex) index)).conf()
+                .getConfString(THRESHOLD, "32");
+            return Long.parseLong(t.trim()) < Integer.MAX_VALUE;
+        } catch (Throwable t) {
+            return false;
         }
     }
 

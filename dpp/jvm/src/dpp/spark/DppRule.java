@@ -11,6 +11,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.datasources.CatalogFileIndex;
+import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import scala.runtime.AbstractPartialFunction;
@@ -40,13 +42,78 @@ final class DppRule extends Rule<LogicalPlan> {
         if (bridge == null) {
             return plan;
         }
-        String request = null;
         try {
             String enabled = session.conf().get("spark.dpp.enabled", "true");
             String hook = session.conf().get("spark.dpp.optimizerHook", "true");
             if (!"true".equalsIgnoreCase(enabled.trim()) || !"true".equalsIgnoreCase(hook.trim())) {
                 return plan;
             }
+        } catch (Throwable t) {
+            return plan;
+        }
+        return catalogsOnDriver(prune(plan, bridge));
+    }
+
+    /**
+     * Every catalog table Spark is left to list (one dpp does not prune, or cannot), in local
+     * folders, over a copy of its catalog index that lists on the driver
+     * ({@link DppFileIndex#onDriver}): {@code PruneFileSourcePartitions} then lists its
+     * partitions as Spark would, with Spark's index, filters, settings and file-status cache,
+     * but without a listing job per query over every partition folder. Anything unexpected
+     * leaves the plan as it is.
+     */
+    private LogicalPlan catalogsOnDriver(LogicalPlan plan) {
+        try {
+            return onDriver(plan);
+        } catch (Throwable t) {
+            logWarning(() -> "dpp: catalog tables list as Spark's plan says: " + t, t);
+            return plan;
+        }
+    }
+
+    /** {@code p} with its catalog relations swapped. Spark's own {@code transform} cannot do
+     * it: a catalog index equals any other over the same table, so Spark would keep the node
+     * it sees as unchanged; the nodes above a swapped relation are rebuilt here instead. */
+    private static LogicalPlan onDriver(LogicalPlan p) {
+        if (p instanceof LogicalRelation) {
+            LogicalRelation lr = (LogicalRelation) p;
+            if (!(lr.relation() instanceof HadoopFsRelation)) {
+                return p;
+            }
+            HadoopFsRelation rel = (HadoopFsRelation) lr.relation();
+            if (!DppFileIndex.listsWithJob(rel.location())) {
+                return p;
+            }
+            FileIndex copy = DppFileIndex.onDriver((CatalogFileIndex) rel.location());
+            if (copy == rel.location()) {
+                return p;
+            }
+            HadoopFsRelation out = rel.copy(copy, rel.partitionSchema(), rel.dataSchema(),
+                rel.bucketSpec(), rel.fileFormat(), rel.options(), rel.sparkSession());
+            LogicalRelation swapped = Compat.withRelation(lr, out);
+            swapped.copyTagsFrom(lr);
+            return swapped;
+        }
+        java.util.List<LogicalPlan> children = CollectionConverters.asJava(p.children());
+        java.util.List<LogicalPlan> next = new java.util.ArrayList<>(children.size());
+        boolean changed = false;
+        for (LogicalPlan c : children) {
+            LogicalPlan n = onDriver(c);
+            changed |= n != c;
+            next.add(n);
+        }
+        if (!changed) {
+            return p;
+        }
+        LogicalPlan out = p.withNewChildrenInternal(
+            CollectionConverters.asScala(next).toIndexedSeq());
+        out.copyTagsFrom(p);
+        return out;
+    }
+
+    private LogicalPlan prune(LogicalPlan plan, Function<String, String> bridge) {
+        String request = null;
+        try {
             if ("true".equals(session.sparkContext().getLocalProperty(DppHook.INTERNAL))) {
                 return plan;  // dpp's own build side
             }
