@@ -63,9 +63,7 @@ import scala.collection.Seq;
  * the kept partitions added to its partition filters as a predicate on the partition values
  * Spark reads from the catalog (its metastore filter, partition locations, value typing,
  * file status cache and file handling stay Spark's), less the files the loader skipped by
- * statistics or buckets;</li>
- * <li>a declared table's lazy index takes the loader's partitions and files as it listed
- * them, with Spark's own partition filters applied on top.</li>
+ * statistics or buckets.</li>
  * </ul>
  * The size is the base index's, so join selection stays Spark's. Whatever goes wrong — no
  * answer in time, a failed load, a predicate Spark cannot take — the base index lists, as it
