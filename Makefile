@@ -31,7 +31,9 @@ test: venv system
 check: venv system
 	$(PYTHON) -m pytest $(WORKERS) -m "not spark and not tpcds and not connect and not slow" $(PYTEST_ARGS)
 
-demo: venv system
+# The demo needs Java only (the embedded coordinator, no redis-server).
+demo: venv
+	./scripts/ensure_system.sh java
 	$(PYTHON) -m tpcds.demo
 
 # The differential fuzzer (tests/fuzz): generated cases, each with dpp and with Spark alone,
@@ -52,11 +54,12 @@ fuzz-long: venv system
 # constraints/spark-<line>.txt) and a compact suite in it (scripts/test_compat.sh: job shapes,
 # examples, dpp-submit, a Connect smoke test, TPC-DS SF0.1 twelve). SPARK="3.5 4.0" picks lines.
 SPARK ?= 3.5 4.0 4.1 4.2 4.3
-test-compat: system jars
+test-compat: system
 	SPARK="$(SPARK)" ./scripts/test_compat.sh
 
-# The optimizer hook's jar per Spark line into dpp/jvm/jars (what a wheel carries), used by the
-# editable installs; needs javac and PyPI (or a filled cache), see scripts/build_hook_jars.py.
+# The release step for the JVM part: the optimizer hook's jar per Spark line into dpp/jvm/jars,
+# which git keeps and every install carries (tests/test_jvm_jars.py fails while a jar is older
+# than its Java sources). Needs javac and PyPI (or a filled cache): scripts/build_hook_jars.py.
 jars: venv
 	$(PYTHON) scripts/build_hook_jars.py --out dpp/jvm/jars
 

@@ -36,15 +36,23 @@ __all__ = ["SITE_DIR", "ENV_FLAG", "environment", "on_session", "spark_submit", 
 
 SITE_DIR = Path(__file__).resolve().parent / "_autoenable"
 ENV_FLAG = "DPP_AUTOENABLE"
+# a job switched on without a code line shows what dpp did: a line per query on stderr
+CONSOLE_KEY = "spark.dpp.report.console"
 
 log = logging.getLogger("dpp.autoenable")
 
 
-def environment(base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+def environment(base: Optional[Mapping[str, str]] = None,
+                conf: Optional[Mapping[str, str]] = None) -> dict[str, str]:
     """``base`` (default: this process's environment) with the start-up hook: ``SITE_DIR``
-    first on ``PYTHONPATH``, ``DPP_AUTOENABLE=1``, and the driver's Python set to this one when
-    neither ``PYSPARK_DRIVER_PYTHON`` nor ``PYSPARK_PYTHON`` is."""
+    first on ``PYTHONPATH``, ``DPP_AUTOENABLE=1``, the driver's Python set to this one when
+    neither ``PYSPARK_DRIVER_PYTHON`` nor ``PYSPARK_PYTHON`` is, and ``conf`` (``dpp run
+    --conf``) as ``DPP_CONF`` for the sessions' builders."""
     env = dict(os.environ if base is None else base)
+    if conf:
+        import json
+
+        env["DPP_CONF"] = json.dumps(dict(conf))
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(SITE_DIR)]
     env["PYTHONPATH"] = os.pathsep.join([str(SITE_DIR), *paths])
     env[ENV_FLAG] = "1"
@@ -65,6 +73,8 @@ def on_session(spark: Any) -> None:
     if dpp.session_of(spark) is not None:
         return
     try:
+        if spark.conf.get(CONSOLE_KEY, None) is None:   # the job's own setting wins
+            spark.conf.set(CONSOLE_KEY, "true")
         dpp.enable(spark)
     except (ConfigError, LayoutError):
         raise
@@ -109,9 +119,22 @@ def submit_main(argv: Optional[Sequence[str]] = None) -> int:
     return 0  # pragma: no cover - execve does not return
 
 
-def run_main(command: Sequence[str]) -> int:
-    """``dpp run -- <command>``: runs ``command`` with dpp switched on for the sessions it
-    makes; returns its exit code."""
+def parse_conf(pairs: Sequence[str], prog: str = "dpp run") -> dict[str, str]:
+    """``KEY=VALUE`` strings (``dpp run --conf``) as a dict; a pair without ``=`` is an
+    error naming it."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"{prog}: --conf {pair!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def run_main(command: Sequence[str], conf: Optional[Mapping[str, str]] = None) -> int:
+    """``dpp run [--conf KEY=VALUE]... -- <command>``: runs ``command`` with dpp switched on
+    for the sessions it makes (``conf`` set on their builders where the job sets nothing);
+    returns its exit code."""
     command = list(command)
     if command and command[0] == "--":
         command = command[1:]
@@ -121,7 +144,7 @@ def run_main(command: Sequence[str]) -> int:
         return 2
     import subprocess
 
-    return subprocess.call(command, env=environment())
+    return subprocess.call(command, env=environment(conf=conf))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:  # pragma: no cover - python -m

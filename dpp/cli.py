@@ -16,6 +16,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     rp.add_argument("--html", metavar="OUT", help="also write an HTML page with a chart per job")
     rn = sub.add_parser("run", help="run a command (dpp run -- python job.py) with dpp "
                                     "switched on for every SparkSession it creates")
+    rn.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark or spark.dpp.* setting for the job's sessions, as "
+                         "spark-submit --conf (repeatable; the job's own .config wins)")
     rn.add_argument("command", nargs=argparse.REMAINDER,
                     help="the command and its arguments, after --")
     ex = sub.add_parser("explain", help="print the pruning plan of a query (starts Spark)")
@@ -27,13 +30,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cs = sub.add_parser("connect-server", help="run a Spark Connect server that prunes every "
                                                "session it serves (foreground)")
     connect_server.add_arguments(cs)
+    from dpp import doctor
+
+    dr = sub.add_parser("doctor", help="check what dpp runs with here: Spark line, hook jar, "
+                                       "hook in a session, coordinator, settings")
+    doctor.add_arguments(dr)
     args = ap.parse_args(argv)
+    if args.cmd == "doctor":
+        return doctor.run(args)
     if args.cmd == "connect-server":
         return connect_server.run(args)
     if args.cmd == "run":
-        from dpp.autoenable import run_main
+        from dpp.autoenable import parse_conf, run_main
 
-        return run_main(args.command)
+        return run_main(args.command, parse_conf(args.conf))
     try:
         if args.cmd == "report":
             from dpp.report_cli import main as report_main

@@ -206,6 +206,7 @@ class DppConfig:
     row_group_filter: bool = True        # a data-column filter's values also filter rows
     filter_cache: bool = False           # on only on request: no cheap proof files are unchanged
     report_path: Optional[str] = None
+    report_console: bool = False          # one summary line per query on stderr
     max_filter_bytes: int = 16 * 1024 * 1024
     filter_ttl: float = 600.0
     collector: str = "auto"
@@ -371,6 +372,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.rowGroupFilter.enabled": ("row_group_filter", _parse_bool),
     "spark.dpp.filterCache.enabled": ("filter_cache", _parse_bool),
     "spark.dpp.report.path": ("report_path", _parse_path),
+    "spark.dpp.report.console": ("report_console", _parse_bool),
     "spark.dpp.maxFilterBytes": ("max_filter_bytes", _parse_size),
     "spark.dpp.filterTtl": ("filter_ttl", _parse_duration),
     "spark.dpp.collector": ("collector", _parse_choice(COLLECTORS)),
@@ -441,6 +443,11 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "a file path",
         "Append one JSON line per query dpp ran (the job report); safe from several "
         "threads and processes."),
+    "spark.dpp.report.console": (
+        "true, false",
+        "Print one line per query dpp ran on stderr: what each pruned table kept of what, "
+        "the build side that pruned it and how long the scan waited. `dpp run` and "
+        "`dpp-submit` turn it on unless the job sets it; `false` silences them."),
     "spark.dpp.maxFilterBytes": (
         "a size: `512k`, `16m`, bytes (at least 1k)",
         "Bound on one encoded filter. A larger partial is cut to its range; a merged "

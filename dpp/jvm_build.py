@@ -1,10 +1,10 @@
 """The optimizer hook's JVM part: one jar per Spark line, built with the package.
 
 The Java source (``dpp/jvm/src``, one source for every Spark line, plus the line's small shim
-in ``dpp/jvm/compat/spark35`` or ``dpp/jvm/compat/spark4``) is compiled when the package is
-built (``scripts/build_hook_jars.py``, run by ``setup.py``), once per Spark minor line against
-that line's own jars, into ``dpp/jvm/jars/dpp-hook-spark<line>_<scala>.jar``; the wheel
-carries them, and ``jars/manifest.json`` records each jar's Spark release, Scala version and
+in ``dpp/jvm/compat/spark35`` or ``dpp/jvm/compat/spark4``) is compiled by the release step
+(``make jars``: ``scripts/build_hook_jars.py``), once per Spark minor line against that line's
+own jars, into ``dpp/jvm/jars/dpp-hook-spark<line>_<scala>.jar``, which the source tree keeps
+and every install carries (an install compiles nothing); ``jars/manifest.json`` records each jar's Spark release, Scala version and
 the digest of the sources it was compiled from.
 
 At run time :func:`hook_jar` takes the jar of the running Spark's line and Scala version. No

@@ -284,7 +284,7 @@ class OptimizerHook:
                     if sig in request.builds:
                         continue
                     spec = FilterSpec(filter_id=f"{qid}-o{len(request.builds) + 1}",
-                                      build_label=f"plan.{p.build_sql}",
+                                      build_label=p.build_sql,
                                       probe_type=probe_type(table, p), probe_label=name,
                                       cache_plan=p.build_cacheable)
                     request.builds[sig] = spec

@@ -299,6 +299,18 @@ class JobReport:
             parts.append(f"{f.label()} {state}{secs}{cache}")
         return _flat("dpp: " + "; ".join(parts))
 
+    def console_line(self) -> str:
+        """What ``spark.dpp.report.console`` prints for a query: :meth:`summary_line` with
+        how long the scans waited for their filters, and the query's first words."""
+        line = self.summary_line()
+        wait = self.phases.get("wait")
+        if wait is not None and any(t.pruning == "applied" for t in self.tables):
+            line += f"; waited {wait:.1f} s"
+        text = " ".join((self.query_text or "").split())
+        if text:
+            line += f" [{text[:60] + ('…' if len(text) > 60 else '')}]"
+        return line
+
     def _why_not(self) -> str:
         if not self.enabled:
             return "spark.dpp.enabled=false"

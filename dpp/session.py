@@ -20,6 +20,8 @@ to a failed query or a different answer.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import time
 from typing import Any, Iterable, Optional, Sequence, Union
 
@@ -54,6 +56,19 @@ log = logging.getLogger(__name__)
 SERVER_PRUNES = ("the Spark Connect server runs dpp's optimizer hook (dpp connect-server, "
                  "spark.dpp.connectServer=true): it prunes this query and writes its report; "
                  "the client-side analysis stays off")
+
+
+def _console(spark: Any, line: str) -> None:
+    """``line`` on the driver's stderr. A driver Python that ``spark-submit`` started has its
+    stderr merged into the JVM's stdout (Spark's ``PythonRunner``), where a job's own output
+    goes: the line is written by the JVM's ``System.err`` then."""
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        try:
+            spark.sparkContext._jvm.System.err.println(line)
+            return
+        except Exception:  # a session without a JVM of its own: this Python's stderr
+            pass
+    print(line, file=sys.stderr, flush=True)
 
 
 class DppSession:
@@ -445,6 +460,8 @@ class DppSession:
         # names the user's objects hold
         report.analysis_notes.extend(self.catalog.views.take_notes())
         report.log(log)
+        if cfg.report_console:
+            _console(self.spark, report.console_line())
         if cfg.report_path:
             try:
                 append_jsonl(report, cfg.report_path)

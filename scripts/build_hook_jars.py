@@ -14,8 +14,9 @@ about 2 GB of source distributions, and their jars unpacked.
     python scripts/build_hook_jars.py --out dpp/jvm/jars            # every line
     python scripts/build_hook_jars.py --out dpp/jvm/jars --lines 3.5,4.3
 
-``setup.py`` runs it when a wheel is built (``python -m build``); ``make jars`` puts the jars
-into the source tree (``dpp/jvm/jars``, ignored by git) for an editable install.
+It is the release step (``make jars``): the jars go into the source tree (``dpp/jvm/jars``),
+which git keeps and every install carries; ``tests/test_jvm_jars.py`` fails while one is
+older than the Java sources.
 """
 from __future__ import annotations
 

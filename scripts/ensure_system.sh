@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Checks (and where it can, installs) what the tests need outside Python:
 # Java 17+ for Spark and redis-server for the Redis coordinator tests.
+# `ensure_system.sh java` checks Java only (what the demo needs).
 set -euo pipefail
+only="${1:-all}"
 
 need_root_install() {
   local pkg="$1" why="$2"
@@ -27,6 +29,11 @@ fi
 if [ "$(java_major)" -lt 17 ]; then
   echo "ensure_system: java on PATH is version $(java_major); Spark 4 needs Java 17+. Set JAVA_HOME/PATH to a JDK 17+." >&2
   exit 1
+fi
+
+if [ "$only" = "java" ]; then
+  echo "ensure_system: java $(java_major)" >&2
+  exit 0
 fi
 
 # redis-server (real server for the coordinator tests; no fakes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,7 +62,8 @@ def _job_args(root: Path) -> list[str]:
 
 def _outcome(proc: subprocess.CompletedProcess, report: Path) -> dict[str, Any]:
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    return {"rows": rows, "report": _report_lines(report), "stderr": proc.stderr}
+    return {"rows": rows, "report": _report_lines(report), "stderr": proc.stderr,
+            "stdout": proc.stdout.splitlines()}
 
 
 def _assert_pruned(star: dict[str, Any], out: dict[str, Any]) -> None:
@@ -72,23 +74,58 @@ def _assert_pruned(star: dict[str, Any], out: dict[str, Any]) -> None:
     assert (sales["partitions_kept"], sales["partitions_total"]) == (star["kept"], DAYS)
 
 
+def _console_lines(out: dict[str, Any]) -> list[str]:
+    """The lines ``spark.dpp.report.console`` printed. The driver's JVM writes its log and
+    progress bar to the same stderr, so a line may start inside one of its lines: found by
+    its words, not by where it starts."""
+    return re.findall(r"dpp: (?:sales kept|no pruning)[^\r\n]*", out["stderr"])
+
+
+def _assert_console(star: dict[str, Any], out: dict[str, Any]) -> None:
+    """One line for the one query: what was kept of what, by which build side, the wait."""
+    lines = _console_lines(out)
+    assert len(lines) == 1, lines
+    assert "dpp: sales" not in "\n".join(out["stdout"]), "the job's stdout is the job's"
+    (line,) = lines
+    assert f"sales kept {star['kept']}/{DAYS} partitions" in line, line
+    assert "d.day_sk" in line and "waited" in line, line
+
+
 def test_dpp_submit_prunes_a_job_without_a_dpp_line(star):
     root = star["root"]
     report = root / "submit-report.jsonl"
     cmd = [*_tool("dpp-submit", "dpp.autoenable"), "--master", "local[1]",
            *[x for c in _conf(root, report) for x in ("--conf", c)], str(JOB), *_job_args(root)]
-    _assert_pruned(star, _outcome(_run(cmd, _env(), root), report))
+    out = _outcome(_run(cmd, _env(), root), report)
+    _assert_pruned(star, out)
+    _assert_console(star, out)
 
 
-def test_dpp_run_prunes_the_same_job_started_by_python(star):
+@pytest.mark.parametrize("console", [None, "false"], ids=["default", "console_off"])
+def test_dpp_run_prunes_the_same_job_started_by_python(star, console):
+    """``dpp run --conf`` sets the job's sessions as ``spark-submit --conf`` would; the line
+    per query is on unless ``spark.dpp.report.console=false``."""
     root = star["root"]
-    report = root / "run-report.jsonl"
+    report = root / f"run-report-{console}.jsonl"
     env = _env()
-    env["PYSPARK_SUBMIT_ARGS"] = " ".join(
-        ["--master", "local[1]", *[x for c in _conf(root, report) for x in ("--conf", c)],
-         "pyspark-shell"])
-    cmd = [*_tool("dpp", "dpp.cli"), "run", "--", sys.executable, str(JOB), *_job_args(root)]
-    _assert_pruned(star, _outcome(_run(cmd, env, root), report))
+    env["PYSPARK_SUBMIT_ARGS"] = "--master local[1] pyspark-shell"
+    confs = _conf(root, report) + ([f"spark.dpp.report.console={console}"] if console else [])
+    cmd = [*_tool("dpp", "dpp.cli"), "run", *[x for c in confs for x in ("--conf", c)], "--",
+           sys.executable, str(JOB), *_job_args(root)]
+    out = _outcome(_run(cmd, env, root), report)
+    _assert_pruned(star, out)
+    if console is None:
+        _assert_console(star, out)
+    else:
+        assert _console_lines(out) == [], out["stderr"][-2000:]
+
+
+def test_dpp_run_rejects_a_conf_without_a_value(tmp_path):
+    proc = subprocess.run([*_tool("dpp", "dpp.cli"), "run", "--conf", "spark.dpp.enabled", "--",
+                           sys.executable, "-c", "pass"], env=_env(), cwd=str(tmp_path),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "--conf 'spark.dpp.enabled': expected KEY=VALUE" in proc.stderr
 
 
 def test_dpp_run_leaves_a_process_without_a_session_alone_and_keeps_its_sitecustomize(

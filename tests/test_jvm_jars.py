@@ -36,6 +36,36 @@ def test_every_supported_line_has_a_jar_entry():
     assert jvm_build.SPARK_LINES["3.5"][1:] == ("2.12", "8")
 
 
+@pytest.mark.parametrize("line", sorted(jvm_build.SPARK_LINES))
+def test_the_shipped_jar_of_each_line_matches_its_sources(line: str) -> None:
+    """Every install carries these jars (git keeps them, the wheel and sdist include them):
+    no install compiles or downloads anything. A Java change must be followed by ``make
+    jars``, the release step, or this fails."""
+    release, scala, target = jvm_build.SPARK_LINES[line]
+    name = jvm_build.jar_name(line, scala)
+    manifest = json.loads((jvm_build.JARS / "manifest.json").read_text())
+    entry = manifest.get(name)
+    assert entry is not None and (jvm_build.JARS / name).is_file(), \
+        f"{name} is not shipped in dpp/jvm/jars: run `make jars`"
+    assert entry["spark"] == release and entry["release"] == target
+    assert entry["sources"] == jvm_build.sources_digest(release), \
+        f"{name} is older than the Java sources: run `make jars` and commit dpp/jvm/jars"
+    with zipfile.ZipFile(jvm_build.JARS / name) as z:
+        assert {"dpp/spark/DppHook.class", "dpp/spark/Compat.class"} <= set(z.namelist())
+    assert jvm_build.prebuilt_jar(release, scala + ".0") == (jvm_build.JARS / name, "")
+
+
+def test_the_package_data_ships_the_jars() -> None:
+    """setup.cfg's package data and MANIFEST.in name the jars, so a wheel built from git or
+    from the sdist carries them."""
+    cfg = (ROOT / "setup.cfg").read_text()
+    assert "jvm/jars/*.jar" in cfg and "jvm/jars/manifest.json" in cfg
+    manifest_in = (ROOT / "MANIFEST.in").read_text()
+    assert "recursive-include dpp/jvm/jars *.jar *.json" in manifest_in
+    assert "prune dpp/jvm/jars" not in manifest_in
+    assert not (ROOT / "setup.py").exists(), "an install must compile nothing"
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     """The installed pyspark's line built as a wheel would carry it."""

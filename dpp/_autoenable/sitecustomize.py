@@ -35,6 +35,24 @@ def _chain():
         return
 
 
+def _add_conf(builder):
+    """``dpp run --conf KEY=VALUE`` (``DPP_CONF``, a JSON object): each setting the job's own
+    builder does not set, as ``spark-submit --conf`` would be under the job's ``.config``."""
+    raw = os.environ.get("DPP_CONF")
+    if not raw:
+        return
+    try:
+        import json
+
+        settings = json.loads(raw)
+        options = getattr(builder, "_options", {})
+        for key, value in settings.items():
+            if key not in options:
+                builder.config(key, value)
+    except Exception as exc:
+        print(f"dpp: DPP_CONF not applied ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
 def _patch(module):
     cls = getattr(getattr(module, "SparkSession", None), "Builder", None)
     original = getattr(cls, "getOrCreate", None)
@@ -42,6 +60,7 @@ def _patch(module):
         return
 
     def getOrCreate(self):
+        _add_conf(self)
         spark = original(self)
         try:
             from dpp.autoenable import on_session
