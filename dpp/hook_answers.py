@@ -10,6 +10,7 @@ Spark lists and dpp did not rule out is still read.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Optional
 
 from dpp.core.domain import DataType
@@ -102,7 +103,18 @@ def catalog_answer(table: Table, result: LoadResult) -> dict[str, Any]:
 
 
 def plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:
-    """What the report shows as the query: the optimizer's view, since there may be no text."""
+    """What the report shows as the query: where the user's code ran it (Spark's call site,
+    ``collect at job.py:31: ``) and the optimizer's view, since there may be no text."""
+    site = msg.get("callSite")
+    text = _plan_text(msg, prunes)
+    if not site:
+        return text
+    # "collect at /long/path/job.py:31" -> "collect at job.py:31": the file a user knows
+    short = re.sub(r" at \S*/([^/\s]+:\d+)$", r" at \1", site)
+    return f"{short}: {text}"
+
+
+def _plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:
     sql = {k["expr"]: k.get("sql", "?") for n in msg.get("nodes", [])
            for pair in n.get("keys", []) for k in pair}
 

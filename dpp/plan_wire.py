@@ -105,6 +105,7 @@ class PlanMessage(_MessageRequired, total=False):
     """One optimizer run's plan, as the rule describes it."""
 
     scope: str           # Spark's execution id: the runs of one query
+    callSite: str        # where the user's code ran the query ("collect at job.py:31")
     session: "ServedSessionWire"   # a session served by a driver-wide hook: its settings
 
 
@@ -169,7 +170,7 @@ def check_plan(msg: Mapping[str, Any]) -> None:
                         f"version {WIRE_VERSION}: the hook's jar and the dpp package are from "
                         f"different builds (restart the driver to load the jar this package "
                         f"compiles)")
-    _fields("the message", msg, _MESSAGE, {"scope": str, "session": dict})
+    _fields("the message", msg, _MESSAGE, {"scope": str, "session": dict, "callSite": str})
     about = msg.get("session")
     if about is not None:
         _fields("the message's session", about, {"conf": dict}, {"jobTags": str})

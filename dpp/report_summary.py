@@ -10,7 +10,7 @@ from typing import Sequence
 
 from dpp.report import JobReport, human_bytes, percent
 
-__all__ = ["COLUMNS", "RIGHT_ALIGNED", "job_row", "totals_row", "summary_rows", "format_table",
+__all__ = ["COLUMNS", "RIGHT_ALIGNED", "query_label", "job_row", "totals_row", "summary_rows", "format_table",
            "format_summary"]
 
 COLUMNS = ("query", "started", "tables", "kept/total", "pruned", "skipped", "filters",
@@ -48,18 +48,42 @@ def _total_seconds(reports: Sequence[JobReport]) -> str:
     return f"{sum(known):.2f}" if known else "-"
 
 
+def _skipped(reports: Sequence[JobReport]) -> str:
+    """Bytes of the files skipped. A pruned partition's files are never listed (that is the
+    saving), so their bytes are unknown: ``not listed`` then, or the known bytes with ``+``
+    when some were counted (files skipped by statistics or buckets)."""
+    known = sum(t.bytes_skipped for r in reports for t in r.tables)
+    unlisted = any(t.partitions_total is not None and t.partitions_kept is not None
+                   and t.partitions_kept < t.partitions_total and not t.bytes_skipped
+                   for r in reports for t in r.tables)
+    if unlisted:
+        return f"{human_bytes(known)}+" if known else "not listed"
+    return human_bytes(known)
+
+
 def _row_numbers(reports: Sequence[JobReport]) -> list[str]:
     kept, total = _partitions(reports)
-    skipped = sum(t.bytes_skipped for r in reports for t in r.tables)
     return [f"{kept}/{total}" if total else "-", percent(total - kept, total),
-            human_bytes(skipped), _outcomes(reports), _total_seconds(reports)]
+            _skipped(reports), _outcomes(reports), _total_seconds(reports)]
+
+
+QUERY_WIDTH = 48
+
+
+def query_label(r: JobReport) -> str:
+    """The query as a reader knows it: its text (SQL, or the call site and the optimizer's
+    view of a DataFrame job), shortened; the hash only when there is no text."""
+    text = " ".join((r.query_text or "").split())
+    if not text:
+        return r.query_hash
+    return text if len(text) <= QUERY_WIDTH else text[:QUERY_WIDTH - 1] + "…"
 
 
 def job_row(r: JobReport) -> list[str]:
     """One job's cells, in :data:`COLUMNS` order."""
     tables = list(dict.fromkeys(t.table for t in r.tables))  # in query order, once each
     started = r.started_at[:19].replace("T", " ")
-    return [r.query_hash, started, ",".join(tables) or "-"] + _row_numbers([r])
+    return [query_label(r), started, ",".join(tables) or "-"] + _row_numbers([r])
 
 
 def totals_row(reports: Sequence[JobReport]) -> list[str]:

@@ -18,3 +18,12 @@ def test_the_readme_counts_the_jvm_part_truly() -> None:
     code = [ln for ln in lines if ln.strip() and not re.match(r"\s*(//|\*|/\*)", ln)]
     assert (int(m.group(1).replace(",", "")), int(m.group(2).replace(",", ""))) == (
         len(lines), len(code))
+
+
+def test_why_not_page_names_every_reported_filter_outcome() -> None:
+    """docs/why-not.md explains each outcome a report's filter entry can carry."""
+    from dpp.core.outcomes import REPORTED_OUTCOMES
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "why-not.md").read_text()
+    missing = [o.value for o in REPORTED_OUTCOMES if f"| `{o.value}` |" not in page]
+    assert not missing, f"docs/why-not.md does not explain {missing}"

@@ -89,6 +89,7 @@ def _assert_console(star: dict[str, Any], out: dict[str, Any]) -> None:
     (line,) = lines
     assert f"sales kept {star['kept']}/{DAYS} partitions" in line, line
     assert "d.day_sk" in line and "waited" in line, line
+    assert "[collect at star_job_no_dpp.py:" in line, line   # the query by its call site
 
 
 def test_dpp_submit_prunes_a_job_without_a_dpp_line(star):

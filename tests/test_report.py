@@ -26,6 +26,7 @@ from dpp.report import (FILTER_KINDS, FILTER_OUTCOMES, QUERY_TEXT_LIMIT, SCHEMA_
                         FilterReport, JobReport, ReportError, TableReport, append_jsonl,
                         human_bytes, log_report, read_jsonl)
 from dpp.report_cli import main as report_main
+from dpp.report_summary import QUERY_WIDTH, query_label
 
 GiB = 1024 ** 3
 
@@ -399,17 +400,36 @@ def test_cli_prints_one_row_per_job_and_totals(tmp_path: Path, capsys: pytest.Ca
                                 "filters", "total", "s"]
     rows = lines[2:-2]
     assert len(rows) == 3
+    width = len(lines[1].split()[0])   # the query column: the query's text, not its hash
     for r, row in zip(reports, rows):
-        cells = row.split()
-        assert cells[0] == r.query_hash
-        assert cells[3] == "store_sales"
-        assert cells[4] == f"{r.tables[0].partitions_kept}/40"
+        assert row[:width].rstrip() == r.query_text
+        cells = row[width:].split()
+        assert cells[2] == "store_sales"
+        assert cells[3] == f"{r.tables[0].partitions_kept}/40"
         assert cells[-1] == "1.50"
-    assert rows[0].split()[5:8] == ["98%", "1.5", "GiB"]   # 39/40 pruned = 97.5% -> 98%
-    assert rows[2].split()[8:10] == ["1", "timeout"]
+    assert rows[0][width:].split()[4:7] == ["98%", "1.5", "GiB"]   # 39/40 pruned = 97.5% -> 98%
+    assert rows[2][width:].split()[7:9] == ["1", "timeout"]
     # totals: 6/120 kept, 114/120 = 95% pruned, 4.5 GiB, 2 complete + 1 timeout, 4.50 s
     assert lines[-1].split() == ["TOTAL", "3", "jobs", "1", "table", "6/120", "95%", "4.5",
                                  "GiB", "2", "complete,", "1", "timeout", "4.50"]
+
+
+def test_cli_names_unknown_bytes_not_listed(tmp_path: Path, capsys: pytest.CaptureFixture):
+    """Pruned partitions dpp never listed have no known size: not ``0 B``."""
+    path, reports = _three_jobs(tmp_path)
+    for r in reports:
+        r.tables[0].bytes_skipped = 0
+    reports[1].tables[0].files_pruned_stats, reports[1].tables[0].bytes_skipped = 2, 2048
+    path.write_text("".join(r.to_json() + "\n" for r in reports))
+    assert report_main([str(path)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    width = len(lines[1].split()[0])
+    skipped = [row[width:].split()[5:7] for row in lines[2:-2]]
+    assert skipped[0] == ["not", "listed"] and skipped[1] == ["2.0", "KiB"], skipped
+    assert lines[-1].split()[7] == "2.0" and lines[-1].split()[8] == "KiB+"
+    long = bare_report(query_text="SELECT " + "x, " * 40 + "1")
+    assert query_label(long).endswith("…") and len(query_label(long)) == QUERY_WIDTH
+    assert query_label(bare_report(query_text="")) == bare_report(query_text="").query_hash
 
 
 def test_cli_on_an_empty_file_prints_a_zero_total(tmp_path: Path, capsys: pytest.CaptureFixture):
@@ -436,7 +456,7 @@ def test_cli_runs_as_a_module(tmp_path: Path):
     proc = subprocess.run([sys.executable, "-m", "dpp.report_cli", str(path)],
                           capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parents[1])
-    assert sum(ln.startswith(r.query_hash) for r in reports
+    assert sum(ln.startswith(r.query_text) for r in reports
                for ln in proc.stdout.splitlines()) == 3
 
 

@@ -149,6 +149,14 @@ final class PlanDescriber {
             msg.put("scope", scope);
         }
         msg.put("timeZone", Compat.sessionState(session).conf().sessionLocalTimeZone());
+        try {   // where the user's code ran the query ("collect at job.py:31"), for the report
+            String site = session.sparkContext().getCallSite().shortForm();
+            if (site != null && !site.isEmpty()) {
+                msg.put("callSite", site);
+            }
+        } catch (Throwable t) {
+            // no call site: the report names the query by its plan alone
+        }
         if (served) {
             ObjectNode about = msg.putObject("session");
             ObjectNode conf = about.putObject("conf");
