@@ -24,7 +24,7 @@ DIM_FILTERS = ("lt", "in", "none", "empty", "rand", "limit", "order_limit", "win
 EXTRAS = ("none", "agg", "window", "order_limit", "limit_count", "union", "union_all", "cte",
           "fact_rand", "view", "write", "distinct")
 STEPS = ("add_files", "remove_partition", "rewrite_file", "overwrite_dim", "redefine_view",
-         "setting", "reuse_df", "add_partition")
+         "setting", "reuse_df", "add_partition", "retype_view")
 
 
 @dataclass

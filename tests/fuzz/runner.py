@@ -250,6 +250,8 @@ class CaseRun:
             if self.case.fact.relation == "path":
                 (spark.read.option("pathGlobFilter", "part-0*").parquet(str(w.root))
                  .createOrReplaceTempView(w.fact_name))
+        elif s == "retype_view":   # the same view name, the key now text
+            w.define_dim_view(spark, redefined=False, key_type="STRING")
         elif s == "setting":
             tz = self.case.settings.get("spark.sql.session.timeZone", "UTC")
             ansi = self.case.settings.get("spark.sql.ansi.enabled", "true")

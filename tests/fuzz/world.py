@@ -190,10 +190,13 @@ class World:
         spark.sql(f"ALTER TABLE {self.fact_name} ADD IF NOT EXISTS PARTITION ({spec}) "
                   f"LOCATION {sql_string(str(self.leaf_dir(i)))}")
 
-    def define_dim_view(self, spark: Any, redefined: bool) -> None:
+    def define_dim_view(self, spark: Any, redefined: bool, key_type: str = "") -> None:
+        """The dimension's view; ``redefined``: other values of ``a``; ``key_type``: the
+        key column in another type (a view redefined with another schema)."""
         a = "(a + 3) % 10 AS a" if redefined else "a"
+        k = f"CAST(k AS {key_type}) AS k" if key_type else "k"
         spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {self.dim_view} AS "
-                  f"SELECT k, ks, k2, {a} FROM {self.dim_table}")
+                  f"SELECT {k}, ks, k2, {a} FROM {self.dim_table}")
 
     def drop(self, spark: Any) -> None:
         for stmt in (f"DROP TABLE IF EXISTS {self.fact_name}",
