@@ -71,7 +71,7 @@ def draw_case(rng: random.Random, seed: int, *, connect: bool = False) -> Case:
                 leftovers=rng.random() < 0.3, placed=placed,
                 col_in_file=relation != "catalog" and rng.random() < 0.1)
     same = DIM_KEY_TYPES[kinds[0]][0]
-    key_kind = same if rng.random() < 0.6 else rng.choice(DIM_KEY_TYPES[kinds[0]])
+    key_kind = same if rng.random() < 0.7 else rng.choice(DIM_KEY_TYPES[kinds[0]])
     dim_keys = _dim_keys(rng, leaves, 0, kinds[0], key_kind)
     keys2 = ([rng.choice([lf[1] for lf in leaves] + MISSES.get(kinds[1], []) + [None])
               for _ in dim_keys] if levels > 1 else [])
