@@ -191,6 +191,20 @@ def test_explain_on_a_client_starts_nothing(data: dict[str, Any]) -> None:
     _assert_fact_pruned(_of(_reports(data["reports"])[before:], on), "after explain")
 
 
+def test_a_clients_explain_shows_the_relations_dpp_prunes(
+        data: dict[str, Any], capsys: pytest.CaptureFixture) -> None:
+    """Without server access, Spark's own ``explain()`` on the client names dpp's file index
+    on each fact scan dpp prunes (``Location: DppFileIndex…``); with dpp off, Spark's own."""
+    for fact in ("js_events", "js_fact"):
+        texts = {}
+        for side in ("on", "off"):
+            s = data[side]
+            s.table(fact).join(s.read.parquet(data["cal"]).where("month = 2"), "day").explain()
+            texts[side] = capsys.readouterr().out
+        assert "Location: DppFileIndex" in texts["on"], texts["on"]
+        assert "DppFileIndex" not in texts["off"], texts["off"]
+
+
 def test_client_enable_leaves_pruning_to_the_server(connect_server: DppConnectServer,
                                                    data: dict[str, Any]) -> None:
     """``dpp.enable`` on a client of a dpp server keeps the client-side analysis off: the
