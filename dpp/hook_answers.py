@@ -102,6 +102,49 @@ def catalog_answer(table: Table, result: LoadResult) -> dict[str, Any]:
     return {"kept": kept, "dropped": dropped}
 
 
+def build_label(msg: dict[str, Any], p: Prune) -> str:
+    """A build side as the report names it: the table (or folder) its key column comes from,
+    traced down the build side through projections and aggregates, with the key as Spark
+    writes it when an alias tells it apart (``dates d.day_sk``, ``date_dim d2.d_date``; else
+    ``dates.day_sk``); Spark's text of the key alone when the trace ends elsewhere (an
+    expression, local rows, a relation of several folders)."""
+    try:
+        nodes = {n["id"]: n for n in msg.get("nodes", [])}
+        attr = None
+        for n in nodes.values():
+            keys = [k for pair in n.get("keys", []) for k in pair]
+            keys += [s["queryKey"] for s in n.get("inSubqueries", [])]
+            for k in keys:
+                if k.get("expr") == p.build_expr:
+                    attr = k.get("attr")
+        if attr is None:
+            return p.build_sql
+        todo, seen = [(p.build_node, attr)], set()
+        while todo:
+            nid, a = todo.pop()
+            n = nodes.get(nid)
+            if n is None or (nid, a) in seen:
+                continue
+            seen.add((nid, a))
+            names = {o[0]: o[1] for o in n["output"]}
+            if a not in names:
+                continue
+            if not n["children"]:
+                source = n.get("source")
+                if not source:
+                    return p.build_sql
+                # the alias Spark's key text carries tells a table joined twice apart
+                qualifier = p.build_sql.rpartition(".")[0]
+                if qualifier and qualifier.lower() != source.lower():
+                    return f"{source} {p.build_sql}"
+                return f"{source}.{names[a]}"
+            a = dict((out, src) for out, src in n.get("map", [])).get(a, a)
+            todo.extend((c, a) for c in n["children"])
+    except (KeyError, TypeError, ValueError):
+        pass
+    return p.build_sql
+
+
 def plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:
     """What the report shows as the query: where the user's code ran it (Spark's call site,
     ``collect at job.py:31: ``) and the optimizer's view, since there may be no text."""

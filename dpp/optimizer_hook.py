@@ -44,8 +44,8 @@ from dpp.decision import Probe, ProbeKey, plan_loads, real_column
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.hook_explain import WHOLE, ExplainListener, explaining, patch_explain
 from dpp.hook_request import Request
-from dpp.hook_answers import (catalog_answer, encode, plan_text, probe_type, probe_type_of,
-                              ruled_out)
+from dpp.hook_answers import (build_label, catalog_answer, encode, plan_text, probe_type,
+                              probe_type_of, ruled_out)
 from dpp.hook_bridge import Bridge
 from dpp.hook_row_filters import row_filters_for
 from dpp.hook_sessions import refused_settings_report, served_session
@@ -284,7 +284,7 @@ class OptimizerHook:
                     if sig in request.builds:
                         continue
                     spec = FilterSpec(filter_id=f"{qid}-o{len(request.builds) + 1}",
-                                      build_label=p.build_sql,
+                                      build_label=build_label(msg, p),
                                       probe_type=probe_type(table, p), probe_label=name,
                                       cache_plan=p.build_cacheable)
                     request.builds[sig] = spec

@@ -83,6 +83,8 @@ class PlanNode(_NodeRequired, total=False):
     inSubqueries: list[InSubquery]
     selective: bool               # Filter: a predicate beyond IS NOT NULL
     relation: Relation
+    source: str                   # a leaf relation's name for reports: the catalog table's,
+    #                               else the folder's (any relation, candidate or not)
     nondeterministic: str         # why its rows may differ per run
     ordered: bool                 # a limit decided by the sort right below
     tieOrder: str                 # a window function over tied rows
@@ -126,7 +128,7 @@ _NODE = {"id": int, "op": str, "children": list, "output": list}
 _OPTIONAL_NODE = {"joinType": str, "keys": list, "map": list, "partitionSpec": list,
                   "inSubqueries": list, "selective": bool, "relation": dict,
                   "nondeterministic": str, "ordered": bool, "tieOrder": str, "byName": bool,
-                  "subqueries": list}
+                  "subqueries": list, "source": str}
 _RELATION = {"kind": str, "index": str, "rootPaths": list, "partitionColumns": list,
              "bucketed": bool, "partitionFiltered": bool}
 _OPTIONAL_RELATION = {"table": str, "root": str}

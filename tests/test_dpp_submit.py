@@ -88,7 +88,7 @@ def _assert_console(star: dict[str, Any], out: dict[str, Any]) -> None:
     assert "dpp: sales" not in "\n".join(out["stdout"]), "the job's stdout is the job's"
     (line,) = lines
     assert f"sales kept {star['kept']}/{DAYS} partitions" in line, line
-    assert "d.day_sk" in line and "waited" in line, line
+    assert "dates d.day_sk" in line and "waited" in line, line   # the build side by its table
     assert "[collect at star_job_no_dpp.py:" in line, line   # the query by its call site
 
 

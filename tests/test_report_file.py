@@ -119,7 +119,7 @@ def test_cli_summary_and_html(tmp_path: Path):
     proc = subprocess.run([sys.executable, "-m", "dpp.cli", "report", str(path), "--html",
                            str(out)], capture_output=True, text=True, check=True)
     lines = proc.stdout.strip().splitlines()
-    body = [ln for ln in lines if ln.startswith(tuple(r.query_hash for r in reports))]
+    body = [ln for ln in lines if ln.startswith(tuple(r.query_text for r in reports))]
     assert len(body) == 3
     assert lines[-1].startswith("TOTAL") and "6/120" in lines[-1]
     p = _Collect()

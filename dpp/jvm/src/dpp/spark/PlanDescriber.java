@@ -245,6 +245,10 @@ final class PlanDescriber {
             col.add(a.dataType().simpleString());
         }
         if (p instanceof LogicalRelation) {
+            String source = sourceName((LogicalRelation) p);
+            if (source != null) {
+                n.put("source", source);
+            }
             describeRelation((LogicalRelation) p, n);
         } else if (p instanceof Join) {
             Join j = (Join) p;
@@ -465,6 +469,28 @@ final class PlanDescriber {
         } catch (Throwable t) {
             return false;
         }
+    }
+
+    /** What a report calls a relation (a build side's table): the catalog table's name, else
+     * the folder a file relation reads; null for anything else. */
+    private static String sourceName(LogicalRelation lr) {
+        try {
+            if (lr.catalogTable().isDefined()) {
+                return lr.catalogTable().get().identifier().table();
+            }
+            if (lr.relation() instanceof HadoopFsRelation) {
+                List<org.apache.hadoop.fs.Path> roots = CollectionConverters.asJava(
+                    ((HadoopFsRelation) lr.relation()).location().rootPaths());
+                if (roots.size() == 1) {
+                    String name = roots.get(0).getName();
+                    return name.endsWith(".parquet")
+                        ? name.substring(0, name.length() - ".parquet".length()) : name;
+                }
+            }
+        } catch (Throwable t) {
+            // no name: the report names the build side by its key alone
+        }
+        return null;
     }
 
     private void describeRelation(LogicalRelation lr, ObjectNode n) {
