@@ -4,8 +4,8 @@ The Java source (``dpp/jvm/src``, one source for every Spark line, plus the line
 in ``dpp/jvm/compat/spark35`` or ``dpp/jvm/compat/spark4``) is compiled by the release step
 (``make jars``: ``scripts/build_hook_jars.py``), once per Spark minor line against that line's
 own jars, into ``dpp/jvm/jars/dpp-hook-spark<line>_<scala>.jar``, which the source tree keeps
-and every install carries (an install compiles nothing); ``jars/manifest.json`` records each jar's Spark release, Scala version and
-the digest of the sources it was compiled from.
+and every install carries (an install compiles nothing); ``jars/manifest.json`` records each
+jar's Spark release, Scala version and the digest of the sources it was compiled from.
 
 At run time :func:`hook_jar` takes the jar of the running Spark's line and Scala version. No
 JDK is needed for it: a driver with a JRE only gets the hook. Only a Spark no jar matches (a

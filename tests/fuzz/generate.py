@@ -80,7 +80,8 @@ def draw_case(rng: random.Random, seed: int, *, connect: bool = False) -> Case:
     key = _pick(rng, KEYS, DIRECT)
     if key == "two_level" and levels == 1:
         key = "eq"
-    query = Query(api=rng.choice(["sql", "sql", "df"]), shape=_pick(rng, JOIN_SHAPES, PRUNABLE, 0.9),
+    query = Query(api=rng.choice(["sql", "sql", "df"]),
+                  shape=_pick(rng, JOIN_SHAPES, PRUNABLE, 0.9),
                   key=key, dim_filter=_pick(rng, DIM_FILTERS, SELECTIVE),
                   extra=_pick(rng, EXTRAS, PLAIN), lower_names=rng.random() < 0.15)
     settings = {k: rng.choice(v) for k, v in SETTINGS.items() if rng.random() < 0.6}
