@@ -39,7 +39,7 @@ from dpp.core.outcomes import REPORTED_OUTCOMES
 __all__ = [
     "SCHEMA_VERSION", "QUERY_TEXT_LIMIT", "FILTER_KINDS", "FILTER_OUTCOMES", "PHASES",
     "ReportError", "FilterReport", "TableReport", "JobReport",
-    "human_bytes", "percent", "log_report", "append_jsonl", "read_jsonl",
+    "human_bytes", "percent", "shorten", "log_report", "append_jsonl", "read_jsonl",
 ]
 
 SCHEMA_VERSION = 1
@@ -306,9 +306,9 @@ class JobReport:
         wait = self.phases.get("wait")
         if wait is not None and any(t.pruning == "applied" for t in self.tables):
             line += f"; waited {wait:.1f} s"
-        text = " ".join((self.query_text or "").split())
+        text = shorten(self.query_text or "", 60)
         if text:
-            line += f" [{text[:60] + ('…' if len(text) > 60 else '')}]"
+            line += f" [{text}]"
         return line
 
     def _why_not(self) -> str:
@@ -361,6 +361,12 @@ def _one_line(text: str, limit: int = 300) -> str:
     """Reasons can be exception texts spanning lines; a log line must stay one line."""
     s = " ".join(str(text).split())
     return s if len(s) <= limit else s[:limit - 1] + "…"
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with ``…`` where it is longer."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[:width - 1] + "…"
 
 
 def query_hash(text: str) -> str:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from dpp.report import JobReport, human_bytes, percent
+from dpp.report import JobReport, human_bytes, percent, shorten
 
-__all__ = ["COLUMNS", "RIGHT_ALIGNED", "query_label", "job_row", "totals_row", "summary_rows", "format_table",
-           "format_summary"]
+__all__ = ["COLUMNS", "RIGHT_ALIGNED", "query_label", "job_row", "totals_row", "summary_rows",
+           "format_table", "format_summary"]
 
 COLUMNS = ("query", "started", "tables", "kept/total", "pruned", "skipped", "filters",
            "total s")
@@ -73,10 +73,7 @@ QUERY_WIDTH = 48
 def query_label(r: JobReport) -> str:
     """The query as a reader knows it: its text (SQL, or the call site and the optimizer's
     view of a DataFrame job), shortened; the hash only when there is no text."""
-    text = " ".join((r.query_text or "").split())
-    if not text:
-        return r.query_hash
-    return text if len(text) <= QUERY_WIDTH else text[:QUERY_WIDTH - 1] + "…"
+    return shorten(r.query_text or "", QUERY_WIDTH) or r.query_hash
 
 
 def job_row(r: JobReport) -> list[str]:

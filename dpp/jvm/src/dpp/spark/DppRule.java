@@ -81,7 +81,7 @@ final class DppRule extends Rule<LogicalPlan> {
                 return p;
             }
             HadoopFsRelation rel = (HadoopFsRelation) lr.relation();
-            if (!DppFileIndex.listsWithJob(rel.location())) {
+            if (!(rel.location() instanceof CatalogFileIndex)) {
                 return p;
             }
             FileIndex copy = DppFileIndex.onDriver((CatalogFileIndex) rel.location());
