@@ -46,6 +46,12 @@ class RelationTables:
         table: Optional[Table] = None
         if kind == "catalog":
             name = rel.get("table") or "?"
+            if rel.get("staticallyEmpty"):
+                # Spark plans such a relation as empty (a broadcast of nothing, a side never
+                # run); wrapped, it would be planned at the whole table's size
+                return None, self.display_name(name), (
+                    "Spark's own partition filters keep no partition of the table: Spark "
+                    "reads nothing and plans the query knowing it")
             unusable: dict[str, str] = {}
             table = s.catalog.table(name, unusable)
             if table is None:

@@ -66,6 +66,7 @@ class Relation(_RelationRequired, total=False):
     root: str            # a declared table's root
     timestampsAgree: bool   # a reader relation's TIMESTAMP partition values are the folder
                             # names read in the session time zone now
+    staticallyEmpty: bool   # a catalog table Spark's static partition filters leave empty
 
 
 class _NodeRequired(TypedDict):
@@ -131,7 +132,8 @@ _OPTIONAL_NODE = {"joinType": str, "keys": list, "map": list, "partitionSpec": l
                   "subqueries": list, "source": str}
 _RELATION = {"kind": str, "index": str, "rootPaths": list, "partitionColumns": list,
              "bucketed": bool, "partitionFiltered": bool}
-_OPTIONAL_RELATION = {"table": str, "root": str}
+_OPTIONAL_RELATION = {"table": str, "root": str, "timestampsAgree": bool,
+                      "staticallyEmpty": bool}
 _KEY = {"expr": int, "type": str, "sql": str, "deterministic": bool, "refs": list}
 _OPTIONAL_KEY = {"attr": int, "cast": str, "from": str}
 _KINDS = {"path", "lazy", "catalog"}

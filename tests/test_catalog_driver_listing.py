@@ -103,3 +103,28 @@ def test_a_table_dpp_leaves_whole_is_listed_by_spark_without_a_job(
         QUERY = saved
     assert got == expected and got
     assert not [x for x in jobs if x.startswith("Listing leaf files")], jobs
+
+
+@pytest.mark.parametrize("where", ["f.day = 999", "f.day IS NULL", "f.day > 100 AND d.m = 1"],
+                         ids=["no_such_day", "null_day", "beyond_last_day"])
+def test_a_table_spark_prunes_to_nothing_is_left_to_spark(
+        spark: Any, data: Any, where: str) -> None:
+    """Spark's own partition filters keep no partition: Spark plans the relation as empty
+    (its size is that of nothing), so dpp leaves it to Spark and the report says so."""
+    global QUERY
+    saved = QUERY
+    QUERY = f"SELECT f.day, sum(f.v) FROM cdl_fact f JOIN cdl_dim d ON f.day = d.d " \
+            f"WHERE {where} GROUP BY f.day"
+    try:
+        with spark_conf(spark, OFF):
+            expected, _ = _run(spark, "cdl-empty-spark")
+        data.last_report = None
+        got, _ = _run(spark, "cdl-empty-dpp")
+        plan = spark.sql(QUERY)._jdf.queryExecution().optimizedPlan().toString()
+    finally:
+        QUERY = saved
+    assert got == expected == []
+    tables = data.last_report.tables
+    assert [t.pruning for t in tables] == ["none"], tables
+    assert "keep no partition" in (tables[0].reason or ""), tables[0]
+    assert "DppFileIndex" not in plan, plan

@@ -8,8 +8,8 @@ row: its static pruning (the IS NOT NULL the join implies) leaves the table empt
 never evaluates the failing cast. With dpp the query fails on that cast: dpp's file index
 hides the catalog relation from ``PruneFileSourcePartitions``, so Spark plans with the whole
 table's size and evaluates the dimension side (the build side fails too and prunes nothing,
-as it should). Open: a strict xfail until the wrapped catalog relation gets Spark's statically
-pruned statistics.
+as it should). Fixed: a catalog relation Spark's static partition filters leave empty is left
+to Spark (``dpp/jvm/src/dpp/spark/StaticPruning.java``).
 
 first run: Spark 0 rows {}
 dpp   error NumberFormatException: [CAST_INVALID_INPUT] The value 'A' of the type "STRING"
@@ -19,8 +19,6 @@ dpp   error NumberFormatException: [CAST_INVALID_INPUT] The value 'A' of the typ
 reports: fz_f587: none kept None/None (never listed: Spark did not scan this relation (nothing
     read))
 """
-import pytest
-
 from tests.fuzz.check import assert_same_rows
 
 CASE = {'dim': {'attrs': [0], 'key_type': 'string', 'keys': ['A'], 'keys2': []},
@@ -44,8 +42,5 @@ CASE = {'dim': {'attrs': [0], 'key_type': 'string', 'keys': ['A'], 'keys2': []},
  'step': None}
 
 
-@pytest.mark.xfail(strict=True, reason="a wrapped catalog relation is hidden from Spark's "
-                   "static partition pruning: Spark's plan differs and meets an ANSI cast "
-                   "error Spark alone never evaluates")
 def test_fz_88bdfde1c7(spark, tmp_path):
     assert_same_rows(spark, tmp_path, CASE)

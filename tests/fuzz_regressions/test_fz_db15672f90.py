@@ -2,7 +2,7 @@
 shrunk: catalog[p:boolean] sql inner/eq/lt/none dim=string. The class of
 ``test_fz_88bdfde1c7``: a catalog table of NULL partitions only, whose key Spark alone never
 casts (its static pruning empties the table); with dpp the catalog relation is hidden from that
-pruning and the dimension's 'zz' fails the cast to BOOLEAN. A strict xfail until fixed.
+pruning and the dimension's 'zz' fails the cast to BOOLEAN. Fixed with it.
 
 first run: Spark 0 rows {}
 dpp   error SparkRuntimeException: [CAST_INVALID_INPUT] The value 'zz' of the type "STRING"
@@ -12,8 +12,6 @@ dpp   error SparkRuntimeException: [CAST_INVALID_INPUT] The value 'zz' of the ty
 reports: fz_f1752: none kept None/None (never listed: Spark did not scan this relation (nothing
     read))
 """
-import pytest
-
 from tests.fuzz.check import assert_same_rows
 
 CASE = {'dim': {'attrs': [1], 'key_type': 'string', 'keys': ['zz'], 'keys2': []},
@@ -37,8 +35,5 @@ CASE = {'dim': {'attrs': [1], 'key_type': 'string', 'keys': ['zz'], 'keys2': []}
  'step': None}
 
 
-@pytest.mark.xfail(strict=True, reason="a wrapped catalog relation is hidden from Spark's "
-                   "static partition pruning: Spark's plan differs and meets an ANSI cast "
-                   "error Spark alone never evaluates")
 def test_fz_db15672f90(spark, tmp_path):
     assert_same_rows(spark, tmp_path, CASE)

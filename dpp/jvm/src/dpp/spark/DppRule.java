@@ -121,6 +121,7 @@ final class DppRule extends Rule<LogicalPlan> {
                 return plan;
             }
             PlanDescriber d = new PlanDescriber(session)
+                .staticallyEmpty(StaticPruning.emptyCatalogRelations(plan))
                 .walk(plan);
             if (d.candidates() == 0) {
                 return plan;

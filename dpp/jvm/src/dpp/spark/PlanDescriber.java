@@ -51,9 +51,17 @@ final class PlanDescriber {
     private final java.util.Set<Long> filtered = new java.util.HashSet<>();
     private int candidates;
     private int joins;
+    private java.util.Set<LogicalPlan> staticallyEmpty = java.util.Collections.emptySet();
 
     PlanDescriber(SparkSession session) {
         this.session = session;
+    }
+
+    /** The catalog relations Spark's static partition filters leave empty
+     * ({@link StaticPruning}): described so Python leaves them to Spark and says why. */
+    PlanDescriber staticallyEmpty(java.util.Set<LogicalPlan> relations) {
+        this.staticallyEmpty = relations;
+        return this;
     }
 
     SparkSession session() {
@@ -539,6 +547,9 @@ final class PlanDescriber {
             }
         }
         r.put("partitionFiltered", partitionFiltered);
+        if (staticallyEmpty.contains(lr)) {
+            r.put("staticallyEmpty", true);
+        }
     }
 
     private void passThrough(NamedExpression e, ArrayNode map) {

@@ -1,0 +1,127 @@
+package dpp.spark;
+
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.catalog.CatalogTablePartition;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
+import org.apache.spark.sql.catalyst.planning.PhysicalOperation;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.execution.datasources.CatalogFileIndex;
+import org.apache.spark.sql.execution.datasources.DataSourceStrategy$;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.types.StructField;
+import scala.Option;
+import scala.Tuple3;
+import scala.collection.Seq;
+
+/**
+ * The catalog relations Spark's own static partition pruning leaves empty.
+ *
+ * <p>Spark's {@code PruneFileSourcePartitions} hands a catalog table's partition filters (the
+ * query's, and the IS NOT NULL a join implies) to the metastore before it plans joins, and
+ * gives the relation the size of what is left. A relation left with no partition is planned as
+ * empty: a broadcast of nothing, an adaptive plan that never runs the other side. dpp's file
+ * index hides a relation from that rule, so a relation dpp wrapped would be planned at the
+ * whole table's size and the other side evaluated where Spark never evaluates it (under ANSI an
+ * error where Spark returns no row). Such a relation is left to Spark: its plan is Spark's, and
+ * dpp could not remove anything from nothing anyway.
+ *
+ * <p>The same walk as Spark's rule: the topmost projections and filters over each catalog
+ * relation, their deterministic conjuncts without subqueries that read partition columns only,
+ * and the session catalog's {@code listPartitionsByFilter} over them. Anything unexpected: not
+ * known empty (dpp's usual path, which never reads more than Spark).
+ */
+final class StaticPruning {
+    private StaticPruning() {
+    }
+
+    /** The catalog relations of {@code plan} (by identity) that Spark's static partition
+     * filters leave without a partition. */
+    static Set<LogicalPlan> emptyCatalogRelations(LogicalPlan plan) {
+        Map<LogicalPlan, Boolean> out = new IdentityHashMap<>();
+        try {
+            walk(plan, out);
+        } catch (Throwable t) {
+            // not known empty: dpp's usual path
+        }
+        return out.keySet();
+    }
+
+    private static void walk(LogicalPlan p, Map<LogicalPlan, Boolean> out) {
+        Option<?> op = PhysicalOperation.unapply(p);
+        Tuple3<?, ?, ?> t = op.isDefined() ? (Tuple3<?, ?, ?>) op.get() : null;
+        if (t != null && t._3() instanceof LogicalRelation) {
+            LogicalRelation lr = (LogicalRelation) t._3();
+            @SuppressWarnings("unchecked")
+            Seq<Expression> filters = (Seq<Expression>) t._2();
+            if (leavesNothing(lr, CollectionConverters.asJava(filters))) {
+                out.put(lr, Boolean.TRUE);
+            }
+            return;
+        }
+        for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
+            walk(c, out);
+        }
+    }
+
+    private static boolean leavesNothing(LogicalRelation lr, List<Expression> filters) {
+        if (filters.isEmpty() || !(lr.relation() instanceof HadoopFsRelation)
+                || lr.catalogTable().isEmpty()) {
+            return false;
+        }
+        HadoopFsRelation rel = (HadoopFsRelation) lr.relation();
+        if (!(rel.location() instanceof CatalogFileIndex) || rel.partitionSchema().isEmpty()) {
+            return false;
+        }
+        boolean caseSensitive = org.apache.spark.sql.internal.SQLConf.get().caseSensitiveAnalysis();
+        java.util.Set<String> partNames = new java.util.HashSet<>();
+        for (StructField f : rel.partitionSchema().fields()) {
+            partNames.add(caseSensitive ? f.name() : f.name().toLowerCase(Locale.ROOT));
+        }
+        java.util.Set<Long> partIds = new java.util.HashSet<>();
+        List<Attribute> output = new ArrayList<>();
+        for (Attribute a : CollectionConverters.asJava(lr.output())) {
+            output.add(a);
+            String n = caseSensitive ? a.name() : a.name().toLowerCase(Locale.ROOT);
+            if (partNames.contains(n)) {
+                partIds.add(a.exprId().id());
+            }
+        }
+        List<Expression> plain = new ArrayList<>();
+        for (Expression f : filters) {
+            if (f.deterministic() && !SubqueryExpression.hasSubquery(f)) {
+                plain.add(f);
+            }
+        }
+        List<Expression> normalized = CollectionConverters.asJava(DataSourceStrategy$.MODULE$.normalizeExprs(
+            CollectionConverters.asScala(plain).toList(),
+            CollectionConverters.asScala(output).toList()));
+        List<Expression> keyFilters = new ArrayList<>();
+        for (Expression f : normalized) {
+            boolean onlyPartitions = true;
+            for (Attribute a : CollectionConverters.asJava(f.references().toSeq())) {
+                onlyPartitions &= partIds.contains(a.exprId().id());
+            }
+            if (onlyPartitions) {
+                keyFilters.add(f);
+            }
+        }
+        if (keyFilters.isEmpty()) {
+            return false;
+        }
+        CatalogTable table = lr.catalogTable().get();
+        scala.collection.Seq<CatalogTablePartition> kept = Compat.sessionState(rel.sparkSession()).catalog()
+            .listPartitionsByFilter(table.identifier(),
+                CollectionConverters.asScala(keyFilters).toList());
+        return kept.isEmpty();
+    }
+}
