@@ -169,10 +169,15 @@ def _install(spark: Any) -> None:
                                  f"the server could not prune: {session.hook_note}")
     hook.serve_all()
     for name, table in sorted(session.catalog.declared().items()):
-        # a view of SQL text is analysed again by each query that names it, in the querying
-        # session: Spark's reader lists and types the folder then, by that session's settings
-        spark.sql(f"CREATE OR REPLACE GLOBAL TEMP VIEW `{name.replace('`', '``')}` AS "
-                  f"SELECT * FROM {folder_sql(table)}")
+        text = f"SELECT * FROM {folder_sql(table)}"
+        spark.sql(f"CREATE OR REPLACE GLOBAL TEMP VIEW `{name.replace('`', '``')}` AS {text}")
+        # Spark fixes a view's columns and types when it is made; the rule this declares
+        # parses the view afresh in each query, so a client reads the folder as its own
+        # spark.read.parquet does then (its settings, the folder's schema of that moment)
+        if not spark._jvm.dpp.spark.DppHook.declareView(spark._jsparkSession, name, text):
+            log.warning("dpp connect-server: Spark %s resolves global_temp.%s as a view whose "
+                        "columns and types are fixed now (Spark 4 reads the folder afresh "
+                        "per query)", spark.version, name)
         log.info("dpp connect-server: table %s (%s) is global_temp.%s to every session",
                  name, table.location, name)
 

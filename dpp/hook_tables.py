@@ -64,7 +64,6 @@ class RelationTables:
                                                      "a read of chosen folders)"
             path = plain_path(root)
             table = self.registered_at(path)
-            name = table.name if table is not None else path
             if table is None:
                 if parse_folder_name(os.path.basename(path.rstrip("/"))) is not None:
                     return None, path, "a read of one partition folder, not of the table root"
@@ -72,23 +71,21 @@ class RelationTables:
                 if table is None or (not table.partition_columns
                                      and rel.get("partitionColumns")):
                     return None, path, "not a Hive-partitioned Parquet folder dpp can list"
-        spark_parts = [c.lower() for c in rel.get("partitionColumns", [])]
-        if len(set(spark_parts)) != len(spark_parts):
-            return None, table.name, (f"partition columns {rel.get('partitionColumns')} differ "
-                                      f"only in case (a case-sensitive session): dpp keys "
-                                      f"partitions by name case-insensitively")
-        table_parts = [c.name.lower() for c in table.partition_columns]
-        if spark_parts != table_parts:
-            return None, table.name, (f"Spark reads partition columns {spark_parts}, the "
-                                      f"folder has {table_parts}")
-        types = {n.lower(): t for _i, n, t in node["output"]}
-        for c in table.partition_columns:
-            spark_type = types.get(c.name.lower())
-            if spark_type is not None and spark_type != c.type.simple_string():
-                return None, table.name, (f"partition column {c.name} is {spark_type} in "
-                                          f"Spark's plan, {c.type.simple_string()} to dpp")
+            why = self._differs(rel, node, table)
+            if why is not None:
+                # the folder's layout may have changed since dpp read it (a declared table's
+                # at its declaration, a reader's at its first query): read it again, as
+                # Spark's reader did for this plan, and check that reading
+                fresh = self.path_table(path, cfg, rules, again=True)
+                if fresh is None or self._differs(rel, node, fresh) is not None:
+                    return None, table.name, why
+                table = fresh
         if kind == "catalog":
+            why = self._differs(rel, node, table)
+            if why is not None:
+                return None, table.name, why
             return table, self.display_name(rel.get("table") or table.name), None
+        types = {n.lower(): t for _i, n, t in node["output"]}
         stamped = [c.name for c in table.partition_columns
                    if (types.get(c.name.lower()) or c.type.simple_string()) == "timestamp"]
         if stamped and rel.get("timestampsAgree") is not True:
@@ -99,6 +96,25 @@ class RelationTables:
                                       f"values Spark's reader typed in another session time "
                                       f"zone (the DataFrame was made before the zone changed)")
         return table, table.name, None
+
+    @staticmethod
+    def _differs(rel: dict[str, Any], node: dict[str, Any], table: Table) -> Optional[str]:
+        """Why ``table`` is not the relation Spark's plan reads (partition columns by name,
+        order and type), or None."""
+        spark_parts = [c.lower() for c in rel.get("partitionColumns", [])]
+        if len(set(spark_parts)) != len(spark_parts):
+            return (f"partition columns {rel.get('partitionColumns')} differ only in case (a "
+                    f"case-sensitive session): dpp keys partitions by name case-insensitively")
+        table_parts = [c.name.lower() for c in table.partition_columns]
+        if spark_parts != table_parts:
+            return f"Spark reads partition columns {spark_parts}, the folder has {table_parts}"
+        types = {n.lower(): t for _i, n, t in node["output"]}
+        for c in table.partition_columns:
+            spark_type = types.get(c.name.lower())
+            if spark_type is not None and spark_type != c.type.simple_string():
+                return (f"partition column {c.name} is {spark_type} in Spark's plan, "
+                        f"{c.type.simple_string()} to dpp")
+        return None
 
     def display_name(self, qualified: str) -> str:
         """A catalog table's name as a query in the current database writes it (what the
@@ -124,16 +140,17 @@ class RelationTables:
                 return t
         return None
 
-    def path_table(self, path: str, cfg: Any = None, rules: Optional[SparkRules] = None
-                   ) -> Optional[Table]:
+    def path_table(self, path: str, cfg: Any = None, rules: Optional[SparkRules] = None,
+                   again: bool = False) -> Optional[Table]:
         """The folder at ``path`` as a table (partitioned or not), read once per timestamp
-        type; None when dpp cannot list it."""
+        type and inference setting (``again``: read now, the kept reading replaced); None when
+        dpp cannot list it."""
         s = self.session
         rules = rules or SparkRules.from_spark(s.spark)
         ts_type = rules.timestamp_type
         key = (path, ts_type, rules.type_inference)
         with self._lock:
-            if key in self._path_tables:
+            if key in self._path_tables and not again:
                 return self._path_tables[key]
         try:
             table: Optional[Table] = table_from_path(

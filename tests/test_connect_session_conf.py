@@ -74,8 +74,12 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     write_parquet(root / "olddim" / "part-0.parquet",
                   {"od": [dt.date(1000, 1, 1)], "tag": ["x"]},
                   schema=pa.schema([("od", pa.date32()), ("tag", pa.string())]))
+    # folders a test changes after the server declared them
+    for name in ("drift", "mine"):
+        make_partitioned_table(root / name, {(("p", str(i)),): {"v": [i]} for i in (1, 2)})
     return {"root": root, "ev": root / "ev", "ed": root / "ed", "old": root / "old",
-            "dims": root / "dims", "olddim": root / "olddim"}
+            "dims": root / "dims", "olddim": root / "olddim", "drift": root / "drift",
+            "mine": root / "mine"}
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +89,8 @@ def server(tmp_path_factory: pytest.TempPathFactory, data: dict[str, Path]
         "spark.sql.session.timeZone": SERVER_TZ,
         "spark.dpp.tables.ev_decl": str(data["ev"]),
         "spark.dpp.tables.ed_decl": str(data["ed"]),
+        "spark.dpp.tables.drift_decl": str(data["drift"]),
+        "spark.dpp.tables.mine_decl": str(data["mine"]),
         "spark.dpp.waitTimeout": "30s",
     })
     srv.start(timeout=300.0)
@@ -287,11 +293,7 @@ def test_two_sessions_at_once(sessions: dict[str, Any], data: dict[str, Path]) -
             f.result()
 
 
-@pytest.mark.parametrize("kind", ("path", pytest.param("declared", marks=pytest.mark.xfail(
-    strict=True, reason="a declared table on the server is a global view whose column types "
-                        "Spark fixed when the server declared it: the folder is read again in "
-                        "the client's session, which types ts as a string, and Spark's view "
-                        "raises CANNOT_UP_CAST where spark.read.parquet reads a string"))))
+@pytest.mark.parametrize("kind", ("path", "declared"))
 def test_partition_type_inference_off(sessions: dict[str, Any], data: dict[str, Path],
                                       kind: str) -> None:
     """With partition type inference off, Spark reads the path table's ``ts`` as a string:
@@ -300,6 +302,42 @@ def test_partition_type_inference_off(sessions: dict[str, Any], data: dict[str, 
           "SELECT f.v, f.ts FROM {f} f JOIN dims d ON f.ts = d.s WHERE d.tag = 'x'",
           prune=kind == "path",
           settings={"spark.sql.sources.partitionColumnTypeInference.enabled": "false"})
+
+
+def test_a_declared_table_reads_the_folder_as_it_is_at_each_query(
+        sessions: dict[str, Any], data: dict[str, Path]) -> None:
+    """The folder changes after the server declared it (a column added, a partition value
+    that makes Spark type ``p`` as a string): a client reads exactly what
+    ``spark.read.parquet`` reads at that moment, names and types included, pruned or not."""
+    spark = sessions["utc"]
+    q = "SELECT * FROM global_temp.drift_decl"
+    assert _rows(spark, q) == [(1, 1), (2, 2)]
+    write_parquet(data["drift"] / "p=x" / "part-0.parquet", {"v": [3], "w": ["new"]})
+    (data["drift"] / "p=1" / "part-00000.parquet").unlink()
+    with _Conf(spark, {"spark.sql.parquet.mergeSchema": "true"}):
+        ref = spark.read.parquet(str(data["drift"]))
+        got = spark.sql(q)
+        assert got.schema == ref.schema
+        assert got.schema["p"].dataType.simpleString() == "string"
+        expected = sorted(map(tuple, ref.collect()), key=repr)
+        assert sorted(map(tuple, got.collect()), key=repr) == expected
+        assert len(expected) == 2
+        join = ("SELECT f.v, f.p FROM {f} f JOIN dims d ON f.p = d.tag "
+                "WHERE d.day > '2000-01-01'")
+        spark.read.parquet(str(data["drift"])).createOrReplaceTempView("drift_ref")
+        assert _rows(spark, join.format(f="global_temp.drift_decl")) == \
+            _rows(spark, join.format(f="drift_ref"))
+
+
+def test_a_declared_name_a_client_redefines_is_the_clients_view(
+        sessions: dict[str, Any], data: dict[str, Path]) -> None:
+    """dpp reads only the view it declared: a global view redefined under the same name is
+    Spark's, as written."""
+    spark = sessions["utc"]
+    assert _rows(spark, "SELECT v FROM global_temp.mine_decl") == [(1,), (2,)]
+    spark.sql("CREATE OR REPLACE GLOBAL TEMP VIEW mine_decl AS SELECT 7 AS v")
+    assert _rows(spark, "SELECT * FROM global_temp.mine_decl") == [(7,)]
+    assert _rows(sessions["ist"], "SELECT * FROM global_temp.mine_decl") == [(7,)]
 
 
 def test_case_sensitive_session_keeps_its_names(sessions: dict[str, Any],

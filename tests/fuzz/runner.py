@@ -12,6 +12,7 @@ where the oracle returns rows — is always a mismatch.
 from __future__ import annotations
 
 import json
+import shutil
 import math
 import time
 from collections import Counter
@@ -98,8 +99,16 @@ class Backend:
         self.spark = spark
         self.report_path = report_path
 
+    #: the folder of the one table the backend declared itself (a server's, fixed at its
+    #: start), or None: a case's declared table is declared by the case
+    declared_dir: Optional[Path] = None
+
     def supports(self, case: Case) -> bool:
         return True
+
+    def declared_fact(self, w: "World") -> str:
+        """The name a declared fact is read by."""
+        return w.fact_name
 
     def conf(self, settings: dict[str, str]) -> Any:
         """The settings set on the session for a block, and put back after."""
@@ -140,7 +149,11 @@ class CaseRun:
     def __init__(self, backend: Backend, case: Case, base: Path, n: int) -> None:
         self.b = backend
         self.case = case
-        self.w = World(case, base, n)
+        fixed = backend.declared_dir if case.fact.relation == "declared" else None
+        if fixed is not None:   # the backend's declared folder, emptied for this case
+            shutil.rmtree(fixed, ignore_errors=True)
+            fixed.mkdir(parents=True)
+        self.w = World(case, base, n, fact_dir=fixed)
         self.out = base / "out"
         self.frames: dict[str, Callable[[], Any]] = {}
         self.step_settings: dict[str, str] = {}   # what a ``setting`` step changed
@@ -159,7 +172,7 @@ class CaseRun:
         if mode == "oracle":
             spark.read.parquet(str(w.root)).createOrReplaceTempView(w.fact_name + "_o")
             return w.fact_name + "_o"
-        return w.fact_name
+        return self.b.declared_fact(w)
 
     def run_mode(self, mode: str, reuse: bool) -> tuple[Outcome, list[dict]]:
         settings = {**self.case.settings, **self.step_settings}

@@ -91,10 +91,11 @@ class World:
     case: Case
     base: Path
     n: int
+    fact_dir: Optional[Path] = None   # the fact's folder when the backend fixes it
 
     @property
     def root(self) -> Path:
-        return self.base / "fact"
+        return self.fact_dir or self.base / "fact"
 
     @property
     def fact_name(self) -> str:

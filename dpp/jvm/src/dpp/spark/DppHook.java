@@ -133,6 +133,35 @@ public final class DppHook {
         return install(root, bridge);
     }
 
+    private static final Map<SparkSessionExtensions, Boolean> VIEWS_INSTALLED =
+        Collections.synchronizedMap(new WeakHashMap<>());
+
+    /**
+     * A table a Connect server declares as the global temporary view {@code name} of
+     * {@code viewText}: every session made after this call from {@code root} (each Connect
+     * client's) reads it as its own {@code spark.read.parquet} would at each query
+     * ({@link DeclaredViews}). Returns false on a Spark line with no analyzer rule run before
+     * relations are resolved (3.5): there the view is Spark's, columns fixed when declared.
+     */
+    public static boolean declareView(SparkSession root, String name, String viewText) {
+        SparkSessionExtensions ext = Compat.extensions(root);
+        synchronized (VIEWS_INSTALLED) {
+            Boolean done = VIEWS_INSTALLED.get(ext);
+            if (done == null) {
+                done = Compat.injectBeforeRelations(ext, new DeclaredViews.Builder());
+                VIEWS_INSTALLED.put(ext, done);
+            }
+            if (done) {
+                DeclaredViews.declare(name, viewText);
+            }
+            return done;
+        }
+    }
+
+    public static void forgetView(String name) {
+        DeclaredViews.forget(name);
+    }
+
     public static void uninstall(SparkSession session) {
         Function<String, String> gone = BRIDGES.remove(session);
         if (gone != null && gone == SERVER) {

@@ -49,4 +49,11 @@ final class Compat {
     static LogicalRelation withRelation(LogicalRelation lr, BaseRelation relation) {
         return lr.copy(relation, lr.output(), lr.catalogTable(), lr.isStreaming());
     }
+
+    /** Spark 3.5 has no rule run before its relation resolution (no hint resolution rules):
+     * false, nothing injected. */
+    static boolean injectBeforeRelations(SparkSessionExtensions ext,
+            scala.Function1<SparkSession, org.apache.spark.sql.catalyst.rules.Rule<LogicalPlan>> rule) {
+        return false;
+    }
 }

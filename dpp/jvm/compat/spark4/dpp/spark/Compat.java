@@ -47,6 +47,14 @@ final class Compat {
             scala.jdk.javaapi.CollectionConverters.asScala(m));
     }
 
+    /** Injects a rule run before Spark resolves relations (its hint batch): true when this
+     * Spark line has such a place. */
+    static boolean injectBeforeRelations(SparkSessionExtensions ext,
+            scala.Function1<SparkSession, org.apache.spark.sql.catalyst.rules.Rule<LogicalPlan>> rule) {
+        ext.injectHintResolutionRule(rule);
+        return true;
+    }
+
     /** {@code lr} over another relation, all else kept. */
     static LogicalRelation withRelation(LogicalRelation lr, BaseRelation relation) {
         return lr.copy(relation, lr.output(), lr.catalogTable(), lr.isStreaming(), lr.stream());
