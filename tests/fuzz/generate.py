@@ -121,6 +121,11 @@ def _dim_keys(rng: random.Random, leaves: list[list[Optional[str]]], level: int,
               key_kind: str) -> list[Optional[str]]:
     """Keys drawn from the fact's own values (some), misses, NULLs and duplicates."""
     present = [lf[level] for lf in leaves if lf[level] is not None]
+    distinct = sorted(set(present))
+    if len(distinct) > 1 and rng.random() < 0.8:
+        # most dimensions leave some partition value out, so the case has something to prune
+        kept = set(rng.sample(distinct, k=rng.randint(1, len(distinct) - 1)))
+        present = [v for v in present if v in kept]
     keys: list[Optional[str]] = []
     for _ in range(rng.randint(0 if rng.random() < 0.1 else 1, 7)):
         r = rng.random()

@@ -160,7 +160,7 @@ class CaseRun:
 
     def fact_for(self, mode: str) -> str:
         """The fact's name in ``mode``: the catalog table; a ``spark.read.parquet`` view; a
-        declared table (dpp) or the reader's view of its folder made now (the oracle)."""
+        declared table (dpp) or Spark's reader of its folder by name (the oracle)."""
         w, kind, spark = self.w, self.case.fact.relation, self.b.spark
         if kind == "catalog":
             return w.fact_name
@@ -170,8 +170,10 @@ class CaseRun:
                 self.frames["path"] = lambda: None
             return w.fact_name
         if mode == "oracle":
-            spark.read.parquet(str(w.root)).createOrReplaceTempView(w.fact_name + "_o")
-            return w.fact_name + "_o"
+            # Spark's reader of the folder, resolved where the query is: a DataFrame reused on
+            # a classic session keeps the listing it was made with, a Connect client's is
+            # analysed again at each run, as a declared table must be
+            return "parquet.`" + str(w.root).replace("`", "``") + "`"
         return self.b.declared_fact(w)
 
     def run_mode(self, mode: str, reuse: bool) -> tuple[Outcome, list[dict]]:
