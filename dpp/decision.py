@@ -23,7 +23,7 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Optional, Union
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import DppError
 from dpp.filter_runs import FilterSpec
-from dpp.planner import DynamicFilterSpec, PruningPlan, TableRefPlan
+from dpp.sql_plan import DynamicFilterSpec, PruningPlan, TableRefPlan
 from dpp.views import norm_name
 from hive_splits import Table
 

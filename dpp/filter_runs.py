@@ -27,7 +27,6 @@ from dpp.core.errors import DppError
 from dpp.core.outcomes import FilterOutcome, WaitResult
 from dpp.core.reconcile import reconcile
 from dpp.core.remote import is_remote
-from dpp.sql_functions import calls_unknown_function
 from dpp.core.spark_rules import SparkRules
 
 __all__ = ["INTERNAL", "mark_internal", "FilterSpec", "BuildOutcome", "FilterRuns",
@@ -489,6 +488,9 @@ def _identity(spec: FilterSpec, df: DataFrame) -> Optional[str]:
     that calls a user-defined function, whose code can change under the same name (a
     function ``spark.udf.register`` defines again would keep the old function's keys)."""
     if spec.build_query is not None:
+        # only the SQL-text path has a build query: the hook's road never loads sqlglot
+        from dpp.sql_functions import calls_unknown_function
+
         return None if calls_unknown_function(spec.build_query) else spec.build_query
     if not spec.cache_plan:
         return None

@@ -15,6 +15,8 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from dpp.plan_wire import WIRE_VERSION
+
 if TYPE_CHECKING:
     from dpp.optimizer_hook import OptimizerHook
 
@@ -85,11 +87,13 @@ class Bridge:
             if op == "end":
                 self.hook.on_end(str(msg["scope"]))
                 return json.dumps({"status": "ok"})
-            return json.dumps({"status": "none", "reason": f"unknown op {op!r}"})
+            return json.dumps({"status": "none", "version": WIRE_VERSION,
+                               "reason": f"unknown op {op!r}"})
         except Exception as exc:  # the JVM side then keeps Spark's own plan / listing
             log.warning("dpp: optimizer hook failed on a %s call: %s", message[:40], exc,
                         exc_info=True)
-            return json.dumps({"status": "none", "wrap": {}, "reason": str(exc)[:300]})
+            return json.dumps({"status": "none", "version": WIRE_VERSION, "wrap": {},
+                               "reason": str(exc)[:300]})
 
     class Java:
         implements = ["java.util.function.Function"]

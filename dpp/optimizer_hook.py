@@ -52,7 +52,7 @@ from dpp.hook_sessions import refused_settings_report, served_session
 from dpp.hook_tables import RelationTables, handoff_relation, plain_path
 from dpp.jvm_build import HookUnavailable, load_into
 from dpp.plan_pairs import Prune, find_prunes, relation_nodes, unstable_relations
-from dpp.plan_wire import check_plan
+from dpp.plan_wire import WIRE_VERSION, WireError, check_list_answer, check_plan
 from dpp.report import JobReport
 from hive_splits import DynamicFilter, KeyExpression, LoadResult, SplitLoader, Table
 
@@ -454,7 +454,7 @@ class OptimizerHook:
         if request is None:
             if kept is not None:   # another copy of a relation already listed (not reused)
                 return kept[1]
-            return {"status": "none", "reason": "unknown token"}
+            return {"status": "none", "version": WIRE_VERSION, "reason": "unknown token"}
         request.ensure_started()
         cfg = request.cfg
         table, name = request.tokens[token]
@@ -463,14 +463,25 @@ class OptimizerHook:
         except Exception as exc:
             request.report.add_table_unpruned(name, None, f"split loader failed: {exc}")
             self._listed(request, token)
-            return {"status": "none", "reason": str(exc)[:300]}
+            return {"status": "none", "version": WIRE_VERSION, "reason": str(exc)[:300]}
         t0 = time.perf_counter()
+        answer: dict[str, Any]
         if table.is_catalog:   # Spark's catalog index lists, restricted to what dpp kept
-            answer = {"status": "ok", "catalog": catalog_answer(table, result),
+            answer = {"status": "ok", "version": WIRE_VERSION,
+                      "catalog": catalog_answer(table, result),
                       "prunedFolders": [], "droppedFiles": {}}
         else:
-            answer = {"status": "ok", "partitions": encode(table, result),
-                      **ruled_out(table, result)}
+            answer = {"status": "ok", "version": WIRE_VERSION,
+                      "partitions": encode(table, result), **ruled_out(table, result)}
+        try:
+            check_list_answer(answer)
+        except WireError as exc:   # never sent: the index would read less than Spark's
+            log.warning("dpp: %s", exc)
+            request.report.add_table_unpruned(
+                name, None, f"dpp's answer to Spark's scan broke its wire contract ({exc}): "
+                            f"Spark's own listing is read")
+            self._listed(request, token)
+            return {"status": "none", "version": WIRE_VERSION, "reason": str(exc)[:300]}
         result.handoff_seconds = time.perf_counter() - t0
         with self._lock:
             if token in self._answers:   # a copy listed it meanwhile: its answer, reported once

@@ -22,8 +22,8 @@ from typing import Any, Mapping, TypedDict
 
 from dpp.core.errors import DppError
 
-__all__ = ["WIRE_VERSION", "WireError", "check_plan", "PlanMessage", "PlanNode", "Relation",
-           "Key", "InSubquery"]
+__all__ = ["WIRE_VERSION", "WireError", "check_plan", "check_list_answer", "PlanMessage",
+           "PlanNode", "Relation", "Key", "InSubquery", "ListAnswer"]
 
 # bumped whenever a field changes meaning or type; PlanDescriber.WIRE_VERSION is the same
 WIRE_VERSION = 1
@@ -217,3 +217,83 @@ def check_plan(msg: Mapping[str, Any]) -> None:
         if missing:
             raise WireError(f"plan wire: node {n['id']} names children {missing} the "
                             f"message does not hold")
+
+
+# ---------------------------------------------------------------------------------------------
+# The other direction: Python's answer to a wrapped index's "list" call (DppFileIndex.load
+# checks the same contract, and reads Spark's own listing where it does not hold).
+#
+#   {"status": "none", "version": 1, "reason": str}                      Spark's own listing
+#   {"status": "ok", "version": 1, "prunedFolders": [str], "droppedFiles": {folder: [name]},
+#    "partitions": [{"values": {column: str | null}, "files": [[uri, bytes, mtime ms]]}]}
+#   {"status": "ok", "version": 1, "prunedFolders": [], "droppedFiles": {},
+#    "catalog": {"kept": [{column: str | null}] | null, "dropped": [[uri, bytes, mtime ms]]}}
+
+
+class ListAnswer(TypedDict, total=False):
+    status: str
+    version: int
+    reason: str
+    prunedFolders: list[str]
+    droppedFiles: dict[str, list[str]]
+    partitions: list[dict[str, Any]]
+    catalog: dict[str, Any]
+
+
+def _file_entry(where: str, f: Any) -> None:
+    if not (isinstance(f, list) and len(f) == 3 and isinstance(f[0], str)
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in f[1:])):
+        raise WireError(f"list answer: {where} file {f!r} is not [uri, bytes, mtime ms]")
+
+
+def _values(where: str, v: Any) -> None:
+    if not (isinstance(v, dict) and all(isinstance(k, str) and (x is None or isinstance(x, str))
+                                        for k, x in v.items())):
+        raise WireError(f"list answer: {where} values {v!r} are not {{column: text or null}}")
+
+
+def check_list_answer(answer: Mapping[str, Any]) -> None:
+    """Raises :class:`WireError` unless ``answer`` is a list answer of this version whose
+    fields are all there and of the contract's types: an answer that lost its partitions
+    would read as "nothing kept", so a malformed one is never read as one."""
+    if not isinstance(answer, dict):
+        raise WireError(f"list answer {answer!r} is not an object")
+    if answer.get("version") != WIRE_VERSION:
+        raise WireError(f"list answer version {answer.get('version')!r}, expected "
+                        f"{WIRE_VERSION}")
+    status = answer.get("status")
+    if status == "none":
+        return
+    if status != "ok":
+        raise WireError(f"list answer status {status!r} is neither 'ok' nor 'none'")
+    folders, dropped = answer.get("prunedFolders"), answer.get("droppedFiles")
+    if not (isinstance(folders, list) and all(isinstance(f, str) for f in folders)):
+        raise WireError(f"list answer: prunedFolders {folders!r} is not a list of folders")
+    if not (isinstance(dropped, dict) and all(
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
+            for k, v in dropped.items())):
+        raise WireError(f"list answer: droppedFiles {dropped!r} is not {{folder: [names]}}")
+    has_parts, has_catalog = "partitions" in answer, "catalog" in answer
+    if has_parts == has_catalog:
+        raise WireError("list answer: exactly one of partitions and catalog is expected")
+    if has_parts:
+        parts = answer["partitions"]
+        if not isinstance(parts, list):
+            raise WireError(f"list answer: partitions {parts!r} is not a list")
+        for i, p in enumerate(parts):
+            if not (isinstance(p, dict) and isinstance(p.get("files"), list)):
+                raise WireError(f"list answer: partition {i} is not {{values, files}}")
+            _values(f"partition {i}", p.get("values"))
+            for f in p["files"]:
+                _file_entry(f"partition {i}", f)
+        return
+    cat = answer["catalog"]
+    if not (isinstance(cat, dict) and "kept" in cat and isinstance(cat.get("dropped"), list)):
+        raise WireError(f"list answer: catalog {cat!r} is not {{kept, dropped}}")
+    if cat["kept"] is not None:
+        if not isinstance(cat["kept"], list):
+            raise WireError(f"list answer: catalog kept {cat['kept']!r} is not a list")
+        for i, spec in enumerate(cat["kept"]):
+            _values(f"kept partition {i}", spec)
+    for f in cat["dropped"]:
+        _file_entry("catalog dropped", f)

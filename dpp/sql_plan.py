@@ -5,11 +5,12 @@ decision read it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
-
-from sqlglot import exp
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dpp.core.domain import DataType, TupleDomain
+
+if TYPE_CHECKING:   # the plan is read on the hook's road too, which never loads sqlglot
+    from sqlglot import exp
 
 __all__ = ["ColumnInfo", "TableInfo", "Resolver", "DynamicFilterSpec", "TableRefPlan",
            "PruningPlan", "KEY_ALIAS", "REF", "short", "first_line"]

@@ -72,3 +72,12 @@ def test_importing_the_core_is_cheap():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_hooks_road_never_loads_sqlglot():
+    # the optimizer hook reads Spark's analysed plan; SQL text is the other front end's
+    code = ("import sys, dpp.optimizer_hook, dpp.hook_answers, dpp.hook_tables, dpp.decision; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sqlglot'))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -139,3 +139,95 @@ def test_a_message_of_another_version_leaves_sparks_plan(spark: Any, tables: Any
     assert got == want
     assert tables.last_report is None
     assert f"version {WIRE_VERSION} from the JVM part" in caplog.text
+
+
+# ------------------------------------------------------------------ the list answer
+
+
+def _answers() -> dict[str, dict[str, Any]]:
+    return {
+        "path": {"status": "ok", "version": WIRE_VERSION, "prunedFolders": ["k=2"],
+                 "droppedFiles": {"k=1": ["b.parquet"]},
+                 "partitions": [{"values": {"k": "1"},
+                                 "files": [["file:/f/k=1/a.parquet", 10, 1700000000000]]},
+                                {"values": {"k": None}, "files": []}]},
+        "catalog": {"status": "ok", "version": WIRE_VERSION, "prunedFolders": [],
+                    "droppedFiles": {},
+                    "catalog": {"kept": [{"k": "1"}, {"k": None}],
+                                "dropped": [["file:/f/k=1/b.parquet", 5, 1700000000000]]}},
+        "catalog_all_kept": {"status": "ok", "version": WIRE_VERSION, "prunedFolders": [],
+                             "droppedFiles": {}, "catalog": {"kept": None, "dropped": []}},
+        "none": {"status": "none", "version": WIRE_VERSION, "reason": "unknown token"},
+    }
+
+
+ANSWER_BREAKS = {
+    "partitions renamed": ("path", lambda a: a.update(parts=a.pop("partitions"))),
+    "no version": ("path", lambda a: a.pop("version")),
+    "another version": ("catalog", lambda a: a.update(version=WIRE_VERSION + 1)),
+    "a file of two fields": ("path", lambda a: a["partitions"][0]["files"][0].pop()),
+    "a size as text": ("path", lambda a: a["partitions"][0]["files"][0].__setitem__(1, "10")),
+    "a value as a number": ("path", lambda a: a["partitions"][0]["values"].update(k=1)),
+    "no droppedFiles": ("path", lambda a: a.pop("droppedFiles")),
+    "catalog without kept": ("catalog", lambda a: a["catalog"].pop("kept")),
+    "catalog kept not a list": ("catalog", lambda a: a["catalog"].update(kept="all")),
+    "both answers": ("catalog", lambda a: a.update(partitions=[])),
+}
+
+
+@pytest.mark.parametrize("kind", ["path", "catalog", "catalog_all_kept", "none"])
+def test_a_well_formed_list_answer_passes_both_sides(spark: Any, tables: Any,
+                                                     kind: str) -> None:
+    import json
+
+    from dpp.plan_wire import check_list_answer
+
+    answer = _answers()[kind]
+    check_list_answer(answer)
+    if kind != "none":   # the JVM reads "none" as Spark's own listing before any check
+        jvm = spark.sparkContext._jvm.dpp.spark.DppFileIndex
+        assert jvm.malformedAnswer(json.dumps(answer), kind.startswith("catalog")) is None
+
+
+@pytest.mark.parametrize("name", sorted(ANSWER_BREAKS))
+def test_a_list_answer_off_the_contract_is_refused_on_both_sides(spark: Any, tables: Any,
+                                                                 name: str) -> None:
+    """An answer that lost or mistyped a field would read as fewer partitions or files: each
+    side refuses it (the index then reads Spark's own listing)."""
+    import json
+
+    from dpp.plan_wire import check_list_answer
+
+    kind, change = ANSWER_BREAKS[name]
+    answer = _answers()[kind]
+    change(answer)
+    with pytest.raises(WireError):
+        check_list_answer(answer)
+    jvm = spark.sparkContext._jvm.dpp.spark.DppFileIndex
+    assert jvm.malformedAnswer(json.dumps(answer), kind == "catalog") is not None
+
+
+def test_a_malformed_answer_reads_sparks_listing_and_the_report_says_why(
+        spark: Any, tables: Any, monkeypatch: Any) -> None:
+    """dpp's encoder breaks the contract (a file entry loses its time): the scan reads
+    Spark's own listing, the rows are Spark's, and the report names the broken field."""
+    import dpp.optimizer_hook as hook
+    from tests.conftest import spark_conf
+
+    with spark_conf(spark, {"spark.dpp.enabled": "false"}):
+        want = sorted(spark.sql(SHAPES["join"]).collect())
+    original = hook.encode
+
+    def broken(table: Any, result: Any) -> list[dict[str, Any]]:
+        out = original(table, result)
+        for p in out:
+            p["files"] = [f[:2] for f in p["files"]]
+        return out
+
+    monkeypatch.setattr(hook, "encode", broken)
+    tables.last_report = None
+    got = sorted(spark.sql(SHAPES["join"]).collect())
+    assert got == want and got
+    reasons = [t.reason or "" for t in tables.last_report.tables]
+    assert any("wire contract" in r and "[uri, bytes, mtime ms]" in r for r in reasons), reasons
+    assert all(t.pruning == "none" for t in tables.last_report.tables)

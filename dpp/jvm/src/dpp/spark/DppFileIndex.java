@@ -459,6 +459,15 @@ public final class DppFileIndex extends CompatFileIndex {
                     fellBack = true;
                     return null;
                 }
+                String bad = malformed(a, base instanceof CatalogFileIndex);
+                if (bad != null) {
+                    // an answer that lost a field would read as "nothing kept": Spark's own
+                    // listing instead (Python checks the same contract before it answers)
+                    LOG.warn("dpp: the answer for {} breaks the list wire contract ({}); "
+                        + "Spark's own listing is read", base, bad);
+                    fellBack = true;
+                    return null;
+                }
                 prunedFolders = new HashSet<>();
                 for (JsonNode f : a.path("prunedFolders")) {
                     prunedFolders.add(f.asText());
@@ -485,6 +494,103 @@ public final class DppFileIndex extends CompatFileIndex {
                 return null;
             }
         }
+    }
+
+    /**
+     * Why {@code a} is not a list answer of this wire version (dpp/plan_wire.py,
+     * {@code check_list_answer}: the same contract), or null: every field there, of its type.
+     */
+    public static String malformedAnswer(String json, boolean catalog) {
+        try {
+            return malformed(JSON.readTree(json), catalog);
+        } catch (Exception e) {
+            return "not JSON: " + e.getMessage();
+        }
+    }
+
+    static String malformed(JsonNode a, boolean catalog) {
+        if (!a.path("version").isInt() || a.path("version").asInt() != PlanDescriber.WIRE_VERSION) {
+            return "version " + a.path("version") + ", expected " + PlanDescriber.WIRE_VERSION;
+        }
+        if (!a.path("prunedFolders").isArray() || !a.path("droppedFiles").isObject()) {
+            return "prunedFolders or droppedFiles missing";
+        }
+        for (JsonNode f : a.path("prunedFolders")) {
+            if (!f.isTextual()) {
+                return "a pruned folder is not text";
+            }
+        }
+        Iterator<Map.Entry<String, JsonNode>> it = a.path("droppedFiles").fields();
+        while (it.hasNext()) {
+            JsonNode names = it.next().getValue();
+            if (!names.isArray()) {
+                return "droppedFiles holds a non-list";
+            }
+            for (JsonNode n : names) {
+                if (!n.isTextual()) {
+                    return "a dropped file name is not text";
+                }
+            }
+        }
+        if (a.has("partitions") == a.has("catalog")) {
+            return "not exactly one of partitions and catalog";
+        }
+        if (catalog) {
+            JsonNode c = a.path("catalog");
+            if (!c.isObject() || !c.has("kept") || !c.path("dropped").isArray()) {
+                return "no catalog {kept, dropped}";
+            }
+            JsonNode kept = c.path("kept");
+            if (!kept.isNull() && !kept.isArray()) {
+                return "catalog kept is neither null nor a list";
+            }
+            for (JsonNode spec : kept) {
+                String why = valuesMalformed(spec);
+                if (why != null) {
+                    return "catalog kept: " + why;
+                }
+            }
+            return filesMalformed(c.path("dropped"));
+        }
+        JsonNode parts = a.path("partitions");
+        if (!parts.isArray()) {
+            return "no partitions list";
+        }
+        for (JsonNode p : parts) {
+            String why = valuesMalformed(p.path("values"));
+            if (why == null) {
+                why = p.path("files").isArray() ? filesMalformed(p.path("files")) : "no files";
+            }
+            if (why != null) {
+                return "partition: " + why;
+            }
+        }
+        return null;
+    }
+
+    private static String valuesMalformed(JsonNode v) {
+        if (!v.isObject()) {
+            return "values are not an object";
+        }
+        Iterator<Map.Entry<String, JsonNode>> it = v.fields();
+        while (it.hasNext()) {
+            JsonNode x = it.next().getValue();
+            if (!x.isNull() && !x.isTextual()) {
+                return "a value is neither text nor null";
+            }
+        }
+        return null;
+    }
+
+    private static String filesMalformed(JsonNode files) {
+        for (JsonNode f : files) {
+            if (!f.isArray() || f.size() != 3 || !f.get(0).isTextual()
+                    || !f.get(1).canConvertToLong() || !f.get(2).canConvertToLong()
+                    || !f.get(1).isIntegralNumber() || !f.get(2).isIntegralNumber()) {
+                return "a file is not [uri, bytes, mtime ms]";
+            }
+        }
+        return null;
     }
 
     /** A catalog table's answer: the kept partitions' raw values (absent or null: every
