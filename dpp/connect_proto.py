@@ -11,7 +11,7 @@ from typing import Any, Iterator, Optional
 
 from dpp import rules as prune_rules
 
-__all__ = ["all_relations", "relation_children", "node_nondeterminism",
+__all__ = ["all_relations", "relation_children", "node_nondeterminism", "window_calls",
            "deterministic_relation", "reference", "conjuncts", "equalities", "selective",
            "sql_filters"]
 
@@ -124,11 +124,59 @@ def node_nondeterminism(rel: Any) -> Optional[str]:
     return None
 
 
+# window functions that are no aggregate (any other function over a window is one)
+_WINDOW_ONLY = frozenset({"row_number", "rank", "dense_rank", "percent_rank", "cume_dist",
+                          "ntile", "lag", "lead", "nth_value"})
+
+
+def window_calls(rel: Any) -> list[prune_rules.WindowCall]:
+    """The window functions of the relation ``rel`` itself (its own expressions, and windows
+    in SQL text it holds), as :func:`dpp.rules.tie_order` takes them."""
+    out: list[prune_rules.WindowCall] = []
+    kind = rel.WhichOneof("rel_type")
+    texts = [rel.sql.query] if kind == "sql" else []
+    for m in _all_messages(rel, into_relations=False):
+        if m.DESCRIPTOR.full_name != "spark.connect.Expression":
+            continue
+        et = m.WhichOneof("expr_type")
+        if et == "expression_string":
+            texts.append(f"SELECT {m.expression_string.expression}")
+        elif et == "window":
+            w = m.window
+            fn = w.window_function
+            ft = fn.WhichOneof("expr_type")
+            name = (getattr(fn, ft).function_name
+                    if ft in ("unresolved_function", "call_function") else str(ft))
+            frame = w.frame_spec if w.HasField("frame_spec") else None
+            rows = frame is not None and frame.frame_type == 1   # FRAME_TYPE_ROW
+            whole = frame is not None and frame.lower.unbounded and frame.upper.unbounded
+            out.append(prune_rules.WindowCall(
+                function=name, aggregate=name.lower() not in _WINDOW_ONLY, rows_frame=rows,
+                whole_frame=whole, ordered=len(w.order_spec) > 0))
+    for text in texts:
+        if "over" not in text.lower():
+            continue
+        import sqlglot
+        from sqlglot import exp
+
+        from dpp.sql_functions import window_calls as text_calls
+
+        try:
+            tree = sqlglot.parse_one(text, read="spark")
+        except Exception:
+            continue   # unreadable text: _sql_deterministic already refuses it
+        if tree is not None:
+            out.extend(text_calls(tree.find_all(exp.Window)))
+    return out
+
+
 def deterministic_relation(rel: Any) -> bool:
     """Whether the plan ``rel`` gives the same rows when run again (a build side is run
     once more, on its own, for the filter): no node of it is nondeterministic
-    (:func:`node_nondeterminism`)."""
-    return not any(node_nondeterminism(r) for r in all_relations(rel))
+    (:func:`node_nondeterminism`), and no window function's value depends on the order of
+    tied rows (:func:`dpp.rules.tie_order`)."""
+    return not any(node_nondeterminism(r) or prune_rules.tie_order(window_calls(r))
+                   for r in all_relations(rel))
 
 
 # ====================================================================== names

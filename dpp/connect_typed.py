@@ -30,7 +30,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from dpp import connect_setops
 from dpp import rules as prune_rules
 from dpp.connect_proto import (equalities, node_nondeterminism, reference, relation_children,
-                               selective, sql_filters)
+                               selective, sql_filters, window_calls)
 from dpp.plan_wire import WIRE_VERSION, PlanMessage, check_plan
 
 __all__ = ["TypedPlan", "translate"]
@@ -229,7 +229,11 @@ class _Translator:
             raise RecursionError("a Connect plan too deep to translate")
         kind = rel.WhichOneof("rel_type")
         why = node_nondeterminism(rel)
-        extra = {"nondeterministic": why} if why else {}
+        extra: dict[str, Any] = {"nondeterministic": why} if why else {}
+        calls = window_calls(rel)
+        if calls:   # the core decides whether a build side's window depends on tie order
+            extra["windowCalls"] = [[c.function.lower(), c.aggregate, c.rows_frame,
+                                     c.whole_frame, c.ordered] for c in calls]
         if kind == "read":
             return self.read(rel)
         if kind in _PASS:

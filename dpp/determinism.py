@@ -14,9 +14,10 @@ JVM in Python: the client's plan is read instead, conservatively
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Optional
 
-from dpp.rules import ROW_DROPPING_OPERATORS
+from dpp.rules import ROW_DROPPING_OPERATORS, WindowCall, tie_order
 
 __all__ = ["nondeterminism"]
 
@@ -51,8 +52,12 @@ def _classic(jdf: Any) -> Optional[str]:
     from dpp.jvm_build import loaded_hook
 
     hook = loaded_hook()
-    if hook is not None:   # the describer's own rule, node by node
-        return hook.nondeterminism(plan)
+    if hook is not None:   # the describer's own rule, node by node; windows by dpp's rule
+        why = hook.nondeterminism(plan)
+        if why is None:
+            tie = tie_order(WindowCall(*c) for c in json.loads(hook.windowCalls(plan)))
+            why = f"Window ({tie})" if tie else None
+        return why
     # no JVM part (no JDK to build it): Spark's expression flags and the positional operators
     if not plan.deterministic():
         return "a nondeterministic expression"

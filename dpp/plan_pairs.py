@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from dpp.plan_narrowing import narrowing_above, semi_narrowing
-from dpp.rules import KEY_PASSAGE, ROW_DROPPING_OPERATORS, may_prune
+from dpp.rules import KEY_PASSAGE, ROW_DROPPING_OPERATORS, WindowCall, may_prune, tie_order
 
 __all__ = ["Prune", "find_prunes", "filters_rows", "relation_nodes", "unstable_relations"]
 
@@ -149,8 +149,8 @@ class _Plan:
         why: Optional[str] = None
         if n.get("nondeterministic"):
             why = _what(n)
-        elif n.get("tieOrder"):
-            why = _what(n, "tieOrder")
+        elif tie_order(WindowCall(*c) for c in n.get("windowCalls", [])):
+            why = f"{n['op']} ({tie_order(WindowCall(*c) for c in n['windowCalls'])})"
         else:
             why = next((w for w in (self.unstable_within(c, depth + 1)
                                     for c in self.below(node) + n.get("subqueries", []))

@@ -11,7 +11,7 @@ The shape, per node: ``id``, ``op`` (Spark's class name), ``children`` (node ids
 ``output`` (``[exprId, name, type]``), and by operator ``joinType`` / ``keys`` (Join),
 ``map`` (``[[output exprId, source exprId]]``, Project and Aggregate), ``partitionSpec``
 (Window), ``inSubqueries`` (Filter), ``selective`` (Filter), ``relation`` (a Parquet
-relation dpp may wrap), ``nondeterministic`` / ``ordered`` / ``tieOrder`` (the determinism
+relation dpp may wrap), ``nondeterministic`` / ``ordered`` / ``windowCalls`` (the determinism
 rules of :mod:`dpp.rules`; ``subqueries``, the plans of the subqueries a node's
 expressions evaluate, as the SQL-text translation names them). A key is ``{expr, type,
 sql, deterministic, refs, attr?, cast?, from?}``.
@@ -26,7 +26,7 @@ __all__ = ["WIRE_VERSION", "WireError", "check_plan", "check_list_answer", "Plan
            "PlanNode", "Relation", "Key", "InSubquery", "ListAnswer"]
 
 # bumped whenever a field changes meaning or type; PlanDescriber.WIRE_VERSION is the same
-WIRE_VERSION = 1
+WIRE_VERSION = 2
 
 
 class _KeyRequired(TypedDict):
@@ -88,7 +88,8 @@ class PlanNode(_NodeRequired, total=False):
     #                               else the folder's (any relation, candidate or not)
     nondeterministic: str         # why its rows may differ per run
     ordered: bool                 # a limit decided by the sort right below
-    tieOrder: str                 # a window function over tied rows
+    windowCalls: list[list[Any]]  # Window: [name, aggregate, ROWS frame, whole frame,
+    #                               ordered] per function (dpp.rules.tie_order decides)
     byName: bool
     subqueries: list[int]         # plans of the subqueries its expressions evaluate (SQL
     #                               text only): part of a build side's determinism
@@ -128,7 +129,7 @@ _MESSAGE = {"op": str, "request": str, "explain": bool, "timeZone": str, "roots"
 _NODE = {"id": int, "op": str, "children": list, "output": list}
 _OPTIONAL_NODE = {"joinType": str, "keys": list, "map": list, "partitionSpec": list,
                   "inSubqueries": list, "selective": bool, "relation": dict,
-                  "nondeterministic": str, "ordered": bool, "tieOrder": str, "byName": bool,
+                  "nondeterministic": str, "ordered": bool, "windowCalls": list, "byName": bool,
                   "subqueries": list, "source": str}
 _RELATION = {"kind": str, "index": str, "rootPaths": list, "partitionColumns": list,
              "bucketed": bool, "partitionFiltered": bool}
@@ -199,6 +200,11 @@ def check_plan(msg: Mapping[str, Any]) -> None:
         for m in n.get("map", []):
             if not (isinstance(m, list) and len(m) == 2 and all(isinstance(x, int) for x in m)):
                 raise WireError(f"plan wire: {where} map entry {m!r} is not [exprId, exprId]")
+        for call in n.get("windowCalls", []):
+            if not (isinstance(call, list) and len(call) == 5 and isinstance(call[0], str)
+                    and all(isinstance(x, bool) for x in call[1:])):
+                raise WireError(f"plan wire: {where} window call {call!r} is not [name, "
+                                f"aggregate, rows, whole, ordered]")
         for sub in n.get("inSubqueries", []):
             _fields(f"{where} IN subquery", sub, {"query": int, "value": dict,
                                                    "queryKey": dict}, {})

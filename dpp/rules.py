@@ -23,8 +23,9 @@ to it (``tests/test_rules_table.py``) read the same thing the code does.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
-from typing import Optional
+from typing import Iterable, Optional
 
 __all__ = ["JoinType", "join_type", "may_prune", "prunable_sides", "output_sides", "KEY_PASSAGE",
            "ROW_DROPPING_OPERATORS", "NONDETERMINISTIC_FUNCTIONS", "RERUN_FUNCTIONS",
@@ -150,6 +151,40 @@ RERUN_FUNCTIONS: frozenset[str] = NONDETERMINISTIC_FUNCTIONS | frozenset({
     "rand_str"})
 
 
+# window functions whose value for a row depends on the order in which the rows that tie on
+# the window's ORDER BY arrive (rank-like functions give ties one value); first/last pick a
+# row of their frame by that order too
+TIE_ORDER_FUNCTIONS: frozenset[str] = frozenset({
+    "row_number", "ntile", "lag", "lead", "nth_value", "first", "last", "first_value",
+    "last_value", "any_value"})
+
+
+@dataclass(frozen=True)
+class WindowCall:
+    """A window function as a front end finds it: the facts :func:`tie_order` decides on."""
+
+    function: str          # its SQL name (row_number, sum, ...), any case
+    aggregate: bool        # an aggregate function (sum, count...) over the window
+    rows_frame: bool       # its frame counts ROWS (not RANGE: a RANGE frame holds all ties)
+    whole_frame: bool      # the frame is the whole partition (UNBOUNDED to UNBOUNDED)
+    ordered: bool          # the window has an ORDER BY
+
+
+def tie_order(calls: Iterable[WindowCall]) -> Optional[str]:
+    """Why one of a window operator's functions gives a row a value that depends on the
+    order of tied rows — so a build side holding it may keep other keys when run again — or
+    None. The one decision every front end (the hook's describer, SQL text, Connect plans)
+    asks; each only records what it sees. On the fact side Spark itself leaves the order of
+    ties open, so it does not stop pruning there."""
+    for c in calls:
+        name = c.function.lower()
+        if name in TIE_ORDER_FUNCTIONS:
+            return name
+        if c.aggregate and c.ordered and c.rows_frame and not c.whole_frame:
+            return f"{name} over a ROWS frame"
+    return None
+
+
 #: What a pruned scan reads, per relation kind: the rule users can check a query against.
 RELATIONS_RULE = (
     "Relations: Spark defines every relation, dpp only removes what provably cannot match. "
@@ -165,9 +200,10 @@ RELATIONS_RULE = (
     "`spark.read.parquet` of its folder, made by Spark's reader for each query that names "
     "it (each `spark.sql`, each `spark.table`), so schema, column order, partition types, "
     "hidden files and the files of that moment are Spark's, and a DataFrame used again reads "
-    "the listing it was made with; on `dpp connect-server` it is a global view of "
-    "``parquet.`folder` `` that every query analyses again in its own session (Spark's view "
-    "keeps the column types of the server's start). A build side's cached filter "
+    "the listing it was made with; on `dpp connect-server` it is the global view "
+    "``global_temp.NAME``, whose text each query that names it parses again in its own "
+    "session, so it reads what that session's `spark.read.parquet` reads then (on Spark 3.5, "
+    "Spark's view keeps the column types of the server's start). A build side's cached filter "
     "(off by default) is reused only when the build side's plan, its relations' schemas and "
     "reader options, the session settings that change values, and its input files (size, "
     "modification time and, where the storage gives them, inode and change time or ETag) "

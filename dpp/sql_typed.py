@@ -65,13 +65,13 @@ from dpp.plan_wire import WIRE_VERSION, PlanMessage
 from dpp.pushdown import deterministic, inside_pushed_query, outer_columns
 from dpp.rules import NONDETERMINISTIC_FUNCTIONS, RERUN_FUNCTIONS, JoinType
 from dpp.sql_build import local_to, snowflake
+from dpp.sql_functions import window_calls
 from dpp.sql_scopes import (Scope, Source, Tables, join_on, join_type_of, matched_only, scope,
                              selective)
 from dpp.sql_typed_semi import Origin, SemiJoins
 
 __all__ = ["Origin", "Typed", "translate", "query_filters"]
 
-_TIE_ORDER = {"row_number", "ntile", "lag", "lead", "nth_value"}
 _INNER = (JoinType.INNER, JoinType.CROSS)
 
 
@@ -494,10 +494,10 @@ class _Select(SemiJoins):
             specs = [{self.attr(p)[0] for p in w.args.get("partition_by") or []   # type: ignore
                       if isinstance(p, exp.Column) and self.attr(p)} for w in windows]
             common = set.intersection(*specs) if specs else set()
-            ties = next((w.this.sql_name().lower() for w in windows
-                         if w.this.sql_name().lower() in _TIE_ORDER), None)
+            calls = [[c.function.lower(), c.aggregate, c.rows_frame, c.whole_frame, c.ordered]
+                     for c in window_calls(windows)]
             node = t.node("Window", [node], t.out(node), partitionSpec=sorted(common),
-                          tieOrder=ties)
+                          windowCalls=calls)
         out: list[tuple[int, str]] = []
         mapping: list[list[int]] = []
         grouped = {self.attr(g)[0] for g in (group.expressions if group else [])   # type: ignore

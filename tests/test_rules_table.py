@@ -435,3 +435,81 @@ def test_dpp_join(spark: Any, star: dict[str, Any], jt: JoinType) -> None:
                       key=repr)
     assert got == want
     assert _applied(report) == may_prune(jt, "left"), report
+
+
+# a build side filtered by a window's value: the value of a row may depend on the order in
+# which tied rows arrive (row_number, an aggregate over a ROWS frame), so another run may keep
+# other keys; rank and RANGE frames give ties one value. One rule (dpp.rules.tie_order) over
+# what each front end records.
+TIE_CASES = [("row_number", None, False), ("rank", None, True), ("sum", "rows", False),
+             ("sum", "range", True)]
+
+
+@pytest.mark.parametrize("fn,frame,pruned", TIE_CASES)
+def test_typed_plan_window_tie_order(fn: str, frame: Optional[str], pruned: bool) -> None:
+    p = _Typed()
+    f, d = p.fact(), p.dim()
+    w = p.node("Window", [d], [(10, "k"), (11, "x"), (12, "w")],
+               windowCalls=[[fn, fn == "sum", frame == "rows", False, True]])
+    kept = p.node("Filter", [w], [(10, "k"), (11, "x"), (12, "w")], selective=True)
+    p.join("INNER", f, kept, [(2, 10)])
+    prunes, notes = find_prunes(p.desc())
+    assert any(x.relation == f for x in prunes) is pruned, notes
+
+
+@pytest.mark.parametrize("fn,frame,pruned", TIE_CASES)
+def test_sql_text_window_tie_order(fn: str, frame: Optional[str], pruned: bool) -> None:
+    call = "sum(x)" if fn == "sum" else f"{fn}()"
+    spec = {None: "", "rows": " ROWS BETWEEN 1 PRECEDING AND CURRENT ROW",
+            "range": " RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"}[frame]
+    sql = (f"SELECT f.v FROM f JOIN (SELECT k, x FROM (SELECT k, x, {call} OVER "
+           f"(ORDER BY x{spec}) AS w FROM d) t WHERE w = 1) dd ON f.k = dd.k")
+    plan = analyze(sql, _resolve)
+    got = any(r.pruning and r.dynamic for r in plan.refs if r.table == "f")
+    assert got is pruned, plan.explain()
+
+
+def _proto_window_dim(fn: str, frame: Optional[str]) -> Any:
+    import pyspark.sql.connect.proto as proto
+
+    root = _proto_join(JoinType.INNER, "left")
+    wrapped = proto.Relation()
+    wrapped.with_columns.input.CopyFrom(root.join.right)
+    alias = wrapped.with_columns.aliases.add()
+    alias.name.append("w")
+    window = alias.expr.window
+    window.window_function.unresolved_function.function_name = fn
+    if fn == "sum":
+        arg = window.window_function.unresolved_function.arguments.add()
+        arg.unresolved_attribute.unparsed_identifier = "dd.x"
+    order = window.order_spec.add()
+    order.child.unresolved_attribute.unparsed_identifier = "dd.x"
+    order.direction = proto.Expression.SortOrder.SORT_DIRECTION_ASCENDING
+    if frame is not None:
+        spec = window.frame_spec
+        spec.frame_type = (proto.Expression.Window.WindowFrame.FRAME_TYPE_ROW if frame == "rows"
+                           else proto.Expression.Window.WindowFrame.FRAME_TYPE_RANGE)
+        if frame == "rows":
+            spec.lower.value.literal.integer = -1
+        else:
+            spec.lower.unbounded = True
+        spec.upper.current_row = True
+    kept = proto.Relation()   # the rows the window's value picks: the build side's keys
+    kept.filter.input.CopyFrom(wrapped)
+    cond = kept.filter.condition.unresolved_function
+    cond.function_name = "=="
+    cond.arguments.add().unresolved_attribute.unparsed_identifier = "w"
+    cond.arguments.add().literal.integer = 1
+    root.join.right.CopyFrom(kept)
+    return root
+
+
+@pytest.mark.parametrize("fn,frame,pruned", TIE_CASES)
+def test_connect_window_tie_order(fn: str, frame: Optional[str], pruned: bool) -> None:
+    """The Connect plan, through its typed translation and as a DataFrame build side."""
+    from dpp.connect_frames import deterministic_relation, find_fact_joins
+
+    root = _proto_window_dim(fn, frame)
+    found = find_fact_joins(root, _fact_of)
+    assert any(fr.name == "f" and fr.pairs for fr in found) is pruned
+    assert deterministic_relation(root.join.right) is pruned

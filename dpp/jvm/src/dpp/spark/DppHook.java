@@ -324,18 +324,15 @@ public final class DppHook {
      * one load, and one file index that Spark's exchange and subquery reuse see as the same.
      */
     /** Why the rows of {@code plan} may differ when it is run again (the describer's rule on
-     * every node: nondeterministic expressions, samples, limits, windows whose values depend on
-     * the order of ties), or
-     * null: what {@code dpp.determinism} asks of a DataFrame handed over as a build side. */
+     * every node: nondeterministic expressions, samples, limits), or null: what
+     * {@code dpp.determinism} asks of a DataFrame handed over as a build side (which asks
+     * {@link #windowCalls} for the windows, and decides on them itself). */
     public static String nondeterminism(LogicalPlan plan) {
         java.util.ArrayDeque<LogicalPlan> stack = new java.util.ArrayDeque<>();
         stack.push(plan);
         while (!stack.isEmpty()) {
             LogicalPlan p = stack.pop();
             String why = PlanDescriber.nondeterminism(p);
-            if (why == null) {
-                why = PlanDescriber.tieOrder(p);
-            }
             if (why != null) {
                 return p.getClass().getSimpleName() + " (" + why + ")";
             }
@@ -344,6 +341,23 @@ public final class DppHook {
             }
         }
         return null;
+    }
+
+    /** Every window function of {@code plan}, as JSON [[SQL name, aggregate, ROWS frame,
+     * whole-partition frame, ordered], ...] ({@link PlanDescriber#windowCalls}). */
+    public static String windowCalls(LogicalPlan plan) {
+        com.fasterxml.jackson.databind.node.ArrayNode all =
+            new com.fasterxml.jackson.databind.ObjectMapper().createArrayNode();
+        java.util.ArrayDeque<LogicalPlan> stack = new java.util.ArrayDeque<>();
+        stack.push(plan);
+        while (!stack.isEmpty()) {
+            LogicalPlan p = stack.pop();
+            all.addAll(PlanDescriber.windowCalls(p));
+            for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
+                stack.push(c);
+            }
+        }
+        return all.toString();
     }
 
     public static int buildSignature(String request, int node, int expr, String semi,

@@ -138,7 +138,7 @@ final class PlanDescriber {
     }
 
     /** The plan wire contract's version ({@code dpp/plan_wire.py}: the same number). */
-    static final int WIRE_VERSION = 1;
+    static final int WIRE_VERSION = 2;
 
     String describe(String request, boolean explaining, String scope) {
         return describe(request, explaining, scope, false);
@@ -237,9 +237,9 @@ final class PlanDescriber {
                 n.put("ordered", true);
             }
         }
-        String tieOrder = tieOrder(p);
-        if (tieOrder != null) {
-            n.put("tieOrder", tieOrder);
+        ArrayNode calls = windowCalls(p);
+        if (calls.size() > 0) {
+            n.set("windowCalls", calls);
         }
         ArrayNode children = n.putArray("children");
         for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
@@ -337,9 +337,6 @@ final class PlanDescriber {
         java.util.Arrays.asList("Sample", "GlobalLimit", "LocalLimit", "Limit", "Tail", "Offset",
             "LimitAndOffset", "OffsetAndLimit", "GlobalLimitAndOffset"));
     /** Window functions whose value for a row depends on the order of rows that tie. */
-    private static final java.util.Set<String> ORDER_DEPENDENT_WINDOW = new java.util.HashSet<>(
-        java.util.Arrays.asList("RowNumber", "NTile", "Lag", "Lead", "NthValue"));
-
     /** Why the rows of {@code p} itself (not its children) may differ between two runs over
      * the same input — a nondeterministic expression (Spark's own flag: rand, nondeterministic
      * UDFs, first/last, monotonically_increasing_id...), a sample, a limit or offset — or null
@@ -358,57 +355,64 @@ final class PlanDescriber {
         return null;
     }
 
-    /** A window function of {@code p} whose value for a row depends on the order in which
-     * rows that tie on the window's ORDER BY arrive (row_number, ntile, lag/lead, nth_value,
-     * an aggregate over a ROWS frame), or null. Rank-like functions and RANGE frames give
-     * ties one value. Such a build side may keep other keys when run again; on the fact side
-     * Spark itself leaves the order of ties open, so it does not stop pruning there. */
-    static String tieOrder(LogicalPlan p) {
+    /**
+     * The window functions of {@code p} (a Window or WindowGroupLimit), each as the facts
+     * {@code dpp.rules.tie_order} decides on: [SQL name, aggregate, ROWS frame, whole-partition
+     * frame, ordered]. Empty for any other operator. Python decides whether a value depends on
+     * the order of tied rows (one rule for every front end); this side only reports.
+     */
+    static ArrayNode windowCalls(LogicalPlan p) {
+        ArrayNode out = JSON.createArrayNode();
         String op = p.getClass().getSimpleName();
         if (!op.equals("Window") && !op.equals("WindowGroupLimit")) {
-            return null;
+            return out;
         }
-        final String[] found = new String[1];
         for (Expression e : CollectionConverters.asJava(p.expressions())) {
-            e.exists(new scala.runtime.AbstractFunction1<Expression, Object>() {
+            e.foreach(new scala.runtime.AbstractFunction1<Expression, scala.runtime.BoxedUnit>() {
                 @Override
-                public Object apply(Expression x) {
-                    String name = x.getClass().getSimpleName();
-                    if (ORDER_DEPENDENT_WINDOW.contains(name)) {
-                        found[0] = name;
-                        return true;
+                public scala.runtime.BoxedUnit apply(Expression x) {
+                    if (x instanceof org.apache.spark.sql.catalyst.expressions.WindowExpression) {
+                        out.add(call((org.apache.spark.sql.catalyst.expressions.WindowExpression) x));
+                    } else if (op.equals("WindowGroupLimit")
+                            && x instanceof org.apache.spark.sql.catalyst.expressions.WindowFunction) {
+                        ArrayNode c = out.addArray();   // its rank-like function, ordered
+                        c.add(x.prettyName());
+                        c.add(false);
+                        c.add(false);
+                        c.add(false);
+                        c.add(true);
                     }
-                    if (!(x instanceof org.apache.spark.sql.catalyst.expressions.WindowExpression)) {
-                        return false;
-                    }
-                    org.apache.spark.sql.catalyst.expressions.WindowExpression w =
-                        (org.apache.spark.sql.catalyst.expressions.WindowExpression) x;
-                    Object frame = w.windowSpec().frameSpecification();
-                    if (!(w.windowFunction() instanceof
-                            org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression)
-                            || !(frame instanceof
-                            org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame)
-                            || w.windowSpec().orderSpec().isEmpty()) {
-                        return false;
-                    }
-                    org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame f =
-                        (org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame) frame;
-                    boolean rows = f.frameType().getClass().getSimpleName().startsWith("RowFrame");
-                    boolean whole = f.lower().getClass().getSimpleName()
-                        .startsWith("UnboundedPreceding")
-                        && f.upper().getClass().getSimpleName().startsWith("UnboundedFollowing");
-                    if (rows && !whole) {
-                        found[0] = "an aggregate over a ROWS frame";
-                        return true;
-                    }
-                    return false;
+                    return scala.runtime.BoxedUnit.UNIT;
                 }
             });
-            if (found[0] != null) {
-                return found[0];
-            }
         }
-        return null;
+        return out;
+    }
+
+    private static ArrayNode call(org.apache.spark.sql.catalyst.expressions.WindowExpression w) {
+        ArrayNode c = JSON.createArrayNode();
+        Expression fn = w.windowFunction();
+        boolean aggregate =
+            fn instanceof org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+        c.add(aggregate
+            ? ((org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression) fn)
+                .aggregateFunction().prettyName()
+            : fn.prettyName());
+        c.add(aggregate);
+        Object frame = w.windowSpec().frameSpecification();
+        boolean rows = false;
+        boolean whole = false;
+        if (frame instanceof org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame) {
+            org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame f =
+                (org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame) frame;
+            rows = f.frameType().getClass().getSimpleName().startsWith("RowFrame");
+            whole = f.lower().getClass().getSimpleName().startsWith("UnboundedPreceding")
+                && f.upper().getClass().getSimpleName().startsWith("UnboundedFollowing");
+        }
+        c.add(rows);
+        c.add(whole);
+        c.add(!w.windowSpec().orderSpec().isEmpty());
+        return c;
     }
 
     /** A limit, offset or tail right above a sort (through projections and other limits):
