@@ -123,11 +123,18 @@ class Backend:
             return 0
 
     def reports_since(self, mark: int) -> list[dict]:
-        try:
-            lines = self.report_path.read_text().splitlines()[mark:]
-        except OSError:
-            return []
-        return [json.loads(x) for x in lines if x.strip()]
+        for attempt in range(20):
+            try:
+                lines = self.report_path.read_text().splitlines()[mark:]
+            except OSError:
+                return []
+            try:
+                return [json.loads(x) for x in lines if x.strip()]
+            except json.JSONDecodeError:   # a line still being written: read it again
+                if attempt == 19:
+                    raise
+                time.sleep(0.1)
+        return []
 
     def declare(self, name: str, folder: Optional[str]) -> None:
         """``spark.dpp.tables.<name>`` set (or removed) while dpp is on, as a job does."""
