@@ -14,6 +14,8 @@ costs a job and prunes nothing.
 """
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -65,11 +67,12 @@ class Prune:
 
     @property
     def build(self) -> tuple[int, int, str]:
-        """What the build side computes: node, key expression, narrowing (as the JVM's
-        ``semi`` argument: ``"node:b1,b2:a1,a2"``, empty without)."""
-        semi = "" if self.build_semi is None else "{}:{}:{}".format(
-            self.build_semi[0], ",".join(str(b) for b, _a in self.build_semi[1]),
-            ",".join(str(a) for _b, a in self.build_semi[1]))
+        """What the build side computes: node, key expression, narrowing (the JVM's ``semi``
+        argument, a JSON object ``{"node": other, "keys": [b1, ...], "otherKeys": [a1, ...]}``:
+        only rows some row of ``other`` matches on ``b_i = a_i``; empty without)."""
+        semi = "" if self.build_semi is None else json.dumps({
+            "node": self.build_semi[0], "keys": [b for b, _a in self.build_semi[1]],
+            "otherKeys": [a for _b, a in self.build_semi[1]]})
         return self.build_node, self.build_expr, semi
 
     @property

@@ -1,6 +1,8 @@
 """dpp.plan_pairs on plan descriptions as the JVM rule sends them (no Spark needed)."""
 from __future__ import annotations
 
+import json
+
 from typing import Any, Optional
 
 from dpp.plan_pairs import find_prunes
@@ -303,7 +305,9 @@ def test_an_unfiltered_build_side_is_narrowed_by_the_joins_other_key() -> None:
     narrowed = [x for x in prunes if x.build_node == d2]
     assert [(x.relation, x.column, x.build_semi[0]) for x in narrowed] == [(f, "day", d1)]
     (b, a), = narrowed[0].build_semi[1]
-    assert narrowed[0].build == (d2, narrowed[0].build_expr, f"{d1}:{b}:{a}")
+    node, expr, semi = narrowed[0].build
+    assert (node, expr) == (d2, narrowed[0].build_expr)
+    assert json.loads(semi) == {"node": d1, "keys": [b], "otherKeys": [a]}
 
 
 def test_no_narrowing_through_a_union_or_where_the_other_side_reads_the_fact() -> None:

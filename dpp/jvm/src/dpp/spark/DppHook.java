@@ -380,24 +380,40 @@ public final class DppHook {
     }
 
     /** Node {@code node} projected to key {@code expr}; with {@code semi}
-     * ({@code "other:b1,b2:a1,a2"}, see {@code dpp.plan_pairs.Prune.build}) only its rows
-     * that some row of node {@code other} matches on {@code b_i = a_i} (a left-semi join). */
+     * ({@code {"node": other, "keys": [b...], "otherKeys": [a...]}}, see
+     * {@code dpp.plan_pairs.Prune.build}) only its rows that some row of node {@code other}
+     * matches on {@code b_i = a_i} (a left-semi join). A malformed {@code semi} fails the
+     * build side (no pruning by it), never builds another one. */
     private static LogicalPlan buildPlan(PlanDescriber d, int node, int expr, String semi) {
         LogicalPlan plan = d.node(node);
         if (semi != null && !semi.isEmpty()) {
-            String[] parts = semi.split(":");
-            String[] mine = parts[1].split(",");
-            String[] other = parts[2].split(",");
+            com.fasterxml.jackson.databind.JsonNode s;
+            try {
+                s = new com.fasterxml.jackson.databind.ObjectMapper().readTree(semi);
+            } catch (java.io.IOException e) {
+                throw new IllegalArgumentException("dpp: a semi-join narrowing that is not "
+                    + "JSON: " + semi, e);
+            }
+            com.fasterxml.jackson.databind.JsonNode mine = s.path("keys");
+            com.fasterxml.jackson.databind.JsonNode other = s.path("otherKeys");
+            if (!s.path("node").isInt() || !mine.isArray() || !other.isArray()
+                    || mine.size() == 0 || mine.size() != other.size()) {
+                throw new IllegalArgumentException("dpp: a semi-join narrowing off its "
+                    + "contract: " + semi);
+            }
             Expression cond = null;
-            for (int i = 0; i < mine.length; i++) {
+            for (int i = 0; i < mine.size(); i++) {
+                if (!mine.get(i).isInt() || !other.get(i).isInt()) {
+                    throw new IllegalArgumentException("dpp: a semi-join key that is not an "
+                        + "expression number: " + semi);
+                }
                 Expression eq = new org.apache.spark.sql.catalyst.expressions.EqualTo(
-                    d.expression(Integer.parseInt(mine[i])),
-                    d.expression(Integer.parseInt(other[i])));
+                    d.expression(mine.get(i).asInt()), d.expression(other.get(i).asInt()));
                 cond = cond == null ? eq
                     : new org.apache.spark.sql.catalyst.expressions.And(cond, eq);
             }
             plan = new org.apache.spark.sql.catalyst.plans.logical.Join(plan,
-                d.node(Integer.parseInt(parts[0])),
+                d.node(s.path("node").asInt()),
                 org.apache.spark.sql.catalyst.plans.LeftSemi$.MODULE$, Option.apply(cond),
                 org.apache.spark.sql.catalyst.plans.logical.JoinHint$.MODULE$.NONE());
         }
