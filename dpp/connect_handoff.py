@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from dpp.config import DppConfig
 from dpp.core.domain import TupleDomain
 from dpp.core.errors import LayoutError
-from dpp.core.remote import JVM_NOTE_PREFIX, functions_for
+from dpp.core.remote import CONNECT_CATALOG_LEFT, CONNECT_NOTES, functions_for
 from dpp.core.spark_rules import SparkRules
 from dpp.filter_runs import FilterSpec
 from dpp.remote_catalog import (FALSE, NoListing, Unprunable, default_folders,
@@ -39,41 +39,6 @@ log = logging.getLogger(__name__)
 
 _SIBLING_LOCK = threading.Lock()
 _FACTOR_KEY = "spark.sql.sources.fileCompressionFactor"
-
-# What a Spark Connect session (no JVM in this process) does without, each said once per
-# session in the first report that meets it (``environment``); the rows are Spark's either way
-CONNECT_NOTES = {k: JVM_NOTE_PREFIX + v for k, v in {
-    "size": "a pruned relation handed as a DataFrame (dpp.join), or one whose sibling "
-            "session failed, is sized by its kept files' bytes, not the table's: Spark's "
-            "join selection may differ from its plan over the whole table",
-    "handoff_calls": "the handoff's storage requests are not counted (the counting "
-                     "filesystem is in the server's JVM); handoff_list_calls/head_calls "
-                     "stay null",
-    "scan_metrics": "spark_scan (files and bytes Spark read) is not reported: the "
-                    "executed plan's metrics and Spark's status store are in the server's JVM",
-    "lister": "spark.dpp.lister=hadoop needs Hadoop's FileSystem in the driver's JVM: the "
-              "client lists instead (local paths directly, object stores and HDFS through "
-              "pyarrow.fs from spark.hadoop.*), and Spark lists the kept folders again",
-    "catalog": "a partitioned catalog table dpp cannot prune exactly here (the table's "
-               "entry says why: partitions not tracked by the catalog, another catalog, "
-               "CHAR columns, ...) is left to Spark (its own partition pruning and DPP)",
-    "catalog_predicate": "catalog tables are pruned by a predicate on their partition "
-                         "columns (the kept partitions' values, as ranges), which Spark's own "
-                         "partition pruning applies while planning: Spark fetches and lists "
-                         "the kept partitions itself, so their files, bytes, folders and "
-                         "storage requests are not counted (files_kept/bytes_kept 0), and "
-                         "Spark sizes the relation by the kept partitions, not the table; "
-                         "a plain Parquet table pruned by a join whose files all sit in its "
-                         "partitions' default folders is read as those folders instead, "
-                         "sized as the table and counted (its metastore note says so)",
-    "collector": "spark.dpp.collector=arrow runs Python tasks through the RDD API, which "
-                 "Spark Connect does not offer: build sides use Spark's own aggregation "
-                 "(native)",
-}.items()}
-
-# the reason of a catalog table left to Spark on Spark Connect starts with this
-CONNECT_CATALOG_LEFT = JVM_NOTE_PREFIX + "catalog table left to Spark: "
-
 
 class ConnectHandoff:
     """The Connect-specific handoff of one ``DppSession``: the clones it sizes relations in
@@ -244,7 +209,7 @@ class ConnectHandoff:
 
         mine = {k: v for k, v in conf_items(self.spark).items() if k != _FACTOR_KEY}
         if sib is None:
-            from dpp.connect_frames import lifecycle_of
+            from dpp.connect_lifecycle import lifecycle_of
 
             sib = self.siblings[bucket] = self.spark.cloneSession()
             # ended with the user's session and at exit, never left to hold the process
@@ -305,7 +270,7 @@ class ConnectHandoff:
 
     def end_clones(self) -> None:
         """Ends this session's clones (bounded: the server may be gone)."""
-        from dpp.connect_frames import lifecycle_of
+        from dpp.connect_lifecycle import lifecycle_of
 
         with _SIBLING_LOCK:
             clones, self.siblings = list(self.siblings.values()), {}
@@ -336,9 +301,9 @@ def drop_views_with(df: DataFrame, spark: SparkSession, views: list[str],
     own calls (``ThreadPoolExecutor.submit`` holding its lock), where a ``dropTempView``
     would wait on that lock forever. It only queues the names; they are dropped at the next
     action or dpp call on the session, and go with it at ``spark.stop()``
-    (:class:`dpp.connect_frames.ConnectLifecycle`). ``query``: the user's SQL, which commands
+    (:class:`dpp.connect_lifecycle.ConnectLifecycle`). ``query``: the user's SQL, which commands
     (writes, views) send instead of the rewritten text while ``df`` lives."""
-    from dpp.connect_frames import lifecycle_of
+    from dpp.connect_lifecycle import lifecycle_of
 
     life = lifecycle_of(spark)
     names = tuple(views)

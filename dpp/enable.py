@@ -67,13 +67,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dpp.config import (DppConfig, enabled_setting, spark_settings,
                         table_settings)
 from dpp.core.errors import ConfigError, LayoutError
+from dpp.statements import CONF_WORDS, first_word, is_explain, is_query
 
 if TYPE_CHECKING:  # the session (and Spark) load on the first enable(), not on import
     from dpp.session import DppSession
@@ -85,39 +85,6 @@ log = logging.getLogger(__name__)
 _LOCK = threading.Lock()
 _MISSING = object()
 _LOCK_PATCH = threading.Lock()
-
-# leading blanks, comments and parentheses, then the statement's first word
-_LEAD = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.S)
-_QUERY_WORDS = ("select", "with", "from")
-_CONF_WORDS = ("set", "reset")
-
-
-def is_query(text: object) -> bool:
-    """Whether a statement is a query pruning may apply to (SELECT / WITH / FROM / '(')."""
-    if not isinstance(text, str):
-        return False
-    rest = text[_LEAD.match(text).end():]  # type: ignore[union-attr]  (always matches)
-    word = re.match(r"[A-Za-z]+", rest)
-    return bool(word) and word.group(0).lower() in _QUERY_WORDS
-
-
-def _first_word(text: object) -> str:
-    if not isinstance(text, str):
-        return ""
-    rest = text[_LEAD.match(text).end():]  # type: ignore[union-attr]  (always matches)
-    word = re.match(r"[A-Za-z]+", rest)
-    return word.group(0).lower() if word else ""
-
-
-def is_explain(text: object) -> bool:
-    """Whether a statement is an ``EXPLAIN``: Spark optimizes the query it names (so the
-    optimizer hook fires) but runs none of it."""
-    if not isinstance(text, str):
-        return False
-    rest = text[_LEAD.match(text).end():]  # type: ignore[union-attr]  (always matches)
-    word = re.match(r"[A-Za-z]+", rest)
-    return bool(word) and word.group(0).lower() == "explain"
-
 
 class _Enabled:
     """What ``enable`` keeps for one SparkSession: its DppSession, the ``sql`` it replaced,
@@ -247,7 +214,7 @@ def _install_hook(session: "DppSession") -> None:
         from dpp.optimizer_hook import OptimizerHook, patch_explain
 
         session.optimizer_hook = OptimizerHook(session)
-        patch_explain()
+        patch_explain(session_of)
     except Exception as exc:
         session.hook_note = (f"optimizer hook unavailable, only spark.sql queries are pruned: "  # type: ignore[attr-defined]
                              f"{type(exc).__name__}: {exc}")
@@ -278,7 +245,7 @@ def _wrapper(state: _Enabled, original: Callable[..., Any]) -> Callable[..., Any
 
     @functools.wraps(original)
     def sql(sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
-        if _first_word(sqlQuery) in _CONF_WORDS:
+        if first_word(sqlQuery) in CONF_WORDS:
             return original(sqlQuery, args, **kwargs)   # SET/RESET: how a bad value is fixed
         conf = spark_settings(state.spark)
         if not enabled_setting(conf):

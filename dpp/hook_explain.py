@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+from dpp.statements import is_query
 
 __all__ = ["EXPLAIN", "ExplainListener", "explaining", "patch_explain"]
 
@@ -33,10 +35,11 @@ def explaining(spark: Any) -> Iterator[None]:
 _PATCH_LOCK = threading.Lock()
 
 
-def patch_explain() -> None:
+def patch_explain(session_of: Callable[[Any], Any]) -> None:
     """``DataFrame.explain`` of a session with the hook runs under :func:`explaining`, so
     explaining a plan never starts its build sides (once per process; a no-op for sessions
-    without the hook)."""
+    without the hook). ``session_of``: the DppSession of a SparkSession, or None
+    (:func:`dpp.enable.session_of`, handed in: this module sits below ``enable``)."""
     try:
         from pyspark.sql.classic.dataframe import DataFrame
     except ImportError:   # PySpark 3.5: the classic DataFrame is pyspark.sql's own
@@ -49,8 +52,6 @@ def patch_explain() -> None:
 
         def explain(self: Any, *args: Any, **kwargs: Any) -> Any:
             spark = self.sparkSession
-            from dpp.enable import session_of
-
             dpp_session = session_of(spark)
             if dpp_session is None or getattr(dpp_session, "optimizer_hook", None) is None:
                 return original(self, *args, **kwargs)
@@ -82,8 +83,6 @@ class ExplainListener:
                 # Spark's EXPLAIN answers an unplannable query with the error as its text
                 text = str(shown[0][0]).strip() if shown else ""
                 if text.startswith("Error occurred during query planning"):
-                    from dpp.enable import is_query
-
                     if is_query(query):   # analysed, not run: Spark's own error, with its why
                         session.plain_sql(query)
                     raise ValueError("Spark's EXPLAIN gives no reason for a statement")

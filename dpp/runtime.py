@@ -130,9 +130,9 @@ class Runtime:
             return sorted(v.describe() for v in self._profiles.values())
 
     def note_once(self, report: "JobReport", key: str) -> None:
-        """Puts the Spark Connect note ``key`` (:data:`dpp.connect_handoff.CONNECT_NOTES`) in
+        """Puts the Spark Connect note ``key`` (:data:`dpp.core.remote.CONNECT_NOTES`) in
         ``report``'s ``environment`` the first time this session meets it (and logs it then)."""
-        from dpp.connect_handoff import CONNECT_NOTES
+        from dpp.core.remote import CONNECT_NOTES
 
         note = CONNECT_NOTES[key]
         if self.env_notes.add(note):

@@ -214,7 +214,7 @@ class DppSession:
         t0 = time.perf_counter()
         temp_views: list[str] = []
         if self.runtime.remote:   # views whose DataFrames are garbage, queued by their finalizers
-            from dpp.connect_frames import lifecycle_of
+            from dpp.connect_lifecycle import lifecycle_of
 
             lifecycle_of(self.spark).drain()
         with self.catalog.views.query():
