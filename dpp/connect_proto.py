@@ -153,20 +153,20 @@ def window_calls(rel: Any) -> list[prune_rules.WindowCall]:
             out.append(prune_rules.WindowCall(
                 function=name, aggregate=name.lower() not in _WINDOW_ONLY, rows_frame=rows,
                 whole_frame=whole, ordered=len(w.order_spec) > 0))
-    for text in texts:
-        if "over" not in text.lower():
-            continue
+    texts = [t for t in texts if "over" in t.lower()]
+    if texts:
         import sqlglot
         from sqlglot import exp
 
         from dpp.sql_functions import window_calls as text_calls
 
-        try:
-            tree = sqlglot.parse_one(text, read="spark")
-        except Exception:
-            continue   # unreadable text: _sql_deterministic already refuses it
-        if tree is not None:
-            out.extend(text_calls(tree.find_all(exp.Window)))
+        for text in texts:
+            try:
+                tree = sqlglot.parse_one(text, read="spark")
+            except Exception:
+                continue   # unreadable text: _sql_deterministic already refuses it
+            if tree is not None:
+                out.extend(text_calls(tree.find_all(exp.Window)))
     return out
 
 

@@ -232,8 +232,7 @@ class _Translator:
         extra: dict[str, Any] = {"nondeterministic": why} if why else {}
         calls = window_calls(rel)
         if calls:   # the core decides whether a build side's window depends on tie order
-            extra["windowCalls"] = [[c.function.lower(), c.aggregate, c.rows_frame,
-                                     c.whole_frame, c.ordered] for c in calls]
+            extra["windowCalls"] = [c.wire() for c in calls]
         if kind == "read":
             return self.read(rel)
         if kind in _PASS:

@@ -150,10 +150,11 @@ class _Plan:
             return self._within[node]
         n = self.nodes[node]
         why: Optional[str] = None
+        ties = tie_order(WindowCall(*c) for c in n.get("windowCalls", []))
         if n.get("nondeterministic"):
             why = _what(n)
-        elif tie_order(WindowCall(*c) for c in n.get("windowCalls", [])):
-            why = f"{n['op']} ({tie_order(WindowCall(*c) for c in n['windowCalls'])})"
+        elif ties:
+            why = f"{n['op']} ({ties})"
         else:
             why = next((w for w in (self.unstable_within(c, depth + 1)
                                     for c in self.below(node) + n.get("subqueries", []))

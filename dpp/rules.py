@@ -169,6 +169,12 @@ class WindowCall:
     whole_frame: bool      # the frame is the whole partition (UNBOUNDED to UNBOUNDED)
     ordered: bool          # the window has an ORDER BY
 
+    def wire(self) -> list:
+        """As the plan wire carries it (``windowCalls``): [name, aggregate, rows, whole,
+        ordered]; ``WindowCall(*wire)`` reads it back."""
+        return [self.function.lower(), self.aggregate, self.rows_frame, self.whole_frame,
+                self.ordered]
+
 
 def tie_order(calls: Iterable[WindowCall]) -> Optional[str]:
     """Why one of a window operator's functions gives a row a value that depends on the

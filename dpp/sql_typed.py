@@ -494,10 +494,8 @@ class _Select(SemiJoins):
             specs = [{self.attr(p)[0] for p in w.args.get("partition_by") or []   # type: ignore
                       if isinstance(p, exp.Column) and self.attr(p)} for w in windows]
             common = set.intersection(*specs) if specs else set()
-            calls = [[c.function.lower(), c.aggregate, c.rows_frame, c.whole_frame, c.ordered]
-                     for c in window_calls(windows)]
             node = t.node("Window", [node], t.out(node), partitionSpec=sorted(common),
-                          windowCalls=calls)
+                          windowCalls=[c.wire() for c in window_calls(windows)])
         out: list[tuple[int, str]] = []
         mapping: list[list[int]] = []
         grouped = {self.attr(g)[0] for g in (group.expressions if group else [])   # type: ignore

@@ -46,10 +46,6 @@ final class DeclaredViews extends Rule<LogicalPlan> {
         TEXTS.put(name.toLowerCase(Locale.ROOT), text.trim());
     }
 
-    static void forget(String name) {
-        TEXTS.remove(name.toLowerCase(Locale.ROOT));
-    }
-
     @Override
     public String ruleName() {
         return "dpp.spark.DeclaredViews";

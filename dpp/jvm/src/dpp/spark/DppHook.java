@@ -158,10 +158,6 @@ public final class DppHook {
         }
     }
 
-    public static void forgetView(String name) {
-        DeclaredViews.forget(name);
-    }
-
     public static void uninstall(SparkSession session) {
         Function<String, String> gone = BRIDGES.remove(session);
         if (gone != null && gone == SERVER) {

@@ -68,7 +68,9 @@ final class StaticPruning {
             }
             return;
         }
-        for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
+        // the projections and filters down to that leaf lead nowhere else: go on below it
+        LogicalPlan leaf = t != null ? (LogicalPlan) t._3() : p;
+        for (LogicalPlan c : CollectionConverters.asJava(leaf.children())) {
             walk(c, out);
         }
     }
