@@ -35,7 +35,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from dpp.core.domain import DataType, Domain, TupleDomain
 from dpp.core.errors import DomainError, LayoutError, ValueOutOfRange
@@ -357,7 +357,7 @@ class SplitLoader:
             else:
                 self._list_files(self._enumerate_folders())
         if os.environ.get(DROP_KEPT_SWITCH) == "1":
-            _drop_one_kept(res)
+            _drop_one_kept(res, self._dynamic_domain, self.table)
         self._finish_filters("not needed: no partition survived")
         res.lister = self.lister.kind
         res.list_calls, res.head_calls = self.lister.calls.snapshot()
@@ -899,17 +899,67 @@ def _spec_text(values: Iterable[tuple[str, Optional[str]]]) -> str:
                     for k, v in values)
 
 
-def _drop_one_kept(res: LoadResult) -> None:
-    """The self-test's mutation: the first kept partition with files (any kept partition
-    where Spark lists the files) is ruled out as if a filter had pruned it (its files gone
-    from the splits, its folder among the pruned)."""
+def _drop_one_kept(res: LoadResult, domains: Mapping[str, Optional[Domain]],
+                   table: Table) -> None:
+    """The self-test's mutation: one kept partition that holds rows is ruled out as if a
+    filter had pruned it (its files gone from the splits, its folder among the pruned).
+
+    Dropping a kept partition whose rows no build side asked for changes no answer, and a
+    self-test that drops one measures the data, not the fuzzer. So the partition dropped is
+    the one most likely to hold a matching row: one with rows on disk (a kept partition with
+    no file, or only empty files, is never dropped: when that is all dpp kept, the switch
+    does not act), whose values the build sides' exact domains name (a bloom or range domain
+    only says "maybe"), then the one with the most rows. Fuzzer-only: it reads the local
+    files' footers itself, whatever the loader listed."""
     import os.path
 
-    unlisted = not res.splits
-    for i, kp in enumerate(res.partitions):
+    import pyarrow.parquet as pq
+
+    where: dict[tuple, str] = {}
+    if any(not kp.path for kp in res.partitions) and table.is_catalog:
+        # kept partitions of a catalog table Spark lists itself carry no location: ask
+        try:
+            parts = (table.partition_source.fetch_every()[0]
+                     if table.partition_source is not None
+                     else list(table.catalog_partitions or ()))
+            where = {tuple(cp.values): cp.location for cp in parts}
+        except Exception:
+            where = {}
+
+    def rows(kp: KeptPartition) -> int:
+        path = kp.path or where.get(tuple((kp.texts or {}).items()), "")
+        if not path:
+            return 0
+        folder = local_path(path)
+        try:
+            names = [n for n in os.listdir(folder) if not n.startswith(("_", "."))]
+        except OSError:
+            return 0
+        total = 0
+        for n in names:
+            try:
+                total += pq.read_metadata(os.path.join(folder, n)).num_rows
+            except Exception:  # not a Parquet file Spark reads: no rows of ours
+                pass
+        return total
+
+    def named(kp: KeptPartition) -> int:
+        hits = 0
+        for column, dom in domains.items():
+            value = kp.values.get(column)
+            if dom is None or value is None or column not in kp.values or not dom.is_exact():
+                continue
+            try:
+                hits += bool(dom.contains(value))
+            except Exception:  # a value the domain cannot type: not named
+                pass
+        return hits
+
+    counted = [(named(kp), n, i) for i, kp in enumerate(res.partitions)
+               if (n := rows(kp)) > 0]
+    for _named, _rows, i in sorted(counted, reverse=True)[:1]:
+        kp = res.partitions[i]
         mine = [s for s in res.splits if os.path.dirname(s.path) == kp.path]
-        if not mine and not unlisted:
-            continue
         del res.partitions[i]
         res.splits = [s for s in res.splits if os.path.dirname(s.path) != kp.path]
         res.listings.pop(kp.path, None)

@@ -1,7 +1,8 @@
 """The differential fuzzer (``tests/fuzz``) in the suite: a fixed seed for a few minutes, and
 its self-test — with a deliberate bug that drops one kept partition from every load, it must
-report wrong rows in at least 90% of the pruned cases where the bug dropped one (a fuzzer
-that cannot fail proves nothing).
+report wrong rows in at least 90% of the pruned cases where the bug dropped one (it drops a
+kept partition holding rows, the build side's values first; a fuzzer that cannot fail proves
+nothing).
 
 ``DPP_FUZZ_SECONDS`` sets the fixed-seed budget (default 150 s); ``make fuzz`` runs longer.
 """
@@ -42,6 +43,7 @@ def test_the_fuzzer_catches_a_dropped_partition(spark: Any, tmp_path: Path) -> N
     print(st.line())
     assert DROP_KEPT_SWITCH not in os.environ
     # measured over the pruned cases where the switch dropped a partition: a case where dpp
-    # kept none has nothing to drop, and no oracle could tell (the line shows both counts)
+    # kept no partition holding rows has nothing to drop, and no oracle could tell (the line
+    # shows both counts)
     assert st.acted >= 10, st.line()
     assert st.caught >= 0.9 * st.acted, (st.line(), out.getvalue())

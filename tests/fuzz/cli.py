@@ -141,13 +141,18 @@ def fuzz(b: Backend, seed: int, seconds: float, workdir: Path, *, shrink_s: floa
 @dataclass
 class SelfTest:
     pruned: int = 0        # cases dpp pruned (run without the switch), and that agreed
-    acted: int = 0         # ... of which the switch then dropped a kept partition
+    acted: int = 0         # ... of which the switch then dropped a kept partition (one that
+    #                        holds rows: a case that kept none gives the mutation nothing to drop)
     caught: int = 0        # ... of which the fuzzer then reported a mismatch (all acted)
 
     def line(self) -> str:
-        rate = self.caught / self.pruned if self.pruned else 0.0
-        return (f"self-test: {self.caught} of {self.pruned} pruned cases caught ({rate:.0%}); "
-                f"the switch dropped a partition in {self.acted}")
+        def pct(n: int, d: int) -> str:
+            return f"{n / d:.0%}" if d else "-"
+        return (f"self-test: {self.caught} of {self.acted} pruned cases whose kept partitions "
+                f"hold rows caught ({pct(self.caught, self.acted)}); "
+                f"{self.caught} of all {self.pruned} pruned cases ({pct(self.caught, self.pruned)}"
+                f"; the other {self.pruned - self.acted} kept no partition holding rows, "
+                f"nothing to drop)")
 
 
 def self_test(b: Backend, seed: int, cases: int, workdir: Path, out: Any = sys.stdout,
