@@ -7,6 +7,13 @@ local data (tests, the TPC-DS bench) a counting subclass of it is installed:
 (cached by source hash), put on the driver's class path and registered for ``file:``
 (:func:`counting_conf`). Nothing here is needed to prune: it exists to *measure* what an
 object store would bill.
+
+The same jar holds ``hive_splits/jvm/LaggedLocalFileSystem.java``, the local disk under a
+scheme of its own, ``lagfs:`` (:func:`lag_uri`), with a delay injected into every LIST and
+HEAD (:func:`lag_conf`; at runtime ``LaggedLocalFileSystem.setDelays``) and counted with the
+others. It lets a benchmark *measure* listing at object-store latency rather than project it
+from counts: both Spark's reader (``fs.lagfs.impl``) and dpp's Hadoop lister (any scheme but
+``file:``) go through it, as they would through ``s3a:``.
 """
 from __future__ import annotations
 
@@ -18,12 +25,15 @@ from typing import Any, Optional
 from hive_splits.javac import cached_jar
 
 __all__ = ["counting_jar", "counting_conf", "storage_calls", "worth_counting",
-           "CountingUnavailable"]
+           "CountingUnavailable", "lag_conf", "lag_uri", "LAG_SCHEME"]
 
 log = logging.getLogger(__name__)
 
-_SOURCE = Path(__file__).parent / "jvm" / "CountingLocalFileSystem.java"
+_SOURCES = [Path(__file__).parent / "jvm" / "CountingLocalFileSystem.java",
+            Path(__file__).parent / "jvm" / "LaggedLocalFileSystem.java"]
 _CLASS = "dpp.hadoop.CountingLocalFileSystem"
+_LAG_CLASS = "dpp.hadoop.LaggedLocalFileSystem"
+LAG_SCHEME = "lagfs"
 # statistics names of the filesystems that count their own requests (S3A, HDFS, ABFS, GCS)
 _LIST_STATS = ("op_list_status", "op_list_located_status", "op_list_files", "op_glob_status")
 _HEAD_STATS = ("op_get_file_status", "op_exists", "op_is_directory", "op_is_file")
@@ -44,16 +54,57 @@ def _hadoop_jar() -> str:
 
 
 def counting_jar(cache_dir: Optional[str] = None) -> Path:
-    """The jar of the counting filesystem, compiled on first use (needs ``javac`` and
-    ``jar`` from a JDK; raises :class:`CountingUnavailable` saying what is missing)."""
-    return cached_jar("counting-fs", [_SOURCE], _hadoop_jar(), CountingUnavailable, cache_dir)
+    """The jar of the counting filesystem and of the lagged one (one jar: the lagged one adds
+    to the counting one's counts), compiled on first use (needs ``javac`` and ``jar`` from a
+    JDK; raises :class:`CountingUnavailable` saying what is missing)."""
+    return cached_jar("counting-fs", _SOURCES, _hadoop_jar(), CountingUnavailable, cache_dir)
 
 
 def counting_conf(cache_dir: Optional[str] = None) -> dict[str, str]:
-    """Spark settings that make ``file:`` count its requests (set before the JVM starts)."""
-    return {"spark.driver.extraClassPath": str(counting_jar(cache_dir)),
-            "spark.executor.extraClassPath": str(counting_jar(cache_dir)),
-            "spark.hadoop.fs.file.impl": _CLASS}
+    """Spark settings that make ``file:`` count its requests and register ``lagfs:`` (set
+    before the JVM starts). ``lagfs:`` costs nothing unless used, and its delays are 0 unless
+    set (:func:`lag_conf`, or ``LaggedLocalFileSystem.setDelays`` at runtime)."""
+    jar = str(counting_jar(cache_dir))
+    return {"spark.driver.extraClassPath": jar,
+            "spark.executor.extraClassPath": jar,
+            "spark.hadoop.fs.file.impl": _CLASS,
+            f"spark.hadoop.fs.{LAG_SCHEME}.impl": _LAG_CLASS}
+
+
+def lag_conf(list_ms: float, head_ms: float) -> dict[str, str]:
+    """Spark settings giving ``lagfs:`` an object store's latency: ``list_ms`` per LIST (a
+    folder listed) and ``head_ms`` per HEAD (one path's status), in milliseconds, fractions
+    allowed. Read when Hadoop creates the filesystem (once per JVM: Hadoop caches it), so set
+    them with :func:`counting_conf` before the session starts; a running session's delays
+    change with ``spark._jvm.dpp.hadoop.LaggedLocalFileSystem.setDelays(list_ms, head_ms)``
+    (``clearDelays()`` goes back to these)."""
+    out = {}
+    for what, ms in (("list", list_ms), ("head", head_ms)):
+        ms = float(ms)
+        if not ms >= 0 or ms == float("inf"):
+            raise ValueError(f"{what} delay must be a finite number of milliseconds >= 0, "
+                             f"not {ms!r}")
+        out[f"spark.hadoop.fs.{LAG_SCHEME}.{what}.ms"] = repr(ms)
+    return out
+
+
+def lag_uri(local_path: str | os.PathLike[str]) -> str:
+    """``local_path`` (``/tmp/x``, a relative path, or a ``file:`` URI) as the ``lagfs:`` URI
+    of the same folder or file, ``lagfs:///tmp/x``: what to give ``spark.read`` or dpp so that
+    their requests go through the lagged filesystem. The path is kept as spelt (not
+    percent-encoded): Hadoop's ``Path`` takes the text after the scheme literally, as it does
+    for ``file:``, so a Hive-escaped folder ``k=a%3Ab`` stays that name."""
+    text = os.fspath(local_path)
+    if text.startswith("file:"):
+        text = text[len("file:"):]
+        if text.startswith("//"):
+            authority, _, rest = text[2:].partition("/")
+            if authority not in ("", "localhost"):
+                raise ValueError(f"{local_path!r} names a host ({authority!r}), not the local "
+                                 f"disk")
+            text = "/" + rest
+    # POSIX keeps a leading "//" in abspath; Hadoop would read it as an empty authority
+    return f"{LAG_SCHEME}:///{os.path.abspath(text).lstrip('/')}"
 
 
 def storage_calls(spark: Any) -> Optional[tuple[int, int]]:
