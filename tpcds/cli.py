@@ -6,6 +6,7 @@ Examples::
     tpcds queries --data data/tpcds-sf1 [--execute]
     tpcds bench --data data/tpcds-sf1 --modes off,spark,dpp --queries q3,q7 --repeat 3 \\
         --out bench-out/run1 --table-kind both
+    tpcds partitions --sizes 1000,10000,100000 --out bench-out/partitions [--lag 20,5]
 """
 from __future__ import annotations
 
@@ -245,6 +246,60 @@ def cmd_connect_server(args: argparse.Namespace) -> int:
     return subprocess.call(cmd, env=env)
 
 
+def cmd_partitions(args: argparse.Namespace) -> int:
+    from tpcds.partition_scale import (KINDS, MODES, ScaleConfig, render_markdown, render_plot,
+                                       run_scale)
+
+    def ints(text: str) -> list[int]:
+        try:
+            return [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise SystemExit(f"tpcds partitions: --sizes takes numbers, not {text!r}")
+
+    def words(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
+        got = [x.strip() for x in text.split(",") if x.strip()]
+        bad = [x for x in got if x not in allowed]
+        if bad or not got:
+            raise SystemExit(f"tpcds partitions: {flag} takes {', '.join(allowed)}, "
+                             f"not {text!r}")
+        return got
+
+    lag = None
+    if args.lag:
+        try:
+            a, b = (float(x) for x in args.lag.split(","))
+        except ValueError:
+            raise SystemExit(f"tpcds partitions: --lag takes LIST_MS,HEAD_MS, not {args.lag!r}")
+        lag = (a, b)
+    limits: dict[str, int] = {}
+    for spec in args.limit:
+        key, _, n = spec.partition("=")
+        if key not in (*KINDS, *MODES) or not n.strip().isdigit():
+            raise SystemExit(f"tpcds partitions: --limit takes KIND_OR_MODE=N with a kind or "
+                             f"mode of {', '.join((*KINDS, *MODES))}, not {spec!r}")
+        limits[key] = int(n)
+    cfg = ScaleConfig(Path(args.data), sorted(ints(args.sizes)),
+                      words(args.kinds, KINDS, "--kinds"), words(args.modes, MODES, "--modes"),
+                      keep=args.keep, lag=lag, repeat=max(1, args.repeat), limits=limits)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    spark = make_spark("catalog" in cfg.kinds, out / "state" if not args.data else
+                       Path(args.data) / "state", args.conf)
+    try:
+        result = run_scale(spark, cfg, _progress)
+    finally:
+        spark.stop()
+    (out / "result.json").write_text(json.dumps(result, indent=1))
+    (out / "report.md").write_text(render_markdown(result))
+    others = [json.loads(Path(p).read_text()) for p in args.plot_with]
+    render_plot([*others, result], out / "scale.png")
+    print(render_markdown(result))
+    print(f"written: {out / 'result.json'}, {out / 'report.md'}, {out / 'scale.png'}")
+    wrong = [r for r in result["runs"] if r["ok"] and not r["correct"]]
+    failed = [r for r in result["runs"] if not r["ok"]]
+    return 1 if wrong or failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tpcds", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -310,6 +365,28 @@ def build_parser() -> argparse.ArgumentParser:
                         "`tpcds connect-server`); timings, rows and dpp's "
                         "report are measured, Spark's scan metrics and request counts are not")
     b.set_defaults(func=cmd_bench)
+
+    ps = sub.add_parser("partitions", help="how dpp's cost grows with the fact's partition "
+                                           "count (1,000 to 100,000), beside Spark's own DPP")
+    ps.add_argument("--data", default="data/partition-scale",
+                    help="where the facts are generated (kept between runs)")
+    ps.add_argument("--sizes", default="1000,10000,100000", help="partition counts")
+    ps.add_argument("--kinds", default=",".join(("path", "declared", "catalog")),
+                    help="comma list of path, declared, catalog")
+    ps.add_argument("--modes", default="spark,dpp", help="comma list of spark, dpp")
+    ps.add_argument("--keep", type=int, default=30, help="partitions the join keeps")
+    ps.add_argument("--lag", default=None, metavar="LIST_MS,HEAD_MS",
+                    help="read through lagfs:, sleeping this long per LIST and per HEAD "
+                         "(e.g. 20,5): object-store latency, measured")
+    ps.add_argument("--repeat", type=int, default=1, help="runs per cell (the first is shown)")
+    ps.add_argument("--limit", action="append", default=[], metavar="KIND_OR_MODE=N",
+                    help="run a kind or mode only up to N partitions (e.g. spark=10000: Spark's "
+                         "own listing of 100,000 folders takes many minutes a query)")
+    ps.add_argument("--out", required=True, help="report folder (result.json, report.md)")
+    ps.add_argument("--plot-with", action="append", default=[], metavar="RESULT_JSON",
+                    help="another run's result.json drawn beside this one in scale.png")
+    ps.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value")
+    ps.set_defaults(func=cmd_partitions)
 
     c = sub.add_parser("connect-server", help="run a local Spark Connect server with the "
                                               "bench session's settings (until stopped)")

@@ -71,7 +71,7 @@ import scala.collection.Seq;
  */
 public final class DppFileIndex extends CompatFileIndex {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final org.slf4j.Logger LOG =
+    static final org.slf4j.Logger LOG =
         org.slf4j.LoggerFactory.getLogger(DppFileIndex.class);
     private static final String DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__";
     // most kept values of one column a metastore is asked for one by one (a longer OR chain
@@ -155,8 +155,16 @@ public final class DppFileIndex extends CompatFileIndex {
             List<Expression> filters =
                 new ArrayList<>(CollectionConverters.asJava(partitionFilters));
             filters.addAll(restriction);
-            listed = CompatFileIndex.listFiles(onDriver((CatalogFileIndex) base),
-                CollectionConverters.asScala(filters).toList(), dataFilters);
+            FileIndex target = onDriver((CatalogFileIndex) base);
+            org.apache.spark.sql.execution.datasources.InMemoryFileIndex byName =
+                target instanceof CatalogFileIndex ? CatalogByName.filterPartitions(
+                    (CatalogFileIndex) target, filters, sessionOf((CatalogFileIndex) target),
+                    statusCacheOf((CatalogFileIndex) target)) : null;
+            listed = byName != null
+                ? CompatFileIndex.listFiles(byName, CollectionConverters.asScala(
+                    new ArrayList<Expression>()).toList(), dataFilters)
+                : CompatFileIndex.listFiles(target, CollectionConverters.asScala(filters).toList(),
+                    dataFilters);
         } catch (Throwable t) {
             LOG.warn("dpp: Spark's catalog index did not take the kept partitions of {} as a "
                 + "predicate ({}); the table is read unpruned", base, t.toString());
@@ -216,6 +224,13 @@ public final class DppFileIndex extends CompatFileIndex {
 
     private static final String THRESHOLD =
         "spark.sql.sources.parallelPartitionDiscovery.threshold";
+
+    private static org.apache.spark.sql.execution.datasources.FileStatusCache statusCacheOf(
+            CatalogFileIndex cat) throws ReflectiveOperationException {
+        java.lang.reflect.Field f = CatalogFileIndex.class.getDeclaredField("fileStatusCache");
+        f.setAccessible(true);
+        return (org.apache.spark.sql.execution.datasources.FileStatusCache) f.get(cat);
+    }
 
     private static SparkSession sessionOf(CatalogFileIndex cat) throws ReflectiveOperationException {
         java.lang.reflect.Field f = CatalogFileIndex.class.getDeclaredField("sparkSession");

@@ -8,7 +8,9 @@ import java.util.Map;
 import java.util.Set;
 
 import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat;
 import org.apache.spark.sql.catalyst.catalog.CatalogTablePartition;
+import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
@@ -18,6 +20,7 @@ import org.apache.spark.sql.execution.datasources.CatalogFileIndex;
 import org.apache.spark.sql.execution.datasources.DataSourceStrategy$;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.PartitioningUtils;
 import org.apache.spark.sql.types.StructField;
 import scala.Option;
 import scala.Tuple3;
@@ -37,8 +40,10 @@ import scala.collection.Seq;
  *
  * <p>The same walk as Spark's rule: the topmost projections and filters over each catalog
  * relation, their deterministic conjuncts without subqueries that read partition columns only,
- * and the session catalog's {@code listPartitionsByFilter} over them. Anything unexpected: not
- * known empty (dpp's usual path, which never reads more than Spark).
+ * and what the session catalog's {@code listPartitionsByFilter} would keep under them: every
+ * partition's name (one light metastore call), tested by Spark's own
+ * {@code ExternalCatalogUtils.prunePartitionsByFilter}, the evaluation that call ends with.
+ * Anything unexpected: not known empty (dpp's usual path, which never reads more than Spark).
  */
 final class StaticPruning {
     private StaticPruning() {
@@ -121,9 +126,26 @@ final class StaticPruning {
             return false;
         }
         CatalogTable table = lr.catalogTable().get();
-        scala.collection.Seq<CatalogTablePartition> kept = Compat.sessionState(rel.sparkSession()).catalog()
-            .listPartitionsByFilter(table.identifier(),
-                CollectionConverters.asScala(keyFilters).toList());
+        // Names only, tested here by Spark's own evaluation of partition filters: what
+        // listPartitionsByFilter returns in the end (a metastore's own filtering only narrows
+        // what that evaluation sees), without the metastore building a partition object per
+        // partition (a filter it cannot push, IS NOT NULL on an integer column, makes it build
+        // every one: minutes at 100,000 partitions).
+        scala.collection.Seq<String> names = Compat.sessionState(rel.sparkSession()).catalog()
+            .listPartitionNames(table.identifier(), Option.empty());
+        List<CatalogTablePartition> specs = new ArrayList<>();
+        for (String name : CollectionConverters.asJava(names)) {
+            specs.add(new CatalogTablePartition(PartitioningUtils.parsePathFragment(name),
+                CatalogStorageFormat.empty(), scala.collection.immutable.Map$.MODULE$.empty(),
+                0L, 0L, Option.empty()));
+        }
+        if (specs.isEmpty()) {
+            return true;
+        }
+        scala.collection.Seq<CatalogTablePartition> kept = ExternalCatalogUtils.prunePartitionsByFilter(
+            table, CollectionConverters.asScala(specs).toList(),
+            CollectionConverters.asScala(keyFilters).toList(),
+            org.apache.spark.sql.internal.SQLConf.get().sessionLocalTimeZone());
         return kept.isEmpty();
     }
 }
