@@ -112,7 +112,14 @@ def _files(scan: Any) -> set[str]:
     """The files the scan's file index answered (Spark's own dynamic pruning not applied:
     what dpp's index returned, or Spark's own with dpp off)."""
     out = set()
-    it = scan.selectedPartitions().filePartitionIterator()
+    selected = scan.selectedPartitions()
+    if selected.getClass().isArray():   # Spark 3.5: an array of PartitionDirectory
+        for part in selected:
+            it = part.files().iterator()
+            while it.hasNext():
+                out.add(it.next().getPath().toString())
+        return out
+    it = selected.filePartitionIterator()   # Spark 4: a ScanFileListing
     while it.hasNext():
         files = it.next().files()
         while files.hasNext():
