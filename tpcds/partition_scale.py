@@ -191,6 +191,7 @@ class ScaleRunner:
 
     def run(self, base: Path, kind: str, mode: str, location: str,
             table: Optional[str], lag: Optional[tuple[float, float]]) -> ScaleRun:
+        from hive_splits.metastore import partitions_fetched_metric
         from hive_splits.storage_calls import storage_calls
         from tpcds.bench import mode_conf
         from tpcds.report import run_breakdown
@@ -202,6 +203,7 @@ class ScaleRunner:
         spark.catalog.dropTempView(FACT)
         spark.read.parquet(str(base / DIM)).createOrReplaceTempView(DIM)
         calls0 = storage_calls(spark)
+        fetched0 = partitions_fetched_metric(spark)
         try:
             with mode_conf(spark, mode):
                 t0 = time.perf_counter()
@@ -224,8 +226,12 @@ class ScaleRunner:
                 r.phases = {k: round(v, 4) for k, v in bd.items()}
                 r.kept = _kept(report)
             calls1 = storage_calls(spark)
+            fetched1 = partitions_fetched_metric(spark)
             if calls0 is not None and calls1 is not None:
                 r.storage = {"list": calls1[0] - calls0[0], "head": calls1[1] - calls0[1]}
+                if fetched0 is not None and fetched1 is not None and kind == "catalog":
+                    # partition objects the metastore built (Spark's own counter)
+                    r.storage["fetched"] = fetched1 - fetched0
         except Exception as exc:
             r.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
             log.debug("%s/%s failed", kind, mode, exc_info=True)
@@ -337,7 +343,9 @@ def _line(r: ScaleRun) -> str:
     return (f"  {r.partitions:>7,} {r.kind:<9} {r.mode:<6} {r.total_s:7.2f}s"
             f"{'' if r.correct else '  WRONG ROWS'}"
             + (f"  kept {r.kept}" if r.kept else "") + (f"  [{ph}]" if ph else "")
-            + (f"  LIST {r.storage['list']} HEAD {r.storage['head']}" if r.storage else ""))
+            + (f"  LIST {r.storage['list']} HEAD {r.storage['head']}" if r.storage else "")
+            + (f" partitions fetched {r.storage['fetched']}"
+               if r.storage and "fetched" in r.storage else ""))
 
 
 # ------------------------------------------------------------------------- outputs

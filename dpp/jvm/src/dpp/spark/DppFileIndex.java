@@ -159,7 +159,7 @@ public final class DppFileIndex extends CompatFileIndex {
             org.apache.spark.sql.execution.datasources.InMemoryFileIndex byName =
                 target instanceof CatalogFileIndex ? CatalogByName.filterPartitions(
                     (CatalogFileIndex) target, filters, sessionOf((CatalogFileIndex) target),
-                    statusCacheOf((CatalogFileIndex) target)) : null;
+                    statusCacheOf((CatalogFileIndex) target), keptSpecs) : null;
             listed = byName != null
                 ? CompatFileIndex.listFiles(byName, CollectionConverters.asScala(
                     new ArrayList<Expression>()).toList(), dataFilters)
