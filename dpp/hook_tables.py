@@ -67,7 +67,7 @@ class RelationTables:
             if table is None:
                 if parse_folder_name(os.path.basename(path.rstrip("/"))) is not None:
                     return None, path, "a read of one partition folder, not of the table root"
-                table = self.path_table(path, cfg, rules)
+                table = self.path_table(path, cfg, rules, spark_types(rel, node))
                 if table is None or (not table.partition_columns
                                      and rel.get("partitionColumns")):
                     return None, path, "not a Hive-partitioned Parquet folder dpp can list"
@@ -76,7 +76,7 @@ class RelationTables:
                 # the folder's layout may have changed since dpp read it (a declared table's
                 # at its declaration, a reader's at its first query): read it again, as
                 # Spark's reader did for this plan, and check that reading
-                fresh = self.path_table(path, cfg, rules, again=True)
+                fresh = self.path_table(path, cfg, rules, spark_types(rel, node), again=True)
                 if fresh is None or self._differs(rel, node, fresh) is not None:
                     return None, table.name, why
                 table = fresh
@@ -141,28 +141,54 @@ class RelationTables:
         return None
 
     def path_table(self, path: str, cfg: Any = None, rules: Optional[SparkRules] = None,
+                   types: Optional[dict[str, str]] = None,
                    again: bool = False) -> Optional[Table]:
         """The folder at ``path`` as a table (partitioned or not), read once per timestamp
-        type and inference setting (``again``: read now, the kept reading replaced); None when
-        dpp cannot list it."""
+        type, inference setting and partition types (``again``: read now, the kept reading
+        replaced); None when dpp cannot list it.
+
+        ``types``: the partition columns' types as Spark's relation has them. Spark defines
+        them (its reader inferred them from every partition folder when the relation was
+        made); inferring them again would list every partition folder once more — one LIST
+        per partition on an object store, minutes at 100,000 partitions. Without them (or
+        when they do not fit the folder), dpp infers them as Spark does."""
         s = self.session
         rules = rules or SparkRules.from_spark(s.spark)
         ts_type = rules.timestamp_type
-        key = (path, ts_type, rules.type_inference)
+        key = (path, ts_type, rules.type_inference, tuple(sorted((types or {}).items())))
         with self._lock:
             if key in self._path_tables and not again:
                 return self._path_tables[key]
-        try:
-            table: Optional[Table] = table_from_path(
-                path, name=os.path.basename(path.rstrip("/")) or path,
-                timestamp_type=ts_type, type_inference=rules.type_inference,
-                lister=s.runtime.lister(path, cfg or s.config))
-        except Exception as exc:
-            log.info("dpp: %s is not a table dpp can list: %s", path, exc)
-            table = None
+        table: Optional[Table] = None
+        lister = s.runtime.lister(path, cfg or s.config)
+        for given in ([types, None] if types else [None]):
+            try:
+                table = table_from_path(
+                    path, name=os.path.basename(path.rstrip("/")) or path,
+                    timestamp_type=ts_type, type_inference=rules.type_inference,
+                    lister=lister, partition_types=given)
+                break
+            except Exception as exc:
+                log.info("dpp: %s is not a table dpp can list%s: %s", path,
+                         " with Spark's partition types" if given else "", exc)
+                table = None
         with self._lock:
             self._path_tables[key] = table
         return table
+
+
+def spark_types(rel: dict[str, Any], node: dict[str, Any]) -> Optional[dict[str, str]]:
+    """The partition columns' types in Spark's plan of the relation (name as Spark spells it
+    -> simple type string), or None when the plan does not give every one."""
+    parts = rel.get("partitionColumns") or []
+    types = {n: t for _i, n, t in node.get("output") or []}
+    out = {}
+    for name in parts:
+        t = types.get(name)
+        if t is None:
+            return None
+        out[name] = t
+    return out or None
 
 
 def handoff_relation(rel: dict[str, Any]) -> bool:

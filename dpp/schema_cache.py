@@ -92,6 +92,8 @@ class SchemaCache:
         try:
             catalog, system, qualified_name = self._jvm_refs()
             parts = name.split(".")
+            if len(parts) == 3 and parts[0].lower() == _SESSION_CATALOG:
+                parts = parts[1:]   # how the optimizer hook names a catalog table
             if len(parts) == 1:
                 view = catalog.getRawTempView(parts[0])
                 if view.isDefined():

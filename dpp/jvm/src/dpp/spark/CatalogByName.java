@@ -71,6 +71,11 @@ final class CatalogByName {
             SessionCatalog catalog = Compat.sessionState(session).catalog();
             String tz = Compat.sessionState(session).conf().sessionLocalTimeZone();
             List<String> columns = CollectionConverters.asJava(table.partitionColumnNames());
+            org.apache.spark.sql.catalyst.catalog.ExternalCatalog external = catalog.externalCatalog();
+            if (table.identifier().database().isEmpty()) {
+                return null;
+            }
+            String db = table.identifier().database().get();
             List<CatalogTablePartition> fetched = new ArrayList<>();
             for (java.util.Map<String, String> values : kept) {
                 java.util.Map<String, String> lower = new java.util.HashMap<>();
@@ -86,7 +91,9 @@ final class CatalogByName {
                     String text = lower.get(key);
                     spec.put(c, text == null ? ExternalCatalogUtils.DEFAULT_PARTITION_NAME() : text);
                 }
-                fetched.add(catalog.getPartition(table.identifier(), toScala(spec)));
+                // the external catalog itself: the session catalog's getPartition would first
+                // ask the metastore whether the database and the table exist, each time
+                fetched.add(external.getPartition(db, table.identifier().table(), toScala(spec)));
             }
             List<CatalogTablePartition> chosen = CollectionConverters.asJava(
                 ExternalCatalogUtils.prunePartitionsByFilter(table,

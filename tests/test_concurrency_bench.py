@@ -1,0 +1,89 @@
+"""``tpcds.concurrency``: concurrent clients on one driver get right answers, counted right.
+
+Tiny sizes (48 partitions, 2 client threads sharing the suite's session, a few queries each,
+counted, never timed): every concurrent star join through dpp's optimizer hook returns the
+rows the generator knows, dpp's reports show it pruned each one, and the window's counts add
+up. Spark's own DPP on the same session and data gives the same answers.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tpcds.concurrency import (ClassicFront, Config, Window, expected_rows, pick, read_reports,
+                               run_clients, summarize, variants)
+from tpcds.partition_scale import expected
+
+PARTITIONS, KEEP = 48, 30
+CLIENTS, PER_CLIENT = 2, 3
+
+
+def test_variants_partition_the_known_answer() -> None:
+    vs = variants(PARTITIONS, KEEP)
+    assert len({(v.m, v.r) for v in vs}) == len(vs)
+    whole = expected(PARTITIONS, KEEP)
+    for m in {v.m for v in vs}:   # one modulus' residues split the answer exactly
+        rows = sorted(row for v in vs if v.m == m for row in v.rows)
+        assert rows == whole
+    for v in vs:
+        assert list(v.rows) == expected_rows(PARTITIONS, KEEP, v.m, v.r) != []
+    # concurrent clients, and one client's consecutive queries, ask different questions
+    assert pick(vs, 0, 0) != pick(vs, 1, 0)
+    assert pick(vs, 0, 0) != pick(vs, 0, 1)
+
+
+@pytest.fixture
+def front(spark: Any, tmp_path: Path):
+    cfg = Config(data=tmp_path / "data", out=tmp_path / "out", partitions=PARTITIONS,
+                 keep=KEEP, clients=[CLIENTS])
+    f = ClassicFront(cfg, lambda _m: None, spark=spark)
+    try:
+        yield f
+    finally:
+        f.close()
+        spark.sql(f"DROP TABLE IF EXISTS {f.fact}")
+
+
+def _window(front: ClassicFront, mode: str) -> tuple[Window, Any]:
+    sessions = front.sessions(CLIENTS)
+    front.set_mode(mode, sessions)
+    run = run_clients(sessions, front.fact, front.variants, per_client=PER_CLIENT,
+                      setup=front.setup, teardown=front.teardown)
+    return summarize(Window("classic", mode, CLIENTS, 0.0), run), run
+
+
+def test_concurrent_clients_get_right_rows_with_dpp(front: ClassicFront) -> None:
+    assert front.fact.endswith(".sales")   # the catalog table
+    _, start = read_reports(front.reports)
+    w, run = _window(front, "dpp")
+    errors = [o.error for o in run.outcomes if o.error]
+    assert not errors, errors
+    assert run.stuck == 0
+    assert len(run.outcomes) == CLIENTS * PER_CLIENT
+    assert all(o.ok and o.correct for o in run.outcomes)
+    # the counts add up: per client, and right + wrong + failed = every query run
+    assert w.per_client == [PER_CLIENT] * CLIENTS
+    assert w.correct == w.completed == CLIENTS * PER_CLIENT
+    assert w.wrong == w.failed == 0
+    assert w.correct + w.wrong + w.failed == len(run.outcomes)
+    assert sorted((o.client, o.index) for o in run.outcomes) == \
+        [(c, j) for c in range(CLIENTS) for j in range(PER_CLIENT)]
+    # each client's query was pruned by dpp's hook (one report each, the fact pruned)
+    reports, _ = read_reports(front.reports, start)
+    pruned = [t for r in reports for t in r.get("tables") or [] if t.get("pruning") == "applied"]
+    assert len(pruned) >= CLIENTS * PER_CLIENT, json.dumps(reports)[:2000]
+    for t in pruned:
+        assert t["partitions_total"] == PARTITIONS
+        assert t["partitions_kept"] < PARTITIONS
+
+
+def test_concurrent_clients_spark_mode_agrees(front: ClassicFront) -> None:
+    _, start = read_reports(front.reports)
+    w, run = _window(front, "spark")
+    assert [o.error for o in run.outcomes if o.error] == []
+    assert w.correct == CLIENTS * PER_CLIENT and w.wrong == w.failed == 0
+    reports, _ = read_reports(front.reports, start)
+    assert reports == []   # the hook is off in Spark's mode
