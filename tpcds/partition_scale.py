@@ -11,8 +11,9 @@ and with dpp's optimizer hook (``dpp``), in one session, modes alternating:
 
 * ``path``: ``spark.read.parquet(folder)`` opened for the query (Spark lists it whole, in
   both modes: the user's own call);
-* ``declared``: the folder as a dpp declared table (``spark.dpp.tables``-style
-  ``register_table``); Spark's own mode reads it as ``spark.read.parquet`` — the same relation;
+* ``declared``: the folder as a dpp declared table (``register_table``, once per size, as
+  ``spark.dpp.tables.NAME`` declares it once per session; each query then reads it through
+  Spark's reader); Spark's own mode reads it as ``spark.read.parquet`` — the same relation;
 * ``catalog``: the external table, ``REFRESH``-ed before each query.
 
 Per run: elapsed (opening + query), dpp's phases from its report (open, analysis, build,
@@ -172,6 +173,7 @@ class ScaleRunner:
         self.keep = keep
         self.say = progress or (lambda m: log.info("%s", m))
         self._hook: Any = None
+        self._declared: Optional[str] = None   # the folder declared as FACT, if any
 
     def hook_session(self) -> Any:
         if self._hook is None:
@@ -187,6 +189,9 @@ class ScaleRunner:
         """Takes the hook off the session (a test's session outlives the benchmark)."""
         session, self._hook = self._hook, None
         if session is not None:
+            if self._declared is not None:
+                session.unregister_table(FACT)
+                self._declared = None
             session.close()
 
     def run(self, base: Path, kind: str, mode: str, location: str,
@@ -237,8 +242,6 @@ class ScaleRunner:
             log.debug("%s/%s failed", kind, mode, exc_info=True)
         finally:
             spark.catalog.dropTempView(FACT)
-            if hook is not None and kind == "declared":
-                hook.unregister_table(FACT)
         return r
 
     def _open(self, base: Path, kind: str, mode: str, location: str,
@@ -250,8 +253,16 @@ class ScaleRunner:
             spark.catalog.refreshTable(table)
             return table
         if kind == "declared" and mode == "dpp":
+            # declared once per table, as `spark.dpp.tables.NAME` declares it for a session;
+            # each query then reads it through Spark's reader of the folder
             hook = self.hook_session()
-            hook.register_table(FACT, location)
+            if self._declared != location:
+                try:   # another size's folder (or the warm-up's) was declared before
+                    hook.unregister_table(FACT)
+                except Exception:
+                    pass
+                hook.register_table(FACT, location)
+                self._declared = location
             hook.ensure_views([FACT])
             return FACT
         spark.read.parquet(location).createOrReplaceTempView(FACT)
