@@ -23,11 +23,13 @@ counts, for the loader and, in the TPC-DS bench, for Spark's own reading.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, Iterable, Optional, Sequence
 
 from dpp.core.errors import LayoutError
 from hive_splits.jvm_refs import jvm_class, jvm_text, scala_object
-from hive_splits.naming import DEFAULT_PARTITION_NAME, parse_folder_name
+from hive_splits.naming import (DEFAULT_PARTITION_NAME, escape_path_name, parse_folder_name,
+                                unescape_path_name)
 
 __all__ = ["MetastorePartitions", "IN_LIST_LIMIT", "partitions_fetched_metric"]
 
@@ -98,16 +100,61 @@ class MetastorePartitions:
     def _catalog(self) -> Any:
         return self.spark._jsparkSession.sessionState().catalog()
 
-    def names(self) -> list[Spec]:
-        """Every partition's values (raw text; None for the default partition), in column
-        order: one metastore call that ships names only."""
+    def _listed_names(self) -> list[str]:
+        """Every partition's name, ``k=v/k2=v2`` escaped as Spark writes folders: one
+        metastore call. The external catalog is asked directly where the table's database is
+        known: the session catalog's call first asks the metastore whether the database and
+        the table exist (two more calls under Spark's one metastore lock, for a table the
+        analyzer has just resolved)."""
+        jvm = self.spark._jvm
+        none = jvm_class(jvm, "scala.Option").empty()
+        parts = self.name.split(".")
         try:
-            jnames = self._catalog().listPartitionNames(
-                self._ident(), jvm_class(self.spark._jvm, "scala.Option").empty())
-            names = _joined_names(self.spark._jvm, jnames)
+            if len(parts) >= 2:
+                conf = self.spark._jsparkSession.sessionState().conf()
+                fold = (lambda x: x) if conf.caseSensitiveAnalysis() else str.lower
+                external = self._catalog().externalCatalog()
+                return _joined_names(jvm, external.listPartitionNames(
+                    fold(parts[-2]), fold(parts[-1]), none))
+        except Exception as exc:   # Spark's own call below says what is wrong, if anything
+            log.debug("table %s: names from the external catalog failed (%s)", self.name, exc)
+        return _joined_names(jvm, self._catalog().listPartitionNames(self._ident(), none))
+
+    def rows(self) -> list[tuple[Optional[str], ...]]:
+        """Every partition's values (raw text; None for the default partition), in column
+        order, one tuple per partition: one metastore call that ships names only.
+
+        At 100,000 partitions this is the loader's largest cost per query, so the names are
+        read in one regular-expression pass over their joined text (a name that does not
+        match the table's columns in order is then found and named by :meth:`names`)."""
+        try:
+            names = self._listed_names()
         except Exception as exc:
             raise LayoutError(f"partition names of table {self.name!r} cannot be listed: "
                               f"{_first_line(exc)}") from None
+        if not names:
+            return []
+        pattern = "/".join(re.escape(escape_path_name(c.name)) + "=([^/\n]+)"
+                           for c in self.columns)
+        found = re.findall(f"^{pattern}$", "\n".join(names), re.IGNORECASE | re.MULTILINE)
+        if len(found) != len(names):   # one does not fit: the slow path names it
+            return [tuple(v for _, v in spec) for spec in self._parsed(names)]
+        if len(self.columns) == 1:
+            found = [(v,) for v in found]
+        escaped = any("%" in n for n in names)
+        default = DEFAULT_PARTITION_NAME
+        if not escaped and not any(default in n for n in names):
+            return found
+        return [tuple(None if v == default else unescape_path_name(v) for v in row)
+                for row in found]
+
+    def names(self) -> list[Spec]:
+        """Every partition's values as ``((column, raw text), ...)`` (None for the default
+        partition), in column order."""
+        cols = [c.name for c in self.columns]
+        return [tuple(zip(cols, row)) for row in self.rows()]
+
+    def _parsed(self, names: Sequence[str]) -> list[Spec]:
         want = [c.name.lower() for c in self.columns]
         out = []
         for text in names:

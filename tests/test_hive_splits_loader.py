@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dpp.core.domain import BIGINT, DATE, INT, STRING, DataType, Domain, TupleDomain, decimal_type
@@ -524,3 +524,62 @@ def test_expression_key_over_a_data_column_is_refused_by_name(tmp_path: Path) ->
     r = SplitLoader(t, None, [dyn], wait_timeout=5).load()
     assert r.partitions_kept == 4
     assert r.filters[0].outcome == "unknown_column" and "['x']" in r.filters[0].reason
+
+
+_INT_TYPES = [DataType.from_catalog(t) for t in ("tinyint", "smallint", "int", "bigint")]
+_INT_TEXTS = st.one_of(
+    st.integers(-(2 ** 64), 2 ** 64).map(str),                       # in and out of range
+    st.sampled_from(["0", "-0", "+1", "007", " 7", "7 ", "1_000", "٣", "", "-", "1e3",
+                     "9223372036854775808", "-9223372036854775809", "128", "-129"]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(column=BIGINT, data=st.data(), texts=["1099511627776", "1", "2", "0012"],
+         picks=[(None, Domain.values(INT, [1]))])
+@example(column=INT, data=st.data(), texts=["5", "7"],
+         picks=[(Domain.values(STRING, ["5"]), None)])
+@given(column=st.sampled_from(_INT_TYPES), data=st.data(), picks=st.just(None),
+       texts=st.lists(_INT_TEXTS, min_size=1, max_size=20))
+def test_integral_fast_reading_gives_the_rules_answer_for_every_text(
+        column: DataType, data: Any, picks: Optional[list], texts: list[str]) -> None:
+    """The loader's fast reading of integral partition texts (one pass over 100,000 names)
+    gives, for every text it answers, the typed value and verdict the general test gives
+    (Spark's reading of the text, then each domain's own test), whatever the domains' types;
+    texts it does not answer are left to the general test."""
+    from dpp.core.spark_rules import DEFAULT_RULES
+    from dpp.core.errors import DomainError, ValueOutOfRange
+    from hive_splits.loader import _integral_answers
+    from tests.domain_strategies import TYPES, any_domains
+
+    def maybe_domain() -> Optional[Domain]:   # of the column's type or of any other
+        if not data.draw(st.booleans()):
+            return None
+        return data.draw(any_domains(data.draw(st.sampled_from(TYPES))))
+
+    static, dynamic = picks[0] if picks else (maybe_domain(), maybe_domain())
+
+    def slow(raw: str) -> Optional[tuple[Any, str]]:
+        try:
+            value = DEFAULT_RULES.read_text(column, raw)
+        except (DomainError, ValueOutOfRange):
+            return None
+        try:
+            if static is not None and not static.contains(value):
+                return value, "static"
+            if dynamic is not None and not dynamic.contains(value):
+                return value, "dynamic"
+        except DomainError:
+            return None
+        return value, "keep"
+
+    def test(raw: str, where: Any) -> Any:   # the general test's shape: memo and domains
+        raise AssertionError("not called")
+    test.memo = {}             # type: ignore[attr-defined]
+    test.domains = (static, dynamic)   # type: ignore[attr-defined]
+    _integral_answers(test, column, texts)
+    for raw, answer in test.memo.items():   # type: ignore[attr-defined]
+        assert slow(raw) == answer, (raw, column, static, dynamic)
+        assert type(answer[0]) is int
+    # canonical, in-range texts of an integral domain are answered (the fast path is taken)
+    if all(d is None or d.type.integral_bounds for d in (static, dynamic)):
+        assert "0" not in texts or "0" in test.memo   # type: ignore[attr-defined]

@@ -236,3 +236,39 @@ def test_more_partition_names_than_one_reply_holds_are_read_whole(spark, tmp_pat
         assert sorted(int(s[0][1]) for s in source.names()) == list(range(300))
     finally:
         spark.sql("DROP TABLE IF EXISTS hs_many_names")
+
+
+def test_catalog_names_read_in_one_pass_equal_the_slow_parse_and_sparks_values(spark) -> None:
+    """``MetastorePartitions.rows`` reads every name in one pass over the joined text: the
+    same texts as parsing each name apart, and as Spark's own partition values, for values
+    that need escaping, the default (NULL) partition and two levels; a name of other
+    columns is named, not misread."""
+    from hive_splits.metastore import MetastorePartitions, _joined_names
+    from hive_splits.table import table_from_catalog
+
+    values = [*SPECIAL, None]
+    data = [(i, v, i % 3) for i, v in enumerate(values)]
+    spark.sql("DROP TABLE IF EXISTS hs_rows_pass")
+    spark.createDataFrame(data, "x int, s string, n int").write \
+        .partitionBy("s", "n").saveAsTable("hs_rows_pass")
+    try:
+        table = table_from_catalog(spark, "hs_rows_pass")
+        source = MetastorePartitions(spark, "default.hs_rows_pass", table.partition_columns)
+        fast = source.rows()
+        jnames = spark._jsparkSession.sessionState().catalog().externalCatalog() \
+            .listPartitionNames("default", "hs_rows_pass", spark._jvm.scala.Option.empty())
+        slow = [tuple(v for _, v in spec)
+                for spec in source._parsed(_joined_names(spark._jvm, jnames))]
+        assert fast == slow
+        assert any("%" in n for n in _joined_names(spark._jvm, jnames))   # escapes were met
+        assert sorted(fast, key=repr) == sorted(
+            ((p.values[0][1], p.values[1][1]) for p in table.catalog_partitions), key=repr)
+        assert (None, str(len(SPECIAL) % 3)) in fast   # the default partition: NULL
+        assert source.names() == [(("s", a), ("n", b)) for a, b in fast]
+        # columns in another order than the names: the slow path names the partition
+        other = MetastorePartitions(spark, "default.hs_rows_pass",
+                                    tuple(reversed(table.partition_columns)))
+        with pytest.raises(LayoutError, match="does not name the partition columns"):
+            other.rows()
+    finally:
+        spark.sql("DROP TABLE IF EXISTS hs_rows_pass")

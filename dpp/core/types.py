@@ -305,6 +305,11 @@ class DataType:
             raise DomainError(f"{text!r} cannot be read as {self}{detail}") from None
         raise DomainError(f"unsupported type {self}")  # pragma: no cover
 
+    @property
+    def integral_bounds(self) -> Optional[tuple[int, int]]:
+        """(lowest, highest) value of an integral type; None for any other type."""
+        return _INT_BOUNDS.get(self.name)
+
     def key(self, value: Any) -> Any:
         """The ordering/equality key of an already coerced value (Spark's NaN rule)."""
         if self.is_floating:
