@@ -130,22 +130,39 @@ final class StaticPruning {
         // listPartitionsByFilter returns in the end (a metastore's own filtering only narrows
         // what that evaluation sees), without the metastore building a partition object per
         // partition (a filter it cannot push, IS NOT NULL on an integer column, makes it build
-        // every one: minutes at 100,000 partitions).
-        scala.collection.Seq<String> names = Compat.sessionState(rel.sparkSession()).catalog()
-            .listPartitionNames(table.identifier(), Option.empty());
-        List<CatalogTablePartition> specs = new ArrayList<>();
-        for (String name : CollectionConverters.asJava(names)) {
-            specs.add(new CatalogTablePartition(PartitioningUtils.parsePathFragment(name),
+        // every one: minutes at 100,000 partitions). The external catalog is asked directly
+        // (the session catalog would first ask whether the database and the table exist), and
+        // the names are tested a batch at a time: one kept partition answers the question.
+        scala.collection.Seq<String> names;
+        if (table.identifier().database().isDefined()) {
+            names = Compat.sessionState(rel.sparkSession()).catalog().externalCatalog()
+                .listPartitionNames(table.identifier().database().get(),
+                    table.identifier().table(), Option.empty());
+        } else {
+            names = Compat.sessionState(rel.sparkSession()).catalog()
+                .listPartitionNames(table.identifier(), Option.empty());
+        }
+        String tz = org.apache.spark.sql.internal.SQLConf.get().sessionLocalTimeZone();
+        scala.collection.immutable.List<Expression> tests =
+            CollectionConverters.asScala(keyFilters).toList();
+        List<CatalogTablePartition> batch = new ArrayList<>();
+        java.util.Iterator<String> it = CollectionConverters.asJava(names).iterator();
+        while (it.hasNext()) {
+            String name = it.next();
+            batch.add(new CatalogTablePartition(PartitioningUtils.parsePathFragment(name),
                 CatalogStorageFormat.empty(), scala.collection.immutable.Map$.MODULE$.empty(),
                 0L, 0L, Option.empty()));
+            if (batch.size() == BATCH || !it.hasNext()) {
+                if (!ExternalCatalogUtils.prunePartitionsByFilter(table,
+                        CollectionConverters.asScala(batch).toList(), tests, tz).isEmpty()) {
+                    return false;
+                }
+                batch.clear();
+            }
         }
-        if (specs.isEmpty()) {
-            return true;
-        }
-        scala.collection.Seq<CatalogTablePartition> kept = ExternalCatalogUtils.prunePartitionsByFilter(
-            table, CollectionConverters.asScala(specs).toList(),
-            CollectionConverters.asScala(keyFilters).toList(),
-            org.apache.spark.sql.internal.SQLConf.get().sessionLocalTimeZone());
-        return kept.isEmpty();
+        return true;
     }
+
+    /** Partitions tested at a time: the first batch usually answers (a partition is kept). */
+    private static final int BATCH = 512;
 }
