@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import sysconfig
 from typing import Any, Optional
 
 from dpp.core.domain import DataType
@@ -145,10 +146,58 @@ def build_label(msg: dict[str, Any], p: Prune) -> str:
     return p.build_sql
 
 
+# Spark's own call site when PySpark set none: the first JVM frame outside Spark, which is
+# dpp's describer asking for it ("getCallSite at PlanDescriber.java:161"), never the user's
+_OWN_SITE = re.compile(r"\bat (PlanDescriber|DppRule|DppHook)\.java:\d+$")
+# Python code that is not the user's: the frames between the user's line and the JVM
+_LIBRARY = ("py4j", "pyspark", "dpp", "hive_splits", "collectors", "coordinator")
+_STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
+
+
+def python_call_site() -> Optional[str]:
+    """Where the user's Python ran the query, when PySpark gave Spark no call site (a write,
+    ``saveAsTable``, ``count``): the one thread of this process waiting in a py4j call made
+    through pyspark, as ``<pyspark method> at <file>:<line>`` of its innermost frame outside
+    pyspark, py4j and dpp. None unless exactly one thread waits so (several threads running
+    queries at once, a Connect server's driver: no guess)."""
+    import sys
+    import threading
+
+    me = threading.get_ident()
+    found: list[str] = []
+    for ident, frame in sys._current_frames().items():
+        if ident == me:
+            continue
+        f: Any = frame
+        action: Optional[str] = None
+        waiting = False
+        while f is not None:
+            module = str(f.f_globals.get("__name__", ""))
+            top = module.partition(".")[0]
+            if f.f_code.co_filename.startswith(_STDLIB):   # threading, concurrent.futures
+                f = f.f_back
+                continue
+            if top == "py4j":
+                waiting = True
+            elif top == "pyspark" and waiting:
+                action = f.f_code.co_name
+            elif top not in _LIBRARY and action is not None:
+                if not action.startswith("_"):
+                    found.append(f"{action} at {os.path.basename(f.f_code.co_filename)}"
+                                 f":{f.f_lineno}")
+                break
+            elif top not in _LIBRARY:
+                break
+            f = f.f_back
+    return found[0] if len(found) == 1 else None
+
+
 def plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:
     """What the report shows as the query: where the user's code ran it (Spark's call site,
     ``collect at job.py:31: ``) and the optimizer's view, since there may be no text."""
     site = msg.get("callSite")
+    if not site or _OWN_SITE.search(site):
+        site = python_call_site()
     text = _plan_text(msg, prunes)
     if not site:
         return text

@@ -291,6 +291,23 @@ def test_report_line_per_pruned_query(spark: Any, data: dict[str, Any]) -> None:
     assert any(t["pruning"] == "applied" for t in entry["tables"])
 
 
+def test_a_query_pyspark_names_no_call_site_for_is_named_by_the_users_line(
+        spark: Any, data: dict[str, Any]) -> None:
+    """PySpark tells Spark where the user's code is for ``collect``, not for a write: the
+    report then names the query by the user's Python line, never by dpp's own JVM frame."""
+    reports: Path = data["reports"]
+    before = reports.read_text().splitlines() if reports.exists() else []
+    (spark.table("js_events").join(_cal(spark, data), "day").select("amount", "item", "day")
+     .write.mode("overwrite").saveAsTable("js_saved"))
+    entries = [json.loads(x) for x in reports.read_text().splitlines()[len(before):]]
+    plans = [e for e in entries if e["kind"] == "plan"
+             and any(t["pruning"] == "applied" for t in e["tables"])]
+    assert plans, entries
+    for e in plans:
+        assert e["query_text"].startswith("saveAsTable at test_job_shapes.py:"), e["query_text"]
+        assert "PlanDescriber" not in e["query_text"]
+
+
 @pytest.mark.parametrize("fact", ["js_fact", "js_events"])
 def test_spark_sql_always_goes_through_the_optimizer_hook(spark: Any, data: dict[str, Any],
                                                          fact: str) -> None:
