@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import sysconfig
+import threading
 from typing import Any, Optional
 
 from dpp.core.domain import DataType
@@ -160,9 +162,6 @@ def python_call_site() -> Optional[str]:
     through pyspark, as ``<pyspark method> at <file>:<line>`` of its innermost frame outside
     pyspark, py4j and dpp. None unless exactly one thread waits so (several threads running
     queries at once, a Connect server's driver: no guess)."""
-    import sys
-    import threading
-
     me = threading.get_ident()
     found: list[str] = []
     for ident, frame in sys._current_frames().items():

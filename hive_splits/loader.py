@@ -34,8 +34,8 @@ import os
 import re
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional
 
@@ -585,11 +585,12 @@ class SplitLoader:
                        current: list[int], objects: Optional[list[CatalogPartition]]
                        ) -> dict[Optional[str], tuple[Any, str]]:
         """(typed value, verdict) of each distinct text the kept partitions ``current`` have
-        at level ``depth``: tested once per text, not once per partition."""
+        at level ``depth`` (the level's memo, which may hold more): tested once per text, not
+        once per partition."""
         test = self._tester_at(depth)
         distinct = dict.fromkeys(rows[i][depth] for i in current)
         _integral_answers(test, self.table.partition_columns[depth].type, distinct)
-        answers: dict[Optional[str], tuple[Any, str]] = {}
+        memo: dict[Optional[str], tuple[Any, str]] = test.memo   # type: ignore[attr-defined]
         columns = [pc.name for pc in self.table.partition_columns]
 
         def where(raw: Optional[str]) -> str:   # only for an error's text
@@ -599,14 +600,16 @@ class SplitLoader:
                     else _spec_text(zip(columns, rows[i])))
 
         for raw in distinct:
-            answers[raw] = test(raw, lambda raw=raw: where(raw))
-        return answers
+            if raw not in memo:
+                test(raw, lambda raw=raw: where(raw))
+        return memo
 
     def _tester_at(self, depth: int) -> Callable[[Optional[str], Any], tuple[Any, str]]:
         """The level's memoized tester, made once per load."""
         if depth not in self._testers:
             self._testers[depth] = self._tester(depth)
         return self._testers[depth]
+
     def _scan(self, folder: str) -> tuple[list[DirEntry], list[FileEntry]]:
         """(visible sub-folders, visible files), sorted by name; a folder that cannot be
         listed is an error naming it (its rows would otherwise be lost without a word)."""
@@ -744,13 +747,13 @@ class SplitLoader:
             assert t.catalog_partitions is not None
             objects = list(t.catalog_partitions)
             rows = [tuple(v for _, v in cp.values) for cp in objects]
-        every = rows
         current = list(range(len(rows)))   # indexes of the partitions still kept
         typed: list[dict[str, Any]] = [{} for _ in rows] if len(columns) > 1 else []
-        reads: list[dict[Optional[str], Any]] = []
+        first: dict[Optional[str], tuple[Any, str]] = {}   # the first level's answers
         for depth, pc in enumerate(t.partition_columns):
             answers = self._level_answers(depth, rows, current, objects)
-            reads.append({raw: value for raw, (value, _v) in answers.items()})
+            if depth == 0:
+                first = answers
             verdicts = [answers[rows[i][depth]][1] for i in current]
             if self._expressions:
                 self._expression_verdicts(depth, [dict(zip(columns, rows[i])) for i in current],
@@ -767,7 +770,7 @@ class SplitLoader:
         def values_of(i: int) -> dict[str, Any]:
             if typed:
                 return typed[i]
-            return {columns[0]: reads[0][rows[i][0]]}
+            return {columns[0]: first[rows[i][0]][0]}
 
         def spec_of(i: int) -> Spec:
             return tuple(zip(columns, rows[i]))
@@ -775,7 +778,7 @@ class SplitLoader:
         if source is not None and current:
             fetched, info = source.fetch([spec_of(i) for i in current],
                                          [values_of(i) for i in current],
-                                         self._column_values(every))
+                                         self._column_values(rows))
             self._res.metastore.update(info)
             by_spec = {p.values: p for p in fetched}
             gone = [spec_of(i) for i in current if spec_of(i) not in by_spec]
