@@ -26,12 +26,11 @@ hook's plan, never further:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol
 
-if TYPE_CHECKING:
-    from dpp.connect_typed import _Col, _Node, _Translator
+from dpp.connect_nodes import Col, Node
 
-__all__ = ["GROUPING_SETS", "set_op", "grouping_sets"]
+__all__ = ["GROUPING_SETS", "Translator", "set_op", "grouping_sets"]
 
 # Aggregate.GroupType values (spark/connect/relations.proto): ROLLUP, CUBE, GROUPING_SETS
 GROUPING_SETS = frozenset({2, 3, 5})
@@ -39,7 +38,29 @@ GROUPING_SETS = frozenset({2, 3, 5})
 _INTERSECT, _UNION, _EXCEPT = 1, 2, 3
 
 
-def set_op(tr: "_Translator", rel: Any, depth: int, extra: dict[str, Any]) -> "_Node":
+class Translator(Protocol):
+    """What a set operation's translation uses of the plan's translator: ``_Translator`` of
+    :mod:`dpp.connect_typed` implements it. Declared here, not imported from there, so the
+    import arrow points one way: ``connect_typed`` calls this module, never the reverse."""
+
+    def visit(self, rel: Any, depth: int = 0) -> Node: ...
+
+    def node(self, op: str, kids: list[Node], rel: Any, **extra: Any) -> Node: ...
+
+    def passing(self, op: str, child: Node, rel: Any, **extra: Any) -> Node: ...
+
+    def opaque(self, n: Node) -> Node: ...
+
+    def col(self, name: str) -> Col: ...
+
+    def add(self, n: Node, name: str, src: Optional[Col]) -> None: ...
+
+    def named(self, scope: list[Node], expr: Any) -> tuple[str, Optional[Col]]: ...
+
+    def column(self, scope: list[Node], expr: Any) -> Optional[Col]: ...
+
+
+def set_op(tr: Translator, rel: Any, depth: int, extra: dict[str, Any]) -> Node:
     """The typed nodes of a ``SetOperation`` relation (module docstring)."""
     s = rel.set_op
     left = tr.visit(s.left_input, depth + 1)
@@ -60,8 +81,8 @@ def set_op(tr: "_Translator", rel: Any, depth: int, extra: dict[str, Any]) -> "_
     return tr.opaque(tr.node("set_op", [left, right], rel, **extra))
 
 
-def _union(tr: "_Translator", rel: Any, left: "_Node", right: "_Node",
-           extra: dict[str, Any]) -> "_Node":
+def _union(tr: Translator, rel: Any, left: Node, right: Node,
+           extra: dict[str, Any]) -> Node:
     """``union``: by position, so both sides' columns and their order must be known."""
     if not all(k.known() and k.ordered for k in (left, right)) \
             or len(left.cols) != len(right.cols):   # positions of columns not all known
@@ -69,8 +90,8 @@ def _union(tr: "_Translator", rel: Any, left: "_Node", right: "_Node",
     return _unioned(tr, rel, [left, right], [c.name for c in left.cols], True, extra)
 
 
-def _unioned(tr: "_Translator", rel: Any, sides: list["_Node"], names: list[str],
-             ordered: bool, extra: dict[str, Any]) -> "_Node":
+def _unioned(tr: Translator, rel: Any, sides: list[Node], names: list[str],
+             ordered: bool, extra: dict[str, Any]) -> Node:
     """A ``Union`` of ``sides`` (their columns in the same positions) with new attributes
     named ``names``; under a ``Distinct`` unless UNION ALL. The top node carries ``rel``
     (its plan id names it, and it is what a build side over the union runs)."""
@@ -80,14 +101,14 @@ def _unioned(tr: "_Translator", rel: Any, sides: list["_Node"], names: list[str]
     return tr.passing("Distinct", n, rel, **extra) if distinct else n
 
 
-def _by_name(cols: list["_Col"]) -> Optional[dict[str, "_Col"]]:
+def _by_name(cols: list[Col]) -> Optional[dict[str, Col]]:
     """Columns by lower-case name, or None when two share one (Spark refuses the union)."""
     out = {c.name.lower(): c for c in cols}
     return out if len(out) == len(cols) else None
 
 
-def _union_by_name(tr: "_Translator", rel: Any, left: "_Node", right: "_Node",
-                   missing: bool, extra: dict[str, Any]) -> "_Node":
+def _union_by_name(tr: Translator, rel: Any, left: Node, right: Node,
+                   missing: bool, extra: dict[str, Any]) -> Node:
     """``unionByName``: Spark's ``ResolveUnion`` projects the right side to the left's
     names (and, with ``allowMissingColumns``, each side's missing names as NULLs: the left's
     columns first, then the right's own in its order) and unions them by position. Matching
@@ -114,8 +135,8 @@ def _union_by_name(tr: "_Translator", rel: Any, left: "_Node", right: "_Node",
                     extra)
 
 
-def _semi_or_anti(tr: "_Translator", rel: Any, left: "_Node", right: "_Node", how: str,
-                  extra: dict[str, Any]) -> "_Node":
+def _semi_or_anti(tr: Translator, rel: Any, left: Node, right: Node, how: str,
+                  extra: dict[str, Any]) -> Node:
     """``intersect`` / ``subtract``: ``Aggregate`` (every column grouped) over a ``how``
     join of the left on the right with no key; the output is the left's columns, as are
     the join's, so a column not yet known passes up from the left as through a filter."""
@@ -128,7 +149,7 @@ def _semi_or_anti(tr: "_Translator", rel: Any, left: "_Node", right: "_Node", ho
     return n
 
 
-def grouping_sets(tr: "_Translator", rel: Any, depth: int, extra: dict[str, Any]) -> "_Node":
+def grouping_sets(tr: Translator, rel: Any, depth: int, extra: dict[str, Any]) -> Node:
     """``rollup`` / ``cube`` / ``groupingSets``: an ``Aggregate`` grouping by the columns
     of an ``Expand`` (one row per input row and grouping set, a column NULL in the sets
     without it). No key passes an ``Expand`` in the rule set, as in the hook's plan: rollup

@@ -17,20 +17,22 @@ be a struct column, gets a fresh id that no node outputs, and prunes nothing.
 
 Relations that rename, drop or reorder columns (``withColumnsRenamed``, ``drop``, ``toDF``)
 are the ``Project`` Spark's analyzer makes of them; set operations and grouping sets are in
-:mod:`dpp.connect_setops`. A translation by position (``toDF``, ``union``) needs the child's
-columns in Spark's order (``_Node.ordered``): a ``Read`` of a dpp table is known as a set of
-columns, not in its schema's order, so such a translation over it is opaque.
+:mod:`dpp.connect_setops`, the nodes being built in :mod:`dpp.connect_nodes`. A translation
+by position (``toDF``, ``union``) needs the child's columns in Spark's order
+(``Node.ordered``): a ``Read`` of a dpp table is known as a set of columns, not in its
+schema's order, so such a translation over it is opaque.
 """
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 from dpp import connect_setops
 from dpp import rules as prune_rules
 from dpp.connect_proto import (equalities, node_nondeterminism, reference, relation_children,
                                selective, sql_filters, window_calls)
+from dpp.connect_nodes import Col, Node
 from dpp.plan_wire import WIRE_VERSION, PlanMessage, check_plan
 
 __all__ = ["TypedPlan", "translate"]
@@ -48,49 +50,6 @@ FactOf = Callable[[Any], Optional[tuple[str, set[str], set[str]]]]
 
 # ====================================================================== the typed plan
 
-class _Col(NamedTuple):
-    id: int
-    name: str
-    quals: frozenset
-
-
-@dataclass(eq=False)
-class _Node:
-    """A typed node being built: its columns so far, and how more may come up from below."""
-
-    id: int
-    op: str
-    kids: list["_Node"]
-    rel: Any
-    cols: list[_Col] = field(default_factory=list)
-    links: list["_Node"] = field(default_factory=list)   # children unknown columns pass
-    leaf_open: bool = False       # any column asked of it is one of its own
-    alias: Optional[str] = None   # SubqueryAlias: its columns are qualified by it
-    shadow: set[str] = field(default_factory=set)   # names its links do not pass up
-    extra: dict[str, Any] = field(default_factory=dict)
-    pids: dict[int, Optional["_Node"]] = field(default_factory=dict)   # None: ambiguous
-    ordered: bool = False   # cols are in Spark's output order (positions may be matched)
-
-    def known(self, depth: int = 0) -> bool:
-        """Whether ``cols`` is every column this node outputs (no open node below passes
-        more up): only then may its columns be matched by position or by name set."""
-        if self.leaf_open or depth > 400:
-            return False
-        return all(c.known(depth + 1) for c in self.links)
-
-    def may_have(self, name: str, qual: Optional[str]) -> bool:
-        """Whether a column not yet known may come out of this node by that name."""
-        if self.leaf_open:
-            return qual is None
-        if name in self.shadow:
-            return False
-        if self.alias is not None:
-            if qual is not None and qual != self.alias:
-                return False
-            qual = None
-        return any(c.may_have(name, qual) for c in self.links)
-
-
 @dataclass
 class TypedPlan:
     """The typed plan of a Connect tree, with what links it back to the protobuf."""
@@ -100,7 +59,7 @@ class TypedPlan:
     facts: dict[int, tuple[str, set[str], set[str]]]   # node id -> fact_of's answer
     # key expr id -> (the join side's node id, the column as the join names it, its attr)
     keys: dict[int, tuple[int, str, int]]
-    outputs: dict[int, list[_Col]]
+    outputs: dict[int, list[Col]]
 
     def build_column(self, build_node: int, build_expr: int) -> Optional[str]:
         """The name to select the build key by from ``build_node``: as the join names it
@@ -120,19 +79,19 @@ class _Translator:
         self.fact_of = fact_of
         self._ids = itertools.count(1)
         self._exprs = itertools.count(1)
-        self.nodes: list[_Node] = []
+        self.nodes: list[Node] = []
         self.facts: dict[int, tuple[str, set[str], set[str]]] = {}
         self.keys: dict[int, tuple[int, str, int]] = {}
 
     def fresh(self) -> int:
         return next(self._exprs)
 
-    def col(self, name: str) -> _Col:
+    def col(self, name: str) -> Col:
         """A new attribute (a computed or NULL column, or a set operation's output)."""
-        return _Col(self.fresh(), name, frozenset())
+        return Col(self.fresh(), name, frozenset())
 
-    def node(self, op: str, kids: list[_Node], rel: Any, **extra: Any) -> _Node:
-        n = _Node(next(self._ids), op, kids, rel, extra=extra)
+    def node(self, op: str, kids: list[Node], rel: Any, **extra: Any) -> Node:
+        n = Node(next(self._ids), op, kids, rel, extra=extra)
         for k in kids:
             for pid, holder in k.pids.items():
                 n.pids[pid] = None if pid in n.pids else holder
@@ -143,15 +102,15 @@ class _Translator:
         self.nodes.append(n)
         return n
 
-    def passing(self, op: str, child: _Node, rel: Any, **extra: Any) -> _Node:
+    def passing(self, op: str, child: Node, rel: Any, **extra: Any) -> Node:
         """A node whose columns are its child's."""
         n = self.node(op, [child], rel, **extra)
         n.cols, n.links, n.ordered = list(child.cols), [child], child.ordered
         return n
 
     # ------------------------------------------------------------------ names
-    def provide(self, n: _Node, name: str, qual: Optional[str],
-                target: Optional[int] = None) -> Optional[_Col]:
+    def provide(self, n: Node, name: str, qual: Optional[str],
+                target: Optional[int] = None) -> Optional[Col]:
         """The column ``name`` of open node ``n`` (on the way to the node of plan id
         ``target``), made where it comes from and passed up to ``n``."""
         if target is not None and n.pids.get(target) is n:
@@ -159,7 +118,7 @@ class _Translator:
         if n.leaf_open and target is None:
             if qual is not None:
                 return None
-            col = _Col(self.fresh(), name, frozenset())
+            col = Col(self.fresh(), name, frozenset())
             n.cols.append(col)
             return col
         if name in n.shadow:
@@ -181,14 +140,14 @@ class _Translator:
             if "map" in n.extra:
                 n.extra["map"].append([col.id, got.id])
         elif below and target is None:   # two open sides: a column of unknown origin
-            col = _Col(self.fresh(), name, frozenset())
+            col = Col(self.fresh(), name, frozenset())
         else:
             return None
         n.cols.append(col)
         return col
 
-    def resolve(self, scope: list[_Node], ref: Optional[tuple[list[str], Optional[int]]]
-                ) -> Optional[_Col]:
+    def resolve(self, scope: list[Node], ref: Optional[tuple[list[str], Optional[int]]]
+                ) -> Optional[Col]:
         """The column a reference names among the outputs of ``scope``, or None."""
         if ref is None or len(ref[0]) > 2:
             return None
@@ -220,11 +179,11 @@ class _Translator:
         sides = [s for s in scope if s.may_have(name, qual)]
         return self.provide(sides[0], name, qual) if len(sides) == 1 else None
 
-    def column(self, scope: list[_Node], expr: Any) -> Optional[_Col]:
+    def column(self, scope: list[Node], expr: Any) -> Optional[Col]:
         return self.resolve(scope, reference(expr))
 
     # ------------------------------------------------------------------ relations
-    def visit(self, rel: Any, depth: int = 0) -> _Node:
+    def visit(self, rel: Any, depth: int = 0) -> Node:
         if depth > 400:
             raise RecursionError("a Connect plan too deep to translate")
         kind = rel.WhichOneof("rel_type")
@@ -270,7 +229,7 @@ class _Translator:
             return top
         return n
 
-    def read(self, rel: Any) -> _Node:
+    def read(self, rel: Any) -> Node:
         fact = self.fact_of(rel.read)
         if fact is None:
             n = self.node("LogicalRelation", [], rel)
@@ -281,11 +240,11 @@ class _Translator:
             "kind": "lazy", "index": "connect", "rootPaths": [], "table": name,
             "partitionColumns": sorted(partitions), "bucketed": False,
             "partitionFiltered": False})
-        n.cols = [_Col(self.fresh(), c, frozenset()) for c in sorted(columns)]
+        n.cols = [Col(self.fresh(), c, frozenset()) for c in sorted(columns)]
         self.facts[n.id] = fact
         return n
 
-    def pass_through(self, kind: str, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
+    def pass_through(self, kind: str, rel: Any, depth: int, extra: dict[str, Any]) -> Node:
         body = getattr(rel, kind)
         child = self.visit(body.input, depth + 1)
         op = _PASS[kind]
@@ -303,20 +262,20 @@ class _Translator:
             n.cols = [c._replace(quals=frozenset({n.alias})) for c in child.cols]
         return n
 
-    def add(self, n: _Node, name: str, src: Optional[_Col]) -> None:
+    def add(self, n: Node, name: str, src: Optional[Col]) -> None:
         """An output column of a Project or Aggregate: ``src`` passed as it is, renamed
         (a new attribute), or a computed column (``src`` None)."""
         if src is not None and src.name.lower() == name.lower():   # qualifiers kept
             n.cols.append(src)
             n.extra["map"].append([src.id, src.id])
         elif src is not None:
-            col = _Col(self.fresh(), name, frozenset())
+            col = Col(self.fresh(), name, frozenset())
             n.cols.append(col)
             n.extra["map"].append([col.id, src.id])
         else:
-            n.cols.append(_Col(self.fresh(), name, frozenset()))
+            n.cols.append(Col(self.fresh(), name, frozenset()))
 
-    def named(self, scope: list[_Node], expr: Any) -> tuple[str, Optional[_Col]]:
+    def named(self, scope: list[Node], expr: Any) -> tuple[str, Optional[Col]]:
         """(output name, source column) of a projected expression."""
         et = expr.WhichOneof("expr_type")
         if et == "alias":
@@ -328,7 +287,7 @@ class _Translator:
         ref = reference(expr)
         return (ref[0][-1] if ref is not None else "?"), None
 
-    def project(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
+    def project(self, rel: Any, depth: int, extra: dict[str, Any]) -> Node:
         child = self.visit(rel.project.input, depth + 1)
         n = self.node("Project", [child], rel, map=[], **extra)
         n.ordered = True   # the listed expressions, a star as its child's columns
@@ -344,14 +303,14 @@ class _Translator:
             self.add(n, *self.named([child], e))
         return n
 
-    def opaque(self, n: _Node) -> _Node:
+    def opaque(self, n: Node) -> Node:
         """A node whose columns this module does not follow: any name is its own."""
         n.op, n.cols, n.links, n.leaf_open = "Opaque" + n.op, [], [], True
         n.ordered = False
         n.extra.pop("map", None)
         return n
 
-    def with_columns(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
+    def with_columns(self, rel: Any, depth: int, extra: dict[str, Any]) -> Node:
         child = self.visit(rel.with_columns.input, depth + 1)
         n = self.node("Project", [child], rel, map=[], **extra)
         made = {}
@@ -370,7 +329,7 @@ class _Translator:
         n.shadow = {a.name[0].lower() for a in rel.with_columns.aliases}
         return n
 
-    def renamed(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
+    def renamed(self, rel: Any, depth: int, extra: dict[str, Any]) -> Node:
         """``withColumnsRenamed``: Spark folds the renames in order over the child's columns,
         each renaming every column whose name is the old one (case-insensitively) and
         ignoring a name no column has. A renamed column is a new attribute mapped to its
@@ -398,7 +357,7 @@ class _Translator:
         n.shadow = {old.lower() for old, _new in pairs}
         return n
 
-    def drop(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
+    def drop(self, rel: Any, depth: int, extra: dict[str, Any]) -> Node:
         """``drop``: a ``Project`` of the child's other columns. By name Spark drops every
         column of that name (case-insensitively); by column, the attribute it resolves to.
         A name no column has is ignored. A dropped key column is no column above, so no key
@@ -419,7 +378,7 @@ class _Translator:
         n.links, n.ordered, n.shadow = [child], child.ordered, names
         return n
 
-    def to_df(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
+    def to_df(self, rel: Any, depth: int, extra: dict[str, Any]) -> Node:
         """``toDF(names)``: the child's columns by position, each aliased to its new name;
         only when the child's columns and their order are all known, else opaque."""
         child = self.visit(rel.to_df.input, depth + 1)
@@ -432,7 +391,7 @@ class _Translator:
         n.ordered = True
         return n
 
-    def aggregate(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
+    def aggregate(self, rel: Any, depth: int, extra: dict[str, Any]) -> Node:
         agg = rel.aggregate
         child = self.visit(agg.input, depth + 1)
         n = self.node("Aggregate", [child], rel, map=[], **extra)
@@ -444,14 +403,14 @@ class _Translator:
         n.ordered = True   # grouping columns, then aggregates
         return n
 
-    def join(self, rel: Any, depth: int, extra: dict[str, Any]) -> _Node:
+    def join(self, rel: Any, depth: int, extra: dict[str, Any]) -> Node:
         j = rel.join
         left, right = self.visit(j.left, depth + 1), self.visit(j.right, depth + 1)
         how = _JOIN_TYPES.get(j.join_type, f"JoinType {j.join_type}")
         n = self.node("Join", [left, right], rel, joinType=how, keys=[], **extra)
-        pairs: list[tuple[Optional[_Col], Optional[_Col], str, str]] = []
+        pairs: list[tuple[Optional[Col], Optional[Col], str, str]] = []
         hidden: set[int] = set()
-        merged: list[_Col] = []
+        merged: list[Col] = []
         for c in j.using_columns:   # the key comes out once: the kept side's, or coalesced
             a, b = self.resolve([left], ([c], None)), self.resolve([right], ([c], None))
             pairs.append((a, b, c, c))
@@ -459,7 +418,7 @@ class _Translator:
                     + ((a,) if how in ("RIGHT OUTER", "FULL OUTER") else ()) if x is not None]
             hidden.update(gone)
             if how == "FULL OUTER":
-                merged.append(_Col(self.fresh(), c, frozenset()))
+                merged.append(Col(self.fresh(), c, frozenset()))
         if not j.using_columns and j.HasField("join_condition"):
             for ea, eb in equalities(j.join_condition):
                 pairs.append((self.column([left, right], ea), self.column([left, right], eb),
@@ -476,14 +435,14 @@ class _Translator:
         n.ordered = not j.using_columns and all(s.ordered for s in sides)
         return n
 
-    def key(self, join: _Node, sides: list[_Node], col: _Col, written: str) -> dict[str, Any]:
+    def key(self, join: Node, sides: list[Node], col: Col, written: str) -> dict[str, Any]:
         expr = self.fresh()
         side = next((s for s in sides if any(c.id == col.id for c in s.cols)), join)
         self.keys[expr] = (side.id, written, col.id)
         return {"expr": expr, "attr": col.id, "type": "unknown", "sql": written,
                 "deterministic": True, "refs": [col.id]}
 
-    def message(self, roots: list[_Node]) -> PlanMessage:
+    def message(self, roots: list[Node]) -> PlanMessage:
         nodes = []
         for n in self.nodes:
             d: dict[str, Any] = {"id": n.id, "op": n.op, "children": [k.id for k in n.kids],

@@ -13,14 +13,11 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from dpp.plan_wire import WIRE_VERSION
 
-if TYPE_CHECKING:
-    from dpp.optimizer_hook import OptimizerHook
-
-__all__ = ["Bridge", "Parts", "PART", "LAST"]
+__all__ = ["Bridge", "Hook", "Parts", "PART", "LAST"]
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +60,23 @@ class Parts:
             return len(self._open)
 
 
+class Hook(Protocol):
+    """What the bridge calls of the hook it serves: :class:`~dpp.optimizer_hook.OptimizerHook`
+    implements it. Declared here, not imported from there, so the import arrow points one
+    way: the hook makes its bridge, the bridge knows only these three calls."""
+
+    def on_plan(self, msg: dict[str, Any]) -> dict[str, Any]: ...
+
+    def on_list(self, token: str) -> dict[str, Any]: ...
+
+    def on_end(self, scope: str) -> None: ...
+
+
 class Bridge:
     """The JVM's way into one :class:`~dpp.optimizer_hook.OptimizerHook`: the rule's plans,
     the file indexes' listings and the ends of executed queries."""
 
-    def __init__(self, hook: "OptimizerHook") -> None:
+    def __init__(self, hook: Hook) -> None:
         self.hook = hook
         self.parts = Parts()
 

@@ -5,9 +5,9 @@ plans (:mod:`dpp.connect_frames`) prune their fact reads through :func:`pruned_f
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, Union
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 
 from dpp import rules as prune_rules
 from dpp.config import DppConfig
@@ -26,9 +26,33 @@ from dpp.views import norm_name
 from hive_splits import DynamicFilter, SplitLoader, Table
 
 if TYPE_CHECKING:
-    from dpp.session import DppSession
+    from pyspark.sql import SparkSession
 
-__all__ = ["run_join", "pruned_fact"]
+    from dpp.catalog import TableCatalog
+    from dpp.connect_handoff import ConnectHandoff
+    from dpp.handoff import Handoff
+    from dpp.runtime import Runtime
+
+__all__ = ["JoinSession", "run_join", "pruned_fact"]
+
+
+class JoinSession(Protocol):
+    """What a join uses of the session it runs in: :class:`dpp.session.DppSession`
+    implements it (and :mod:`dpp.connect_frames` hands one). Declared here, not imported from
+    there, so the import arrow points one way: the session calls this module."""
+
+    spark: SparkSession
+    runtime: Runtime
+    catalog: TableCatalog
+    handoff: Handoff
+    connect: ConnectHandoff
+
+    @property
+    def config(self) -> DppConfig: ...
+
+    def finish(self, df: DataFrame, report: JobReport, cfg: DppConfig, t0: float,
+               execute: bool) -> tuple[Union[DataFrame, list[Row]], JobReport]: ...
+
 
 # the join types ``DataFrame.join`` takes, by its own ``how`` names (a cross join has no key
 # to prune by, an existence join is Spark's own)
@@ -39,7 +63,7 @@ _DATAFRAME_HOWS: dict[prune_rules.JoinType, str] = {
 }
 
 
-def run_join(session: "DppSession", fact: str, dim_df: DataFrame,
+def run_join(session: JoinSession, fact: str, dim_df: DataFrame,
              on: list[tuple[str, str]], how: str) -> DataFrame:
     """``fact ⋈ dim_df`` (``on``: fact column, dimension column pairs), the fact being the
     left side: pruned when the rules let a join of type ``how`` prune its left side."""
@@ -98,7 +122,7 @@ def run_join(session: "DppSession", fact: str, dim_df: DataFrame,
     return out
 
 
-def pruned_fact(session: "DppSession", fact: str, table: Table,
+def pruned_fact(session: JoinSession, fact: str, table: Table,
                 on: list[tuple[str, DataFrame, str]], cfg: DppConfig, rules: SparkRules,
                 report: JobReport, sized: bool = False) -> DataFrame:
     """The fact side over its surviving files: one filter per ``(fact column, dimension

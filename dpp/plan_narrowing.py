@@ -11,21 +11,37 @@ Connect rewrite and the report.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol
 
 from dpp.rules import KEY_PASSAGE, may_prune
 
-if TYPE_CHECKING:
-    from dpp.plan_pairs import _Plan as Plan
+__all__ = ["Plan", "semi_narrowing", "narrowing_above"]
 
-__all__ = ["semi_narrowing", "narrowing_above"]
+
+class Plan(Protocol):
+    """What a narrowing reads of the numbered plan :mod:`dpp.plan_pairs` walks (its ``_Plan``
+    implements this). Declared here, not imported from there, so the import arrow points one
+    way: ``plan_pairs`` calls this module, this module knows nothing of ``plan_pairs``."""
+
+    nodes: dict[int, dict[str, Any]]
+    outputs: dict[int, list[int]]
+    parents: dict[int, list[int]]
+
+    def trace(self, node: int, attr: int, depth: int = 0, data: bool = False,
+              at: Optional[int] = None) -> Optional[list[tuple[int, str]]]: ...
+
+    def selective(self, node: int, depth: int = 0) -> bool: ...
+
+    def relations_read(self, node: int, depth: int = 0) -> tuple[int, ...]: ...
+
+    def unstable_within(self, node: int, depth: int = 0) -> Optional[str]: ...
 
 # operators a column's values pass through unchanged and whole, from one child (a union's
 # output takes values from every branch; an aggregate or window may compute them)
 _SAME_VALUES = {op for op, how in KEY_PASSAGE.items() if how == "unchanged"} | {"Project"}
 
 
-def semi_narrowing(plan: "Plan", join: dict[str, Any], fact_side: int, dim_side: int,
+def semi_narrowing(plan: Plan, join: dict[str, Any], fact_side: int, dim_side: int,
                    fact_key: dict[str, Any], relations: set[int]
                    ) -> Optional[tuple[int, tuple[tuple[int, int], ...]]]:
     """A build side that filters nothing (``d2``, all of date_dim) may still be narrowed by
@@ -56,7 +72,7 @@ def semi_narrowing(plan: "Plan", join: dict[str, Any], fact_side: int, dim_side:
     return found, tuple(pairs)
 
 
-def narrowing_above(plan: "Plan", join: int, dim_side: int, relations: set[int]
+def narrowing_above(plan: Plan, join: int, dim_side: int, relations: set[int]
                     ) -> Optional[tuple[int, tuple[tuple[int, int], ...]]]:
     """A build side that filters nothing (``date_dim`` joined to the sales inside TPC-DS
     q2's ``wswscs``) narrowed by a join above it: there ``wswscs.d_week_seq`` must match a
@@ -103,14 +119,14 @@ def _refs(key: dict[str, Any]) -> list[int]:
     return list(key.get("refs") or ([key["attr"]] if key.get("attr") is not None else []))
 
 
-def _narrows(plan: "Plan", node: int, build: int) -> bool:
+def _narrows(plan: Plan, node: int, build: int) -> bool:
     """May ``node`` narrow the build side ``build``: it filters, is deterministic (the build
     runs it again) and shares no attribute with it (a self-join's two sides)."""
     return plan.selective(node) and not plan.unstable_within(node) and \
         not set(plan.outputs[node]) & set(plan.outputs[build])
 
 
-def _values_from(plan: "Plan", node: int, attr: int, relations: set[int]) -> Optional[int]:
+def _values_from(plan: Plan, node: int, attr: int, relations: set[int]) -> Optional[int]:
     """The largest subtree below ``node`` that outputs ``attr`` with the values ``node``
     outputs for it and reads none of ``relations``; None when there is none."""
     for _ in range(200):

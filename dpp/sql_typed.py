@@ -208,6 +208,8 @@ class _Translator:
 class _Select(SemiJoins):
     """One SELECT's operators."""
 
+    t: _Translator   # the whole translator (the mixin needs only its ``Translator`` part)
+
     def __init__(self, t: _Translator, sel: exp.Select) -> None:
         self.t = t
         self.sel = sel

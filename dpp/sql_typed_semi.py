@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol
 
 from sqlglot import exp
 
@@ -11,10 +11,7 @@ from dpp.sql_build import label
 from dpp.sql_plan import KEY_ALIAS
 from dpp.sql_scopes import Scope, Source, conjuncts, refers_to
 
-if TYPE_CHECKING:
-    from dpp.sql_typed import _Translator
-
-__all__ = ["Origin", "SemiJoins"]
+__all__ = ["Origin", "SemiJoins", "Translator"]
 
 
 @dataclass
@@ -33,10 +30,33 @@ class Origin:
     name: str = ""                           # IN / EXISTS: the build side's label
 
 
+class _Partners(Protocol):
+    """The part of the typed plan (``dpp.sql_typed.Typed``) an IN / EXISTS adds to."""
+
+    partners: dict[str, list[tuple[Source, str]]]
+
+
+class Translator(Protocol):
+    """What an IN / EXISTS translation uses of the whole query's translator: ``_Translator``
+    of :mod:`dpp.sql_typed` implements it. Declared here, not imported from there, so the
+    import arrow points one way: ``sql_typed`` builds on this module, never the reverse."""
+
+    @property
+    def typed(self) -> _Partners: ...
+
+    def out(self, node: int) -> list[tuple[int, str]]: ...
+
+    def query(self, q: exp.Expression) -> tuple[int, list[tuple[int, str]]]: ...
+
+    def key(self, attr: int, sql: str, origin: Origin) -> dict[str, Any]: ...
+
+    def note(self, src: Source, phase: int, index: int, text: str) -> None: ...
+
+
 class SemiJoins:
     """The IN / EXISTS part of one SELECT's translation (a mixin of ``_Select``)."""
 
-    t: "_Translator"
+    t: Translator
     sc: Optional[Scope]
 
     def attr(self, col: exp.Column) -> Optional[tuple[int, Source]]:   # pragma: no cover

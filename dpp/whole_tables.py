@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Protocol
 
 from sqlglot import exp
 
@@ -33,16 +33,29 @@ from hive_splits.spark_io import whole_folders_dataframe
 from hive_splits.table import local_path
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
+    from dpp.catalog import TableCatalog
     from dpp.config import DppConfig
     from dpp.core.spark_rules import SparkRules
+    from dpp.handoff import Handoff
     from dpp.report import JobReport
-    from dpp.session import DppSession
+    from dpp.runtime import Runtime
 
-__all__ = ["whole_catalog_refs", "names_partition_column", "read_whole"]
+__all__ = ["WholeReadSession", "whole_catalog_refs", "names_partition_column", "read_whole"]
 
 log = logging.getLogger(__name__)
+
+
+class WholeReadSession(Protocol):
+    """What reading a table whole uses of the session: :class:`dpp.session.DppSession`
+    implements it. Declared here, not imported from there, so the import arrow points one
+    way: the session calls this module."""
+
+    spark: "SparkSession"
+    runtime: "Runtime"
+    catalog: "TableCatalog"
+    handoff: "Handoff"
 
 
 def whole_catalog_refs(plan: PruningPlan, unpruned: Iterable[tuple[TableRefPlan, str]],
@@ -77,7 +90,7 @@ def names_partition_column(tree: Any, table: Table) -> bool:
                for node in tree.find_all(exp.Identifier))
 
 
-def read_whole(session: "DppSession", whole: dict[str, tuple[Table, list[TableRefPlan]]],
+def read_whole(session: WholeReadSession, whole: dict[str, tuple[Table, list[TableRefPlan]]],
                cfg: "DppConfig", rules: "SparkRules", report: "JobReport",
                temp_views: list[str]) -> dict[str, str]:
     """Catalog tables read whole (:func:`whole_catalog_refs`): one listing and one view per
@@ -110,7 +123,7 @@ def read_whole(session: "DppSession", whole: dict[str, tuple[Table, list[TableRe
     return out
 
 
-def _whole(session: "DppSession", table: Table, cfg: "DppConfig", rules: "SparkRules"
+def _whole(session: WholeReadSession, table: Table, cfg: "DppConfig", rules: "SparkRules"
            ) -> tuple["DataFrame", str]:
     """A catalog table read whole, and how it was listed (for the report's note).
 

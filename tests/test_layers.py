@@ -1,13 +1,15 @@
 """The layers point one way (docs/contributing.md, "Architecture"): ``dpp.core`` at the bottom
 imports nothing else of the project; ``collectors``, ``coordinator`` and ``hive_splits``
-import only ``dpp.core`` of ``dpp``; nothing imports ``tpcds``. Read from the source (every
-``import``, at any depth, so a function-level import cannot hide an arrow pointing up)."""
+import only ``dpp.core`` of ``dpp``; nothing imports ``tpcds``; no modules form a cycle.
+Read from the source (every ``import``, at any depth, so a function-level import cannot hide
+an arrow pointing up, nor an ``if TYPE_CHECKING:`` one a cycle)."""
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
 from pathlib import Path
+from typing import Mapping, Sequence
 
 import pytest
 
@@ -83,77 +85,130 @@ def test_the_hooks_road_never_loads_sqlglot():
     assert out.stdout.strip() == "[]"
 
 
-def _runtime_imports(path: Path, package: str, modules: set[str]) -> set[str]:
-    """The modules of ``package`` a file imports when it runs: at any depth (a function-level
-    import is an arrow too), except under ``if TYPE_CHECKING:`` (read by type checkers only)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    typing_only: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            typing_only.update(id(n) for b in node.body for n in ast.walk(b))
+def _module_graph(root: Path, packages: Sequence[str]) -> dict[str, set[str]]:
+    """Module -> the modules of ``packages`` (folders under ``root``) its file imports. A
+    package's ``__init__`` is a module of the package's name."""
+    files: dict[str, Path] = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return {m: _imported(m, path, set(files)) for m, path in files.items()}
+
+
+def _imported(module: str, path: Path, modules: set[str]) -> set[str]:
+    """The ``modules`` one file imports: every ``import`` anywhere in it, inside a function or
+    under ``if TYPE_CHECKING:`` too (a dependency all the same: a type checker, a reader and a
+    refactoring follow it). ``from pkg import name`` imports ``pkg.name`` when that is a
+    module, else ``pkg``; a relative import is read from the file's own package."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
-        names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        out.update(n for n in names if n in modules and n != package)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                base = ".".join(up + ([node.module] if node.module else []))
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                     for a in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in modules:   # an attribute or a name of a module
+                name = name.rpartition(".")[0]
+            if name:
+                out.add(name)
     return out
 
 
-def _cycles(root: Path, package: str) -> list[list[str]]:
-    """The import cycles among the modules of ``package`` under ``root`` (each a list of
-    modules that reach one another)."""
-    files = {}
-    for path in sorted((root / package).rglob("*.py")):
-        parts = path.relative_to(root).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        files[name] = path
-    graph = {m: _runtime_imports(p, package, set(files)) - {m} for m, p in files.items()}
+def _cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph``: each strongly connected component of more than one
+    module, and each module importing itself, sorted. Tarjan's algorithm, iterative (no
+    recursion limit however long an import chain gets)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
-    out: list[list[str]] = []
-
-    def visit(v: str) -> None:   # Tarjan's strongly connected components
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                comp.append(w)
-                if w == v:
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        work = [(start, iter(sorted(graph[start])))]
+        while work:
+            v, arrows = work[-1]
+            for w in arrows:
+                if w not in index:   # visit w, then come back to v's next arrow
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
                     break
-            if len(comp) > 1:
-                out.append(sorted(comp))
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:                    # every arrow of v followed
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[v])
+                if low[v] == index[v]:
+                    component: list[str] = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        component.append(w)
+                        if w == v:
+                            break
+                    if len(component) > 1 or v in graph[v]:
+                        found.append(sorted(component))
+    return sorted(found)
 
-    for m in sorted(graph):
-        if m not in index:
-            visit(m)
-    return out
+
+def _cycle_report(graph: Mapping[str, set[str]], cycles: list[list[str]]) -> str:
+    """One line per cycle, with the arrows inside it (what to cut)."""
+    return "\n".join("; ".join(f"{m} -> {', '.join(sorted(graph[m] & set(c)))}" for m in c)
+                     for c in cycles)
 
 
-def test_no_import_cycles_inside_dpp():
-    assert _cycles(ROOT, "dpp") == []
+# cycles outside dpp, each through a function-level import, found when this guard was widened
+# from dpp to the whole project and left for a change of their own: listed so that no module
+# joins them and no other cycle appears; cutting one fails the test until it is struck here
+_KNOWN_CYCLES = [["hive_splits.arrow_fs", "hive_splits.listing"],
+                 ["tpcds.queries", "tpcds.reference"]]
 
 
-def test_the_cycle_guard_sees_a_cycle(tmp_path):
-    pkg = tmp_path / "dpp"
+def test_no_import_cycles_inside_the_project() -> None:
+    """A cycle, even through a function-level or ``TYPE_CHECKING`` import, ties its modules
+    into one: none can be read, tested or moved alone. The lower module declares a
+    ``Protocol`` of what it uses instead (``dpp.hook_bridge.Hook``, ``dpp.join.JoinSession``)."""
+    graph = _module_graph(ROOT, PROJECT)
+    assert len(graph) > 50
+    cycles = _cycles(graph)
+    assert cycles == _KNOWN_CYCLES, "import cycles:\n" + _cycle_report(graph, cycles)
+
+
+def test_the_cycle_guard_sees_a_cycle(tmp_path: Path) -> None:
+    """The guard itself can fail: a cycle through a function-level import, one through a
+    relative import under ``if TYPE_CHECKING:``, a self-import; a module importing a cycle
+    is in none."""
+    pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from dpp.b import g\n")
-    (pkg / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                              "    from dpp.a import f\n")
-    assert _cycles(tmp_path, "dpp") == []           # a type checker's import is no arrow
-    (pkg / "b.py").write_text("def g():\n    from dpp.a import f\n    return f\n")
-    assert _cycles(tmp_path, "dpp") == [["dpp.a", "dpp.b"]]   # a function-level one is
+    (pkg / "a.py").write_text("from pkg.b import g\n\ndef f():\n    return g\n")
+    (pkg / "b.py").write_text("def g():\n    from pkg.a import f\n    return f\n")
+    (pkg / "c.py").write_text("from pkg import d\n")
+    (pkg / "d.py").write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                              "    from . import c\n")
+    (pkg / "e.py").write_text("import pkg.e\n")
+    (pkg / "user.py").write_text("import pkg.a\nfrom pkg.c import d\n")
+    graph = _module_graph(tmp_path, ["pkg"])
+    assert graph["pkg.d"] == {"pkg.c"} and graph["pkg.user"] == {"pkg.a", "pkg.c"}
+    cycles = _cycles(graph)
+    assert cycles == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"], ["pkg.e"]]
+    assert _cycle_report(graph, cycles).splitlines()[1] == "pkg.c -> pkg.d; pkg.d -> pkg.c"
+    (pkg / "d.py").write_text("")                       # cut one arrow, that cycle is gone
+    assert _cycles(_module_graph(tmp_path, ["pkg"])) == [["pkg.a", "pkg.b"], ["pkg.e"]]
