@@ -23,7 +23,7 @@ from dpp.decision import Stats
 from dpp.filter_runs import EnvironmentNotes, FilterMemory
 from hive_splits import Table
 from hive_splits.footers import FooterCache
-from hive_splits.listing import lister_for
+from hive_splits.listers import lister_for
 from hive_splits.profile import KeyProfile, profile_column
 from hive_splits.spark_io import driver_listing
 

@@ -125,7 +125,8 @@ def test_spark_lists_through_lagfs_and_every_request_is_counted(spark, lagfs,
 
 
 def test_dpp_hadoop_lister_lists_lagfs_like_the_local_folder(spark, lagfs, fact: Path) -> None:
-    from hive_splits.listing import HadoopLister, lister_for
+    from hive_splits.listing import HadoopLister
+    from hive_splits.listers import lister_for
 
     lister = lister_for(lag_uri(fact), spark=spark)
     assert isinstance(lister, HadoopLister)
@@ -167,7 +168,7 @@ def test_dpp_loads_and_hands_off_a_lagfs_table(spark, lagfs, fact: Path) -> None
 
     from dpp.core.domain import INT, Domain, TupleDomain
     from hive_splits import SplitLoader, table_from_path, to_dataframe
-    from hive_splits.listing import lister_for
+    from hive_splits.listers import lister_for
 
     t = table_from_path(lag_uri(fact), lister=lister_for(lag_uri(fact), spark=spark))
     before = counts(lagfs)
@@ -199,7 +200,7 @@ def test_statuses_have_the_local_files_owner_and_permissions(spark, lagfs, fact:
 
 def test_delays_set_at_runtime_are_injected_once_per_request(spark, lagfs,
                                                              fact: Path) -> None:
-    from hive_splits.listing import lister_for
+    from hive_splits.listers import lister_for
 
     fs = hadoop_fs(spark, lag_uri(fact))
     assert (fs.listDelayMillis(), fs.headDelayMillis()) == (0.0, 0.0)

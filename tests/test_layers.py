@@ -174,13 +174,6 @@ def _cycle_report(graph: Mapping[str, set[str]], cycles: list[list[str]]) -> str
                      for c in cycles)
 
 
-# cycles outside dpp, each through a function-level import, found when this guard was widened
-# from dpp to the whole project and left for a change of their own: listed so that no module
-# joins them and no other cycle appears; cutting one fails the test until it is struck here
-_KNOWN_CYCLES = [["hive_splits.arrow_fs", "hive_splits.listing"],
-                 ["tpcds.queries", "tpcds.reference"]]
-
-
 def test_no_import_cycles_inside_the_project() -> None:
     """A cycle, even through a function-level or ``TYPE_CHECKING`` import, ties its modules
     into one: none can be read, tested or moved alone. The lower module declares a
@@ -188,7 +181,7 @@ def test_no_import_cycles_inside_the_project() -> None:
     graph = _module_graph(ROOT, PROJECT)
     assert len(graph) > 50
     cycles = _cycles(graph)
-    assert cycles == _KNOWN_CYCLES, "import cycles:\n" + _cycle_report(graph, cycles)
+    assert cycles == [], "import cycles:\n" + _cycle_report(graph, cycles)
 
 
 def test_the_cycle_guard_sees_a_cycle(tmp_path: Path) -> None:

@@ -154,6 +154,12 @@ class DuckDBReference:
         self._answers[key] = found
         return found
 
+    def problem(self, query: Any, got: Iterable[Sequence[Any]]) -> Optional[str]:
+        """None when ``got`` are the query's rows by DuckDB (:func:`compare_rows`, the outer
+        LIMIT's ties checked against the rows without it), else a one-line reason."""
+        return compare_rows(got, self.rows(query), limit=query.limit,
+                            full=lambda: self.rows(query, unlimited=True))
+
     def _cache_path(self, name: str, unlimited: bool, sql: str) -> Optional[Path]:
         """``<data>/_reference_cache/sf<scale>-<layout>-<query>-<limit|full>-<key>.json``;
         the key hashes the data's identity, the DuckDB version and the SQL."""
