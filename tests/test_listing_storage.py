@@ -16,8 +16,8 @@ from dpp.config import DppConfig
 from dpp.core.domain import INT, STRING, Domain, TupleDomain
 from dpp.core.errors import ConfigError, LayoutError
 from hive_splits import DynamicFilter, SplitLoader, table_from_path, to_dataframe
-from hive_splits.listing import (HadoopLister, LocalLister, _decode_statuses, is_local_location,
-                                 lister_for)
+from hive_splits.listers import lister_for
+from hive_splits.listing import HadoopLister, LocalLister, _decode_statuses, is_local_location
 from hive_splits.metastore import MetastorePartitions, partitions_fetched_metric
 from hive_splits.table import table_from_catalog
 from tests.conftest import answer, make_lister, make_partitioned_table
