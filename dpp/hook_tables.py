@@ -9,6 +9,7 @@ columns or types other than Spark's).
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from dpp.core.spark_rules import SparkRules
 from hive_splits import Table, table_from_path
+from hive_splits.metastore import MetastorePartitions
 from hive_splits.naming import parse_folder_name
 
 if TYPE_CHECKING:
@@ -56,6 +58,12 @@ class RelationTables:
             table = s.catalog.table(name, unusable)
             if table is None:
                 return None, name, next(iter(unusable.values()), "not a partitioned table")
+            token = rel.get("namesToken")
+            if token and isinstance(table.partition_source, MetastorePartitions):
+                # the names the rule listed for this plan: the loader reads them, not the
+                # metastore again
+                table = dataclasses.replace(
+                    table, partition_source=table.partition_source.for_plan(token))
         else:
             roots = rel.get("rootPaths") or []
             root = rel.get("root") or (roots[0] if len(roots) == 1 else None)

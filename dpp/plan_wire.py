@@ -67,6 +67,7 @@ class Relation(_RelationRequired, total=False):
     timestampsAgree: bool   # a reader relation's TIMESTAMP partition values are the folder
                             # names read in the session time zone now
     staticallyEmpty: bool   # a catalog table Spark's static partition filters leave empty
+    namesToken: str         # its partition names as the rule listed them for this plan
 
 
 class _NodeRequired(TypedDict):
@@ -134,7 +135,7 @@ _OPTIONAL_NODE = {"joinType": str, "keys": list, "map": list, "partitionSpec": l
 _RELATION = {"kind": str, "index": str, "rootPaths": list, "partitionColumns": list,
              "bucketed": bool, "partitionFiltered": bool}
 _OPTIONAL_RELATION = {"table": str, "root": str, "timestampsAgree": bool,
-                      "staticallyEmpty": bool}
+                      "staticallyEmpty": bool, "namesToken": str}
 _KEY = {"expr": int, "type": str, "sql": str, "deterministic": bool, "refs": list}
 _OPTIONAL_KEY = {"attr": int, "cast": str, "from": str}
 _KINDS = {"path", "lazy", "catalog"}

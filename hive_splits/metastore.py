@@ -85,10 +85,19 @@ def partitions_fetched_metric(spark: Any) -> Optional[int]:
 class MetastorePartitions:
     """Partition names and partitions of one catalog table, from Spark's session catalog."""
 
-    def __init__(self, spark: Any, name: str, columns: Sequence[Any]) -> None:
+    def __init__(self, spark: Any, name: str, columns: Sequence[Any],
+                 listed: Optional[str] = None) -> None:
         self.spark = spark
         self.name = name
         self.columns = list(columns)  # hive_splits.table.PartitionColumn, in order
+        # the token under which the optimizer hook's rule kept the names it listed for this
+        # query's plan (Spark's static pruning works from them): read once, not listed again
+        self.listed = listed
+
+    def for_plan(self, token: Optional[str]) -> "MetastorePartitions":
+        """This table's partitions as one plan's relation gives them: with the names the
+        rule listed for that plan (``token``), or listed here."""
+        return MetastorePartitions(self.spark, self.name, self.columns, token)
 
     def _ident(self) -> Any:
         jvm = self.spark._jvm
@@ -107,6 +116,16 @@ class MetastorePartitions:
         the table exist (two more calls under Spark's one metastore lock, for a table the
         analyzer has just resolved)."""
         jvm = self.spark._jvm
+        if self.listed is not None:
+            token, self.listed = self.listed, None   # taken once: a second call lists
+            try:
+                kept = jvm_class(jvm, "dpp.spark.DppHook").takeNames(token)
+            except Exception as exc:   # no hook jar of this build: list below
+                log.debug("table %s: the rule's names unavailable (%s)", self.name, exc)
+                kept = None
+            if kept is not None:
+                text = jvm_text(kept)
+                return text.split("\n") if text else []
         none = jvm_class(jvm, "scala.Option").empty()
         parts = self.name.split(".")
         try:

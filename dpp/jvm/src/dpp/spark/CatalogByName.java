@@ -76,7 +76,7 @@ final class CatalogByName {
                 return null;
             }
             String db = table.identifier().database().get();
-            List<CatalogTablePartition> fetched = new ArrayList<>();
+            List<java.util.Map<String, String>> specs = new ArrayList<>();
             for (java.util.Map<String, String> values : kept) {
                 java.util.Map<String, String> lower = new java.util.HashMap<>();
                 for (java.util.Map.Entry<String, String> e : values.entrySet()) {
@@ -91,9 +91,28 @@ final class CatalogByName {
                     String text = lower.get(key);
                     spec.put(c, text == null ? ExternalCatalogUtils.DEFAULT_PARTITION_NAME() : text);
                 }
-                // the external catalog itself: the session catalog's getPartition would first
-                // ask the metastore whether the database and the table exist, each time
-                fetched.add(external.getPartition(db, table.identifier().table(), toScala(spec)));
+                specs.add(spec);
+            }
+            org.apache.spark.sql.catalyst.catalog.ExternalCatalog unwrapped =
+                external instanceof org.apache.spark.sql.catalyst.catalog.ExternalCatalogWithListener
+                    ? ((org.apache.spark.sql.catalyst.catalog.ExternalCatalogWithListener) external)
+                        .unwrapped()
+                    : external;
+            List<CatalogTablePartition> fetched;
+            if (unwrapped.getClass().getName().equals(HiveByName.CATALOG)) {
+                // a Hive metastore: the raw table once, then each partition once
+                fetched = HiveByName.fetch(unwrapped, table, db, specs);
+                if (fetched == null) {
+                    return null;
+                }
+            } else {
+                // the external catalog itself: the session catalog's getPartition would
+                // first ask whether the database and the table exist, each time
+                fetched = new ArrayList<>();
+                for (java.util.Map<String, String> spec : specs) {
+                    fetched.add(external.getPartition(db, table.identifier().table(),
+                        toScala(spec)));
+                }
             }
             List<CatalogTablePartition> chosen = CollectionConverters.asJava(
                 ExternalCatalogUtils.prunePartitionsByFilter(table,

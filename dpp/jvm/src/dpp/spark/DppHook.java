@@ -100,6 +100,13 @@ public final class DppHook {
 
     /** Routes this session's optimizer through dpp: idempotent, returns true when the rule was
      * newly injected into the session's extensions. */
+    /** The partition names the rule listed for a catalog relation of a plan it described
+     * (the relation's ``namesToken``), one per line, once; null when taken or dropped: the
+     * split loader then lists them itself. */
+    public static StringBuilder takeNames(String token) {
+        return StaticPruning.takeNames(token);
+    }
+
     public static boolean install(SparkSession session, Function<String, String> bridge) {
         BRIDGES.put(session, bridge);
         org.apache.spark.SparkContext sc = session.sparkContext();

@@ -120,8 +120,10 @@ final class DppRule extends Rule<LogicalPlan> {
             if (!PlanDescriber.worthDescribing(plan)) {
                 return plan;
             }
+            StaticPruning.Result statics = StaticPruning.catalogRelations(plan);
             PlanDescriber d = new PlanDescriber(session)
-                .staticallyEmpty(StaticPruning.emptyCatalogRelations(plan))
+                .staticallyEmpty(statics.empty)
+                .namesListed(statics.names)
                 .walk(plan);
             if (d.candidates() == 0) {
                 return plan;

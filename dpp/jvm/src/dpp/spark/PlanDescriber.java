@@ -64,6 +64,15 @@ final class PlanDescriber {
         return this;
     }
 
+    private java.util.Map<LogicalPlan, String> namesListed = java.util.Collections.emptyMap();
+
+    /** The tokens of the partition names listed for catalog relations while the plan was
+     * checked ({@link StaticPruning}): the description carries them (``namesToken``). */
+    PlanDescriber namesListed(java.util.Map<LogicalPlan, String> tokens) {
+        this.namesListed = tokens;
+        return this;
+    }
+
     SparkSession session() {
         return session;
     }
@@ -553,6 +562,10 @@ final class PlanDescriber {
         r.put("partitionFiltered", partitionFiltered);
         if (staticallyEmpty.contains(lr)) {
             r.put("staticallyEmpty", true);
+        }
+        String token = namesListed.get(lr);
+        if (token != null) {
+            r.put("namesToken", token);
         }
     }
 

@@ -44,31 +44,51 @@ import scala.collection.Seq;
  * partition's name (one light metastore call), tested by Spark's own
  * {@code ExternalCatalogUtils.prunePartitionsByFilter}, the evaluation that call ends with.
  * Anything unexpected: not known empty (dpp's usual path, which never reads more than Spark).
+ *
+ * <p>The names listed for a relation are kept under a token ({@link #takeNames}) the plan's
+ * description carries: the split loader reads the same names for that query instead of
+ * listing them again (one metastore call fewer, under the catalog's lock every query of the
+ * driver needs). They are the names Spark's own static pruning works from for that query, so
+ * the loader sees what Spark sees.
  */
 final class StaticPruning {
     private StaticPruning() {
     }
 
+    /** What the walk found: the relations left empty, and the token of the names listed for
+     * each relation it listed (by identity). */
+    static final class Result {
+        final Set<LogicalPlan> empty;
+        final Map<LogicalPlan, String> names;
+
+        Result(Set<LogicalPlan> empty, Map<LogicalPlan, String> names) {
+            this.empty = empty;
+            this.names = names;
+        }
+    }
+
     /** The catalog relations of {@code plan} (by identity) that Spark's static partition
-     * filters leave without a partition. */
-    static Set<LogicalPlan> emptyCatalogRelations(LogicalPlan plan) {
+     * filters leave without a partition, and the names listed on the way. */
+    static Result catalogRelations(LogicalPlan plan) {
         Map<LogicalPlan, Boolean> out = new IdentityHashMap<>();
+        Map<LogicalPlan, String> names = new IdentityHashMap<>();
         try {
-            walk(plan, out);
+            walk(plan, out, names);
         } catch (Throwable t) {
             // not known empty: dpp's usual path
         }
-        return out.keySet();
+        return new Result(out.keySet(), names);
     }
 
-    private static void walk(LogicalPlan p, Map<LogicalPlan, Boolean> out) {
+    private static void walk(LogicalPlan p, Map<LogicalPlan, Boolean> out,
+                             Map<LogicalPlan, String> names) {
         Option<?> op = PhysicalOperation.unapply(p);
         Tuple3<?, ?, ?> t = op.isDefined() ? (Tuple3<?, ?, ?>) op.get() : null;
         if (t != null && t._3() instanceof LogicalRelation) {
             LogicalRelation lr = (LogicalRelation) t._3();
             @SuppressWarnings("unchecked")
             Seq<Expression> filters = (Seq<Expression>) t._2();
-            if (leavesNothing(lr, CollectionConverters.asJava(filters))) {
+            if (leavesNothing(lr, CollectionConverters.asJava(filters), names)) {
                 out.put(lr, Boolean.TRUE);
             }
             return;
@@ -76,11 +96,44 @@ final class StaticPruning {
         // the projections and filters down to that leaf lead nowhere else: go on below it
         LogicalPlan leaf = t != null ? (LogicalPlan) t._3() : p;
         for (LogicalPlan c : CollectionConverters.asJava(leaf.children())) {
-            walk(c, out);
+            walk(c, out, names);
         }
     }
 
-    private static boolean leavesNothing(LogicalRelation lr, List<Expression> filters) {
+    // names listed, by token, until the loader takes them; the oldest go first past LISTED
+    // (a plan dpp then does not prune leaves its names unread)
+    private static final int LISTED = 16;
+    private static final Map<String, String> NAMES =
+        java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<String, String>() {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
+                return size() > LISTED;
+            }
+        });
+
+    private static String keep(scala.collection.Seq<String> names) {
+        StringBuilder b = new StringBuilder();
+        java.util.Iterator<String> it = CollectionConverters.asJava(names).iterator();
+        while (it.hasNext()) {
+            b.append(it.next());
+            if (it.hasNext()) {
+                b.append('\n');
+            }
+        }
+        String token = java.util.UUID.randomUUID().toString();
+        NAMES.put(token, b.toString());
+        return token;
+    }
+
+    /** The names listed under {@code token}, one per line (escaped paths: no newline inside
+     * one), once; null when they were taken or dropped. */
+    static StringBuilder takeNames(String token) {
+        String text = NAMES.remove(token);
+        return text == null ? null : new StringBuilder(text);
+    }
+
+    private static boolean leavesNothing(LogicalRelation lr, List<Expression> filters,
+                                         Map<LogicalPlan, String> listed) {
         if (filters.isEmpty() || !(lr.relation() instanceof HadoopFsRelation)
                 || lr.catalogTable().isEmpty()) {
             return false;
@@ -142,6 +195,7 @@ final class StaticPruning {
             names = Compat.sessionState(rel.sparkSession()).catalog()
                 .listPartitionNames(table.identifier(), Option.empty());
         }
+        listed.put(lr, keep(names));
         String tz = org.apache.spark.sql.internal.SQLConf.get().sessionLocalTimeZone();
         scala.collection.immutable.List<Expression> tests =
             CollectionConverters.asScala(keyFilters).toList();
