@@ -10,6 +10,10 @@ turns the small result into a domain.
 
 The plan, per key column:
 
+0. ``SELECT key ... LIMIT raw_rows + 1`` collected as Arrow: a build side of at most
+   ``raw_rows`` rows (a filtered dimension, what a star join mostly builds from) comes whole in
+   one job without a shuffle, and the driver's collector makes the domain from its rows,
+   duplicates and all, exactly as from the grouped keys below. Only a larger one is grouped.
 1. ``SELECT key, count(*) ... GROUP BY key LIMIT limit + 2`` collected as Arrow (``DataFrame.toArrow``:
    Spark's JVM writes the Arrow batches; no Python worker starts). ``limit`` is what the
    collapse policy may hold exactly: ``maxDistinctValues``, or the bloom capacity when blooms
@@ -48,11 +52,17 @@ log = logging.getLogger(__name__)
 
 _COUNT = "__dpp_rows"
 
+# a build side of at most this many rows is collected row by row (one column: 64k keys are a
+# few hundred KB) instead of grouped by Spark first: one job, no shuffle
+RAW_ROWS = 65536
+
 
 def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
                         bloom_enabled: bool, bloom_fpp: float, bloom_capacity: Optional[int],
-                        sink: PartialSink, description: Optional[str] = None) -> BuildResult:
-    """Computes the domain of ``df[key]`` with Spark's aggregation and publishes it.
+                        sink: PartialSink, description: Optional[str] = None,
+                        raw_rows: int = RAW_ROWS) -> BuildResult:
+    """Computes the domain of ``df[key]`` (its rows when there are at most ``raw_rows``,
+    else Spark's aggregation of them) and publishes it.
 
     ``description`` is what Spark's UI and event log show for the build jobs (their job
     group is :func:`job_group_id`, so ``cancelJobGroup`` stops them). Raises
@@ -77,34 +87,33 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
     with build_job_group(df.sparkSession, group,
                          description or f"dpp build: {name} (filter {filter_id})"):
         try:
-            # room for limit + 1 non-null groups and the one NULL group: fewer rows than
-            # that means every group was seen (with limit + 1 rows the NULL group could push
-            # a key out unseen, and the domain would lose it)
-            fetch = policy.exact_limit + 2
-            keys = to_arrow(selected.groupBy(col).agg(F.count(F.lit(1)).alias(_COUNT))
-                            .limit(fetch))
-            non_null = len(keys) - keys.column(0).null_count
-            rows: Optional[int] = None
-            if len(keys) < fetch and non_null <= policy.exact_limit:
-                collector = PartialCollector(
-                    keys.schema, [name], max_distinct=policy.max_distinct,
-                    bloom_enabled=policy.bloom_fpp is not None,
-                    bloom_fpp=policy.bloom_fpp or 0.01, bloom_capacity=policy.bloom_capacity,
-                    count_column=_COUNT)
-                for batch in keys.to_batches():
-                    collector.add_batch(batch)
-                td = collector.result()
-                distinct: Optional[int] = non_null
-                rows = collector.rows
+            distinct: Optional[int]
+            raw = to_arrow(selected.limit(raw_rows + 1)) if raw_rows > 0 else None
+            if raw is not None and len(raw) <= raw_rows:
+                # every row of the build side: the collector keeps values, or collapses to
+                # min/max past the limit, as it does in the build tasks
+                td, distinct, rows = _collect(raw, name, policy, None)
             else:
-                jobs = 2
-                stats = to_arrow(selected.agg(F.min(col).alias("lo"), F.max(col).alias("hi"),
-                                              F.count(F.lit(1)).alias("n"),
-                                              F.count(col).alias("n_keys")))
-                rows = int(stats.column("n")[0].as_py())
-                td = _min_max(stats, name, key_types,
-                              null=rows > int(stats.column("n_keys")[0].as_py()))
-                distinct = None
+                jobs = 2 if raw is not None else 1
+                # room for limit + 1 non-null groups and the one NULL group: fewer rows than
+                # that means every group was seen (with limit + 1 rows the NULL group could
+                # push a key out unseen, and the domain would lose it)
+                fetch = policy.exact_limit + 2
+                keys = to_arrow(selected.groupBy(col).agg(F.count(F.lit(1)).alias(_COUNT))
+                                .limit(fetch))
+                non_null = len(keys) - keys.column(0).null_count
+                if len(keys) < fetch and non_null <= policy.exact_limit:
+                    td, _d, rows = _collect(keys, name, policy, _COUNT)
+                    distinct = non_null
+                else:
+                    jobs += 1
+                    stats = to_arrow(selected.agg(
+                        F.min(col).alias("lo"), F.max(col).alias("hi"),
+                        F.count(F.lit(1)).alias("n"), F.count(col).alias("n_keys")))
+                    rows = int(stats.column("n")[0].as_py())
+                    td = _min_max(stats, name, key_types,
+                                  null=rows > int(stats.column("n_keys")[0].as_py()))
+                    distinct = None
         except DppError:
             raise
         except Exception as exc:
@@ -126,6 +135,20 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
              "more than " + str(policy.exact_limit) if distinct is None else distinct,
              jobs, result.seconds)
     return result
+
+
+def _collect(table: Any, name: str, policy: CollapsePolicy, count_column: Optional[str]
+             ) -> tuple[TupleDomain, Optional[int], int]:
+    """The domain of ``table``'s key column (its rows, or its groups with their counts in
+    ``count_column``) by the build tasks' collector, its exact distinct count while known,
+    and the rows it stands for."""
+    collector = PartialCollector(
+        table.schema, [name], max_distinct=policy.max_distinct,
+        bloom_enabled=policy.bloom_fpp is not None, bloom_fpp=policy.bloom_fpp or 0.01,
+        bloom_capacity=policy.bloom_capacity, count_column=count_column)
+    for batch in table.to_batches():
+        collector.add_batch(batch)
+    return collector.result(), collector.distinct(), collector.rows
 
 
 def _min_max(table: Any, name: str, key_types: dict, null: bool) -> TupleDomain:

@@ -1,8 +1,9 @@
 """The native build side (Spark's own aggregation, nothing on executors).
 
 Its domains must equal the Arrow collector's on the same keys, for every key type, NULL keys,
-empty and NULL-only build sides, and past the exact limit; its jobs carry a readable
-description in Spark's status store; and the session uses it by default.
+empty and NULL-only build sides, and past the exact limit — both when the build side's rows
+come to the driver whole (at most ``raw_rows``) and when Spark groups them first; its jobs
+carry a readable description in Spark's status store; and the session uses it by default.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from collectors import build_filter, spark_to_datatype
-from collectors.native import build_filter_native
+from collectors.native import RAW_ROWS, build_filter_native
 from coordinator import make_service
 from dpp import DppSession
 from tests.conftest import spark_conf
@@ -30,14 +31,19 @@ def service():
     svc.close()
 
 
-def _build(svc, builder, df, key, fid, **kw):
+# the native build both ways: the rows whole (the default bound), and grouped by Spark first
+# (no row taken whole: raw_rows=0), or past a bound of 2 rows (the first job finds more)
+WAYS = [RAW_ROWS, 0, 2]
+
+
+def _build(svc, builder, df, key, fid, raw_rows=RAW_ROWS, **kw):
     opts = dict(max_distinct=50, bloom_enabled=True, bloom_fpp=0.01, bloom_capacity=None)
     opts.update(kw)
     svc.register(fid, 1 << 30, {key: spark_to_datatype(df.schema[key].dataType)}, 600)
     if builder is build_filter:
         res = build_filter(df, [key], filter_id=fid, sink=svc, **opts)
     else:
-        res = build_filter_native(df, key, filter_id=fid, sink=svc, **opts)
+        res = build_filter_native(df, key, filter_id=fid, sink=svc, raw_rows=raw_rows, **opts)
     w = svc.wait(fid, 60)
     assert w.outcome == "complete", w.reason
     return res, w.domain
@@ -59,44 +65,50 @@ _CASES = {
 }
 
 
+@pytest.mark.parametrize("raw_rows", WAYS)
 @pytest.mark.parametrize("case", list(_CASES))
-def test_native_domain_equals_the_arrow_collectors(spark, service, case):
+def test_native_domain_equals_the_arrow_collectors(spark, service, case, raw_rows):
     type_, values = _CASES[case]
     with spark_conf(spark, {"spark.sql.session.timeZone": "America/Los_Angeles"}):
         df = spark.createDataFrame([(v,) for v in values], f"k {type_}")
         fid = case.replace(" ", "_")
         arrow_res, arrow = _build(service, build_filter, df, "k", f"a-{fid}")
-        native_res, native = _build(service, build_filter_native, df, "k", f"n-{fid}")
+        native_res, native = _build(service, build_filter_native, df, "k", f"n-{fid}",
+                                    raw_rows=raw_rows)
     assert native == arrow
     assert native_res.rows == len(values) == arrow_res.rows
     assert native_res.published_by == "driver" and native_res.parts_expected == 1
 
 
-def test_past_the_limit_a_bloom_like_the_arrow_collectors(spark, service):
+@pytest.mark.parametrize("raw_rows", WAYS)
+def test_past_the_limit_a_bloom_like_the_arrow_collectors(spark, service, raw_rows):
     df = spark.range(0, 500, numPartitions=3).selectExpr("id * 7 AS k")
     _, arrow = _build(service, build_filter, df, "k", "a-bloom", max_distinct=50)
-    res, native = _build(service, build_filter_native, df, "k", "n-bloom", max_distinct=50)
+    res, native = _build(service, build_filter_native, df, "k", "n-bloom", max_distinct=50,
+                         raw_rows=raw_rows)
     d = native.get("k")
     assert d.kind == "bloom" and native == arrow
     assert all(d.contains(k) for k in range(0, 3500, 7))
     assert res.distinct == 500
 
 
-def test_past_the_limit_without_blooms_min_max_in_a_second_job(spark, service):
+@pytest.mark.parametrize("raw_rows", WAYS)
+def test_past_the_limit_without_blooms_min_max(spark, service, raw_rows):
     df = spark.range(0, 500, numPartitions=3).selectExpr("CAST(id * 3 - 100 AS INT) AS k")
     df = df.union(spark.createDataFrame([(None,)], "k int"))
     _, arrow = _build(service, build_filter, df, "k", "a-range", max_distinct=50,
                       bloom_enabled=False)
     res, native = _build(service, build_filter_native, df, "k", "n-range", max_distinct=50,
-                         bloom_enabled=False)
+                         bloom_enabled=False, raw_rows=raw_rows)
     d = native.get("k")
     assert d.kind == "range" and d.bounds() == (-100, 1397) and d.null_allowed
     assert native == arrow
     assert res.distinct is None and res.rows == 501
 
 
+@pytest.mark.parametrize("raw_rows", WAYS)
 @pytest.mark.parametrize("bloom", [False, True])
-def test_a_null_key_never_hides_a_key_at_the_limit(spark, service, bloom):
+def test_a_null_key_never_hides_a_key_at_the_limit(spark, service, bloom, raw_rows):
     # limit + 1 non-null keys and a NULL: the NULL group must not push a key out unseen
     # (found by the property test: keys {9588, -26632, -296188, 11, NULL}, maxDistinct 3
     # gave values(3) without 11, and the partition p=11 was pruned)
@@ -107,7 +119,7 @@ def test_a_null_key_never_hides_a_key_at_the_limit(spark, service, bloom):
                       bloom_enabled=bloom, bloom_capacity=4 if bloom else None)
     res, native = _build(service, build_filter_native, df, "k", f"n-nl-{bloom}",
                          max_distinct=limit, bloom_enabled=bloom,
-                         bloom_capacity=4 if bloom else None)
+                         bloom_capacity=4 if bloom else None, raw_rows=raw_rows)
     d = native.get("k")
     assert all(d.contains(k) for k in keys if k is not None), d
     assert native == arrow
