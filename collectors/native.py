@@ -55,6 +55,9 @@ _COUNT = "__dpp_rows"
 # a build side of at most this many rows is collected row by row (one column: 64k keys are a
 # few hundred KB) instead of grouped by Spark first: one job, no shuffle
 RAW_ROWS = 65536
+# ... tried first only when Spark estimates the build side at most this large (Spark's default
+# broadcast threshold): a larger one would be scanned twice when its rows are too many
+RAW_MAX_BYTES = 10 * 1024 * 1024
 
 
 def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
@@ -88,7 +91,8 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
                          description or f"dpp build: {name} (filter {filter_id})"):
         try:
             distinct: Optional[int]
-            raw = to_arrow(selected.limit(raw_rows + 1)) if raw_rows > 0 else None
+            raw = to_arrow(selected.limit(raw_rows + 1)) \
+                if raw_rows > 0 and _small(selected) else None
             if raw is not None and len(raw) <= raw_rows:
                 # every row of the build side: the collector keeps values, or collapses to
                 # min/max past the limit, as it does in the build tasks
@@ -135,6 +139,20 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
              "more than " + str(policy.exact_limit) if distinct is None else distinct,
              jobs, result.seconds)
     return result
+
+
+def _small(df: Any) -> bool:
+    """Whether Spark's own estimate of ``df`` is at most :data:`RAW_MAX_BYTES` (a filter does
+    not lower it: a table that small holds few enough rows to try); True where no estimate
+    can be read (a Spark Connect DataFrame: its plan is in the server)."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return True
+    try:
+        size = int(str(jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:   # no estimate: try the rows, bounded by raw_rows
+        return True
+    return size <= RAW_MAX_BYTES
 
 
 def _collect(table: Any, name: str, policy: CollapsePolicy, count_column: Optional[str]

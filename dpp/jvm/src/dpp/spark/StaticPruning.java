@@ -101,15 +101,13 @@ final class StaticPruning {
     }
 
     // names listed, by token, until the loader takes them; the oldest go first past LISTED
-    // (a plan dpp then does not prune leaves its names unread)
-    private static final int LISTED = 16;
-    private static final Map<String, String> NAMES =
-        java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<String, String>() {
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
-                return size() > LISTED;
-            }
-        });
+    // entries or LISTED_CHARS characters in all (a plan dpp then does not prune leaves its
+    // names unread; a loader whose names went lists them itself)
+    private static final int LISTED = 256;
+    private static final long LISTED_CHARS = 8L * 1024 * 1024;
+    private static final java.util.LinkedHashMap<String, String> NAMES =
+        new java.util.LinkedHashMap<>();
+    private static long namesChars = 0;
 
     private static String keep(scala.collection.Seq<String> names) {
         StringBuilder b = new StringBuilder();
@@ -121,14 +119,28 @@ final class StaticPruning {
             }
         }
         String token = java.util.UUID.randomUUID().toString();
-        NAMES.put(token, b.toString());
+        synchronized (NAMES) {
+            NAMES.put(token, b.toString());
+            namesChars += b.length();
+            java.util.Iterator<Map.Entry<String, String>> old = NAMES.entrySet().iterator();
+            while ((NAMES.size() > LISTED || namesChars > LISTED_CHARS) && old.hasNext()) {
+                namesChars -= old.next().getValue().length();
+                old.remove();
+            }
+        }
         return token;
     }
 
     /** The names listed under {@code token}, one per line (escaped paths: no newline inside
      * one), once; null when they were taken or dropped. */
     static StringBuilder takeNames(String token) {
-        String text = NAMES.remove(token);
+        String text;
+        synchronized (NAMES) {
+            text = NAMES.remove(token);
+            if (text != null) {
+                namesChars -= text.length();
+            }
+        }
         return text == null ? null : new StringBuilder(text);
     }
 
