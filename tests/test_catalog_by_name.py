@@ -85,7 +85,12 @@ def test_rows_are_sparks_and_the_kept_partitions_are_read(spark: Any, session: A
     report = _report_after(session, before)
     assert report is not None and report is not before
     fact = [t for t in report.tables if t.table.lower().endswith(TABLE)]
-    assert fact and fact[0].partitions_kept == kept, report.summary_line()
+    assert fact, report.summary_line()
+    if kept == 0 and fact[0].partitions_kept is None:
+        # nothing to join with: AQE may skip the fact's scan altogether, and the report says so
+        assert (fact[0].reason or "").startswith("never listed"), fact[0]
+    else:
+        assert fact[0].partitions_kept == kept, report.summary_line()
 
 
 def test_each_kept_partition_costs_one_hive_client_call(spark: Any, session: Any) -> None:
