@@ -84,7 +84,6 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
     field = selected.schema.fields[0]
     name = field.name
     key_types = {name: spark_to_datatype(field.dataType, name)}
-    col = F.col("`" + name.replace("`", "``") + "`")
     group = job_group_id(filter_id)
     jobs = 1
     with build_job_group(df.sparkSession, group,
@@ -99,6 +98,7 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
                 td, distinct, rows = _collect(raw, name, policy, None)
             else:
                 jobs = 2 if raw is not None else 1
+                col = F.col("`" + name.replace("`", "``") + "`")
                 # room for limit + 1 non-null groups and the one NULL group: fewer rows than
                 # that means every group was seen (with limit + 1 rows the NULL group could
                 # push a key out unseen, and the domain would lose it)

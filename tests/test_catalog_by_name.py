@@ -61,8 +61,10 @@ def _report_after(session: Any, before: Any) -> Any:
 
 
 def _client_calls(spark: Any) -> int:
-    metrics = getattr(spark._jvm.org.apache.spark.metrics.source, "HiveCatalogMetrics$")
-    return int(metrics.__getattr__("MODULE$").METRIC_HIVE_CLIENT_CALLS().getCount())
+    from hive_splits.jvm_refs import scala_object
+
+    metrics = scala_object(spark._jvm, "org.apache.spark.metrics.source.HiveCatalogMetrics")
+    return int(metrics.METRIC_HIVE_CLIENT_CALLS().getCount())
 
 
 @pytest.mark.parametrize("where, kept", [

@@ -62,6 +62,7 @@ final class HiveByName {
                 for (String c : columns) {
                     if (c.equalsIgnoreCase(e.getKey())) {
                         name = c;
+                        break;
                     }
                 }
                 if (name == null) {

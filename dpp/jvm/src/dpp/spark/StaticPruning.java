@@ -105,7 +105,7 @@ final class StaticPruning {
     // names unread; a loader whose names went lists them itself)
     private static final int LISTED = 256;
     private static final long LISTED_CHARS = 8L * 1024 * 1024;
-    private static final java.util.LinkedHashMap<String, String> NAMES =
+    private static final java.util.LinkedHashMap<String, StringBuilder> NAMES =
         new java.util.LinkedHashMap<>();
     private static long namesChars = 0;
 
@@ -120,9 +120,10 @@ final class StaticPruning {
         }
         String token = java.util.UUID.randomUUID().toString();
         synchronized (NAMES) {
-            NAMES.put(token, b.toString());
+            NAMES.put(token, b);
             namesChars += b.length();
-            java.util.Iterator<Map.Entry<String, String>> old = NAMES.entrySet().iterator();
+            java.util.Iterator<Map.Entry<String, StringBuilder>> old =
+                NAMES.entrySet().iterator();
             while ((NAMES.size() > LISTED || namesChars > LISTED_CHARS) && old.hasNext()) {
                 namesChars -= old.next().getValue().length();
                 old.remove();
@@ -134,14 +135,13 @@ final class StaticPruning {
     /** The names listed under {@code token}, one per line (escaped paths: no newline inside
      * one), once; null when they were taken or dropped. */
     static StringBuilder takeNames(String token) {
-        String text;
         synchronized (NAMES) {
-            text = NAMES.remove(token);
+            StringBuilder text = NAMES.remove(token);
             if (text != null) {
                 namesChars -= text.length();
             }
+            return text;
         }
-        return text == null ? null : new StringBuilder(text);
     }
 
     private static boolean leavesNothing(LogicalRelation lr, List<Expression> filters,
