@@ -3,7 +3,7 @@
 The scan of a catalog table dpp prunes asks the metastore for the partitions dpp kept, by
 name, and Spark's own evaluation of the scan's filters decides on them (``CatalogByName``).
 Through a Hive metastore the table is read once and each kept partition once: the catalog's
-own ``getPartition`` read the table twice more per partition, under the lock every query of
+own ``getPartition`` reads the table twice more per partition, under the lock every query of
 the driver needs to be analysed, which is what many queries at once queued for. The rows
 must stay Spark's whatever the partition columns' case, the default (NULL) partition or
 escaped values, and the count of Hive client calls must grow by one per kept partition.
@@ -98,7 +98,7 @@ def test_rows_are_sparks_and_the_kept_partitions_are_read(spark: Any, session: A
 def test_each_kept_partition_costs_one_hive_client_call(spark: Any, session: Any) -> None:
     """Two queries of the same shape, keeping one day's partitions and five days': the second
     asks the Hive client exactly one more time per further kept partition (the catalog's own
-    getPartition asked three times)."""
+    getPartition asks three times)."""
     def calls(where: str) -> tuple[int, int]:
         q = _query(where)
         spark.sql(q).collect()          # analysed and planned once before: caches are warm

@@ -19,8 +19,8 @@ import scala.Option;
  * <p>{@code HiveExternalCatalog.getPartition} asks the metastore three times per partition
  * (the raw table, the partition, the table again to restore the spec's column case), all of
  * it under the catalog's one lock, which every query of the driver needs to be analysed. With
- * a star join keeping a handful of partitions per query, those calls were what many queries
- * at once queued for. Here the raw table is read once and each partition once, through the
+ * a star join keeping a handful of partitions per query, those calls are what many queries
+ * at once queue for. Here the raw table is read once and each partition once, through the
  * catalog's own client (itself serialised on the Hive client's state, as the catalog's calls
  * are), and the spec's column names are restored from the {@code CatalogTable} the relation
  * already holds, as the catalog restores them. Kept apart from {@link CatalogByName} so that
