@@ -25,6 +25,7 @@ from dpp.config import DppConfig, parse_size
 from dpp.core.domain import DataType
 from dpp.core.errors import ConfigError, DppError, LayoutError
 from dpp.core.spark_rules import SparkRules
+from dpp.core.refusals import Code, Refusal
 from dpp.decision import table_columns
 from dpp.planner import TableInfo
 from dpp.remote_catalog import Unprunable, connect_catalog_table
@@ -114,7 +115,7 @@ class TableCatalog:
         return [n for n in names if re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", low)]
 
     # ------------------------------------------------------------------ lookup
-    def table(self, name: str, unusable: Optional[dict[str, str]] = None,
+    def table(self, name: str, unusable: Optional[dict[str, Refusal]] = None,
               metas: Optional[dict[str, Any]] = None) -> Optional[Table]:
         """A declared table, or a partitioned table of Spark's catalog, or None (with the
         reason in ``unusable`` when a partitioned catalog table cannot be pruned).
@@ -134,7 +135,7 @@ class TableCatalog:
         except Exception as exc:
             log.warning("dpp: catalog table %s cannot be used for pruning: %s", key, exc)
             if unusable is not None:
-                unusable[key] = f"cannot be used for pruning: {first_line(exc)}"
+                unusable[key] = Refusal.of(Code.CATALOG_UNUSABLE, key, error=first_line(exc))
             return None
         if shape is None:
             return None
@@ -150,14 +151,12 @@ class TableCatalog:
         return dataclasses.replace(shape, partition_source=MetastorePartitions(
             self.spark, shape.catalog_name or key, shape.partition_columns))
 
-    def _remote_table(self, key: str, unusable: Optional[dict[str, str]]) -> Optional[Table]:
+    def _remote_table(self, key: str, unusable: Optional[dict[str, Refusal]]) -> Optional[Table]:
         """On Spark Connect, a partitioned catalog table to prune by a partition predicate
         (:mod:`dpp.remote_catalog`: its partitions' texts from ``SHOW PARTITIONS``, the kept
         ones handed to Spark as ``WHERE`` on the partition columns, no location needed), or
         None: not a partitioned catalog table, or one dpp cannot prune exactly here — left
         to Spark (its own partition pruning and DPP), the reason in ``unusable``."""
-        from dpp.connect_handoff import CONNECT_CATALOG_LEFT
-
         try:
             columns = self.spark.catalog.listColumns(key)
         except Exception:
@@ -172,7 +171,7 @@ class TableCatalog:
                 f"cannot be described: {first_line(exc)}")
             log.warning("dpp: Spark Connect: catalog table %s left to Spark: %s", key, why)
             if unusable is not None:
-                unusable[key] = CONNECT_CATALOG_LEFT + why
+                unusable[key] = Refusal.of(Code.CONNECT_CATALOG_LEFT, key, why=why)
             return None
 
     def _server_manages_partitions(self) -> bool:
@@ -259,7 +258,7 @@ class TableCatalog:
 
     # ------------------------------------------------------------------ for the analysis
     def resolver(self, cache: dict[str, Optional[Table]],
-                 unusable: Optional[dict[str, str]] = None,
+                 unusable: Optional[dict[str, Refusal]] = None,
                  metas: Optional[dict[str, Any]] = None
                  ) -> Callable[[str], Optional[TableInfo]]:
         """Table name → TableInfo: declared and catalog tables that can be pruned (with

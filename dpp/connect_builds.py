@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dpp.connect_proto import all_relations
 from dpp.connect_typed import TypedPlan, translate
+from dpp.core.refusals import Code, Refusal
 
 if TYPE_CHECKING:  # pragma: no cover
     from dpp.decision import Stats
@@ -93,7 +94,7 @@ class FactRead:
     name: str                                  # the table's name in dpp
     pairs: list[tuple[str, BuildSide, str]] = field(default_factory=list)
     key: Any = None                            # (plan_id, serialized read)
-    refused: Optional[str] = None              # why a partition key's build side was refused
+    refused: Optional[Refusal] = None          # why a partition key's build side was refused
 
 
 def read_key(rel: Any) -> tuple[Optional[int], bytes]:
@@ -160,7 +161,7 @@ def find_fact_joins(root: Any, fact_of: FactOf) -> list[FactRead]:
     typed = translate(root, fact_name)
     if not typed.facts:
         return []
-    refused: list[tuple[int, str, str]] = []
+    refused: list[tuple[int, str, Refusal]] = []
     prunes, _notes = find_prunes(typed.message, refused)   # type: ignore[arg-type]
     found: dict[Any, FactRead] = {}
 
@@ -247,10 +248,10 @@ def worth_by_policy(session: "DppSession", fact: FactRead, table: "Table", cfg: 
     chosen, notes = decide_data_pairs(fact, table, _stats_for(table, policy))
     report.analysis_notes.extend(n for n in notes if n not in report.analysis_notes)
     if not chosen:
-        report.add_table_unpruned(
-            fact.name, None, "DataFrame plan sent as built: no filter worth building (its "
-            "keys are data columns, whose statistics spark.dpp.statsPruning.enabled judged "
-            "unable to pay here)")
+        report.add_table_unpruned(fact.name, None, Refusal.of(
+            Code.FRAME_SENT_AS_BUILT, why="no filter worth building (its keys are data "
+            "columns, whose statistics spark.dpp.statsPruning.enabled judged unable to pay "
+            "here)"))
     return chosen
 
 

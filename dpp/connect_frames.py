@@ -79,6 +79,7 @@ from dpp.connect_lifecycle import ConnectLifecycle, lifecycle_of
 from dpp.connect_lifecycle import GUARD as _GUARD
 from dpp.connect_proto import deterministic_relation, relation_children
 from dpp.core.errors import ConfigError
+from dpp.core.refusals import Code, Refusal
 from dpp.report import JobReport
 from dpp.views import norm_name
 
@@ -257,7 +258,8 @@ class ConnectFrames:
             if why is None:
                 why = self._cached(root, fact)
             if why is not None:
-                report.add_table_unpruned(fact.name, None, f"DataFrame plan sent as built: {why}")
+                report.add_table_unpruned(fact.name, None,
+                                          Refusal.of(Code.FRAME_SENT_AS_BUILT, why=why))
             else:
                 kept.append(fact)
         return kept
@@ -294,8 +296,8 @@ class ConnectFrames:
                 names = {f.name for f in facts}
                 report.tables = [t for t in report.tables if t.table not in names]
                 for name in sorted(names):
-                    report.add_table_unpruned(name, None, "Spark rejected the rewritten "
-                                              f"DataFrame plan, sent as built: {exc}")
+                    report.add_table_unpruned(name, None,
+                                              Refusal.of(Code.FRAME_REJECTED, error=exc))
         return report
 
     def _drop(self, views: list[str]) -> None:
@@ -368,7 +370,8 @@ class ConnectFrames:
                 original.CopyFrom(fact.read)
                 want = self.client.schema(proto.Plan(root=original))
                 if fact.refused and fact.pairs:   # pruned by other keys: say why not this
-                    report.analysis_notes.append(f"{fact.name}: {fact.refused}")
+                    r = fact.refused   # about this fact's key: named by the fact too
+                    report.refuse([Refusal(r.code, f"{fact.name}: {r.subject}", r.values)])
                 chosen = worth_by_policy(s, fact, table, cfg, report)
                 if not chosen:
                     continue
@@ -383,10 +386,9 @@ class ConnectFrames:
                         [(f.name, f.dataType) for f in want.fields]:
                     s.connect.release_global(fact_df)
                     report.tables = [t for t in report.tables if t.table != fact.name]
-                    report.add_table_unpruned(
-                        fact.name, None, "DataFrame plan sent as built: Spark resolves the "
-                        f"read as {want.simpleString()}, the pruned relation as "
-                        f"{got.simpleString()}")
+                    report.add_table_unpruned(fact.name, None, Refusal.of(
+                        Code.FRAME_SENT_AS_BUILT, why=f"Spark resolves the read as "
+                        f"{want.simpleString()}, the pruned relation as {got.simpleString()}"))
                     continue
                 view = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}"
                 fact_df.createOrReplaceTempView(view)
@@ -400,5 +402,6 @@ class ConnectFrames:
             except Exception as exc:
                 log.warning("dpp: Spark Connect: %s not pruned in a DataFrame plan: %s",
                             fact.name, exc)
-                report.add_table_unpruned(fact.name, None, f"DataFrame plan not pruned: {exc}")
+                report.add_table_unpruned(fact.name, None,
+                                          Refusal.of(Code.FRAME_NOT_PRUNED, error=exc))
         return report

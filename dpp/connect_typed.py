@@ -188,7 +188,7 @@ class _Translator:
             raise RecursionError("a Connect plan too deep to translate")
         kind = rel.WhichOneof("rel_type")
         why = node_nondeterminism(rel)
-        extra: dict[str, Any] = {"nondeterministic": why} if why else {}
+        extra: dict[str, Any] = {"flagged": why} if why else {}
         calls = window_calls(rel)
         if calls:   # the core decides whether a build side's window depends on tie order
             extra["windowCalls"] = [c.wire() for c in calls]
@@ -248,14 +248,14 @@ class _Translator:
         body = getattr(rel, kind)
         child = self.visit(body.input, depth + 1)
         op = _PASS[kind]
-        if op in prune_rules.ROW_DROPPING_OPERATORS:
-            extra = {"nondeterministic": op}
+        if op in prune_rules.POSITIONAL_OPERATORS:   # the operator decides (dpp.rules)
+            extra = {}
             if kind == "limit" and body.input.WhichOneof("rel_type") == "sort":
                 extra["ordered"] = True
         elif kind == "filter":
             extra["selective"] = selective(body.condition)
         elif kind == "deduplicate" and body.column_names and not body.all_columns_as_keys:
-            extra.setdefault("nondeterministic", "Deduplicate (one row per key, any)")
+            extra.setdefault("flagged", "one row per key, any")
         n = self.passing(op, child, rel, **extra)
         if kind == "subquery_alias":
             n.alias = body.alias.lower()

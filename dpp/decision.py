@@ -22,6 +22,7 @@ from typing import Any, Callable, Hashable, Iterable, Mapping, Optional, Union
 
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import DppError
+from dpp.core.refusals import Code, Refusal
 from dpp.filter_runs import FilterSpec
 from dpp.sql_plan import DynamicFilterSpec, PruningPlan, TableRefPlan
 from dpp.views import norm_name
@@ -56,7 +57,7 @@ class LoadGroup:
 
 @dataclass(frozen=True)
 class PruningDecision:
-    unpruned: tuple[tuple[TableRefPlan, str], ...]
+    unpruned: tuple[tuple[TableRefPlan, Refusal], ...]
     filters: tuple[FilterSpec, ...]
     groups: tuple[LoadGroup, ...]
     plain_tables: frozenset[str]
@@ -167,8 +168,8 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
     unpruned, or by a build side); ``stats_pruning`` says, per table and data column, whether
     statistics may prune by it (a constant, or a policy asked at most once per table and
     column here)."""
-    unpruned: list[tuple[TableRefPlan, str]] = [
-        (r, r.reason or "no usable predicate") for r in plan.refs if not r.pruning]
+    unpruned: list[tuple[TableRefPlan, Refusal]] = [
+        (r, r.reason or Refusal(Code.NO_USABLE_PREDICATE)) for r in plan.refs if not r.pruning]
     pruned = [r for r in plan.refs if r.pruning]
     # every registered table the rewritten query still names needs its plain view
     unpruned_names = {r.table for r, _ in unpruned}
@@ -195,11 +196,11 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
     # listing and DataFrame would only cost time, and a relation of its own keeps Spark from
     # merging or reusing scans of the table (TPC-DS q9: fifteen scalar subqueries over
     # store_sales, merged into few scans when they read one relation).
-    why_idle = ("no predicate on a partition column to prune by"
-                + ("" if stats_pruning is True else
-                   " (data-column filters need spark.dpp.statsPruning.enabled"
-                   + (": auto judged statistics unable to pay here)" if callable(stats_pruning)
-                      else ")")))
+    why_idle = Refusal.of(Code.NO_PARTITION_PREDICATE, why=(
+        "" if stats_pruning is True else
+        " (data-column filters need spark.dpp.statsPruning.enabled"
+        + (": auto judged statistics unable to pay here)" if callable(stats_pruning)
+           else ")")))
     unpruned += [(probe.ref, why_idle) for probe in loads.idle]
     plain |= {probe.ref.table for probe in loads.idle}
     if not loads.loads:

@@ -17,14 +17,10 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from dpp.rules import ROW_DROPPING_OPERATORS, WindowCall, tie_order
+from dpp.rules import WindowCall, tie_order, unrepeatable
 
 __all__ = ["nondeterminism"]
 
-# plan operators whose rows depend on position or a random draw: the rules' own, and the
-# names other Spark versions give the same limits
-_POSITIONAL = ROW_DROPPING_OPERATORS | {"Limit", "LimitAndOffset", "OffsetAndLimit",
-                                        "GlobalLimitAndOffset"}
 _MAX_NODES = 5000
 
 
@@ -52,12 +48,15 @@ def _classic(jdf: Any) -> Optional[str]:
     from dpp.jvm_build import loaded_hook
 
     hook = loaded_hook()
-    if hook is not None:   # the describer's own rule, node by node; windows by dpp's rule
-        why = hook.nondeterminism(plan)
-        if why is None:
-            tie = tie_order(WindowCall(*c) for c in json.loads(hook.windowCalls(plan)))
-            why = f"Window ({tie})" if tie else None
-        return why
+    if hook is not None:   # the describer's facts, node by node; dpp.rules decides
+        for node in json.loads(hook.nodeFacts(plan)):
+            why = unrepeatable(node["op"], node.get("flagged"))
+            if why is None:
+                tie = tie_order(WindowCall(*c) for c in node.get("windowCalls", []))
+                why = f"{node['op']} ({tie})" if tie else None
+            if why is not None:
+                return why
+        return None
     # no JVM part (no JDK to build it): Spark's expression flags and the positional operators
     if not plan.deterministic():
         return "a nondeterministic expression"
@@ -68,12 +67,10 @@ def _classic(jdf: Any) -> Optional[str]:
         seen += 1
         if seen > _MAX_NODES:
             return "a plan too large to check"
-        op = p.getClass().getSimpleName()
-        if op in _POSITIONAL:
-            return op
+        why = unrepeatable(p.getClass().getSimpleName())
+        if why is not None:
+            return why
         kids = p.children()
         for i in range(kids.size()):
             stack.append(kids.apply(i))
     return None
-
-

@@ -11,11 +11,12 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterable, Iterator, Optional
 
+from dpp.core.refusals import Code, Refusal
 from dpp.statements import is_query
 
 __all__ = ["EXPLAIN", "ExplainListener", "explaining", "patch_explain"]
 
-WHOLE = "nothing to prune: read whole by Spark's reader"
+WHOLE = Refusal(Code.NOTHING_TO_PRUNE).words()
 
 EXPLAIN = "spark.dpp.explaining"
 
@@ -97,7 +98,7 @@ class ExplainListener:
                          "is joined so that dpp could prune it; Spark's plan as it is"]
 
     def record(self, targets: Iterable[tuple[Any, str, list[Any]]],
-               unpruned: list[tuple[str, str]], notes: list[str]) -> None:
+               unpruned: list[tuple[str, Refusal]], notes: list[str]) -> None:
         """One explained optimizer run's decisions: per relation, what prunes it (a
         ``dpp.plan_pairs.Prune``), or why nothing does."""
         with self._lock:

@@ -15,6 +15,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any, Optional
 
+from dpp.core.refusals import Code, Refusal
 from dpp.core.spark_rules import SparkRules
 from hive_splits import Table, table_from_path
 from hive_splits.metastore import MetastorePartitions
@@ -39,7 +40,7 @@ class RelationTables:
 
     def table_for(self, rel: dict[str, Any], node: dict[str, Any], prunes: list["Prune"],
                   cfg: Any = None, rules: Optional[SparkRules] = None
-                  ) -> tuple[Optional[Table], str, Optional[str]]:
+                  ) -> tuple[Optional[Table], str, Optional[Refusal]]:
         """The table dpp lists for a relation, its name for reports, or why there is none
         (``cfg`` / ``rules``: the settings of the session the plan is from; default this
         hook's session's)."""
@@ -51,13 +52,12 @@ class RelationTables:
             if rel.get("staticallyEmpty"):
                 # Spark plans such a relation as empty (a broadcast of nothing, a side never
                 # run); wrapped, it would be planned at the whole table's size
-                return None, self.display_name(name), (
-                    "Spark's own partition filters keep no partition of the table: Spark "
-                    "reads nothing and plans the query knowing it")
-            unusable: dict[str, str] = {}
+                return None, self.display_name(name), Refusal(Code.STATICALLY_EMPTY)
+            unusable: dict[str, Refusal] = {}
             table = s.catalog.table(name, unusable)
             if table is None:
-                return None, name, next(iter(unusable.values()), "not a partitioned table")
+                return None, name, next(iter(unusable.values()),
+                                        Refusal(Code.NOT_PARTITIONED))
             token = rel.get("namesToken")
             if token and isinstance(table.partition_source, MetastorePartitions):
                 # the names the rule listed for this plan: the loader reads them, not the
@@ -68,17 +68,16 @@ class RelationTables:
             roots = rel.get("rootPaths") or []
             root = rel.get("root") or (roots[0] if len(roots) == 1 else None)
             if root is None:
-                return None, ",".join(roots)[:200], "several root paths (dpp's own handoff, or " \
-                                                     "a read of chosen folders)"
+                return None, ",".join(roots)[:200], Refusal(Code.SEVERAL_ROOTS)
             path = plain_path(root)
             table = self.registered_at(path)
             if table is None:
                 if parse_folder_name(os.path.basename(path.rstrip("/"))) is not None:
-                    return None, path, "a read of one partition folder, not of the table root"
+                    return None, path, Refusal(Code.PARTITION_FOLDER)
                 table = self.path_table(path, cfg, rules, spark_types(rel, node))
                 if table is None or (not table.partition_columns
                                      and rel.get("partitionColumns")):
-                    return None, path, "not a Hive-partitioned Parquet folder dpp can list"
+                    return None, path, Refusal(Code.NOT_HIVE_LAYOUT)
             why = self._differs(rel, node, table)
             if why is not None:
                 # the folder's layout may have changed since dpp read it (a declared table's
@@ -100,28 +99,26 @@ class RelationTables:
             # Spark's reader typed the folder's values when the DataFrame was made, in the
             # session time zone of that moment: the rule checks them against the folder names
             # read in today's zone, which is how dpp reads them
-            return None, table.name, (f"partition column {stamped[0]} is a TIMESTAMP whose "
-                                      f"values Spark's reader typed in another session time "
-                                      f"zone (the DataFrame was made before the zone changed)")
+            return None, table.name, Refusal.of(Code.TIMESTAMP_ZONE, stamped[0])
         return table, table.name, None
 
     @staticmethod
-    def _differs(rel: dict[str, Any], node: dict[str, Any], table: Table) -> Optional[str]:
+    def _differs(rel: dict[str, Any], node: dict[str, Any], table: Table
+                 ) -> Optional[Refusal]:
         """Why ``table`` is not the relation Spark's plan reads (partition columns by name,
         order and type), or None."""
         spark_parts = [c.lower() for c in rel.get("partitionColumns", [])]
         if len(set(spark_parts)) != len(spark_parts):
-            return (f"partition columns {rel.get('partitionColumns')} differ only in case (a "
-                    f"case-sensitive session): dpp keys partitions by name case-insensitively")
+            return Refusal.of(Code.CASE_CLASH, columns=rel.get("partitionColumns"))
         table_parts = [c.name.lower() for c in table.partition_columns]
         if spark_parts != table_parts:
-            return f"Spark reads partition columns {spark_parts}, the folder has {table_parts}"
+            return Refusal.of(Code.COLUMNS_DIFFER, spark=spark_parts, folder=table_parts)
         types = {n.lower(): t for _i, n, t in node["output"]}
         for c in table.partition_columns:
             spark_type = types.get(c.name.lower())
             if spark_type is not None and spark_type != c.type.simple_string():
-                return (f"partition column {c.name} is {spark_type} in Spark's plan, "
-                        f"{c.type.simple_string()} to dpp")
+                return Refusal.of(Code.TYPE_DIFFERS, c.name, spark=spark_type,
+                                  dpp=c.type.simple_string())
         return None
 
     def display_name(self, qualified: str) -> str:

@@ -11,7 +11,8 @@ from pyspark.sql import DataFrame, Row
 
 from dpp import rules as prune_rules
 from dpp.config import DppConfig
-from dpp.connect_handoff import CONNECT_CATALOG_LEFT, no_stats_on_connect_catalog
+from dpp.connect_handoff import no_stats_on_connect_catalog
+from dpp.core.refusals import Code, Refusal
 from dpp.core.domain import TupleDomain
 from dpp.core.errors import ConfigError, LayoutError
 from dpp.core.remote import functions_for
@@ -80,7 +81,7 @@ def run_join(session: JoinSession, fact: str, dim_df: DataFrame,
                              enabled=cfg.enabled)
     session.runtime.remote_notes(cfg, report)
     t0 = time.perf_counter()
-    unusable: dict[str, str] = {}
+    unusable: dict[str, Refusal] = {}
     table = session.catalog.table(fact, unusable)
     if table is None:
         # a table Spark knows that cannot be pruned (not partitioned, CHAR columns): read
@@ -100,18 +101,17 @@ def run_join(session: JoinSession, fact: str, dim_df: DataFrame,
         if dcol not in dim_df.columns:
             raise ConfigError(f"dpp.join: the dimension DataFrame has no column {dcol!r}")
     if table is None:
-        why = unusable.get(norm_name(fact), "not a partitioned table")
+        why = unusable.get(norm_name(fact), Refusal(Code.NOT_PARTITIONED))
         report.add_table_unpruned(fact, None, why)
-        if why.startswith(CONNECT_CATALOG_LEFT):
+        if why.code is Code.CONNECT_CATALOG_LEFT:
             session.runtime.note_once(report, "catalog")
         fact_df = whole
     elif cfg.enabled and prune_rules.may_prune(jt, "left"):
         fact_df = pruned_fact(session, fact, table, [(f, dim_df, d) for f, d in on], cfg,
                               rules, report)
     else:
-        why = ("spark.dpp.enabled=false" if not cfg.enabled else
-               f"{norm_how} join: the fact side is preserved or anti-joined")
-        report.add_table_unpruned(fact, None, why)
+        report.add_table_unpruned(fact, None, Refusal(Code.DISABLED) if not cfg.enabled else
+                                  Refusal.of(Code.FACT_SIDE_PRESERVED, how=norm_how))
         fact_df = full_dataframe(session.spark, table)
     cond = None
     for fcol, dcol in on:
@@ -143,9 +143,7 @@ def pruned_fact(session: JoinSession, fact: str, table: Table,
             unstable = nondeterminism(dim_df)
             if unstable:
                 # run again for its keys, it may keep others than the join sees
-                report.analysis_notes.append(
-                    f"{fcol}: the build side is not deterministic ({unstable}): run "
-                    f"again it may give other keys, not pruned")
+                report.refuse([Refusal.of(Code.BUILD_NONDETERMINISTIC, fcol, why=unstable)])
                 continue
             keys.append(ProbeKey(build=i, column=real_column(table, fcol) or fcol,
                                  data=fcol.lower() not in parts, payload=(fcol, dim_df, dcol)))
@@ -173,7 +171,8 @@ def pruned_fact(session: JoinSession, fact: str, table: Table,
                 result, fact_df = session.connect.catalog_load(
                     table, TupleDomain.all(), dyn, cfg, rules, sized=sized)
             except Unprunable as exc:
-                report.add_table_unpruned(fact, None, str(exc))
+                report.add_table_unpruned(fact, None,
+                                          Refusal.of(Code.CONNECT_CATALOG_LEFT, fact, why=exc))
                 return session.spark.table(quote_table(table.catalog_name or fact))
             runtime.note_once(report, "catalog_predicate")
         else:

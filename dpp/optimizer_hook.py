@@ -40,9 +40,10 @@ from typing import TYPE_CHECKING, Any, Hashable, Mapping, Optional
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import ConfigError
 from dpp.core.spark_rules import SparkRules
+from dpp.core.refusals import Code, Refusal
 from dpp.decision import Probe, ProbeKey, plan_loads, real_column
 from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
-from dpp.hook_explain import WHOLE, ExplainListener, explaining, patch_explain
+from dpp.hook_explain import ExplainListener, explaining, patch_explain
 from dpp.hook_request import Request
 from dpp.hook_answers import (build_label, catalog_answer, encode, plan_text, probe_type,
                               probe_type_of, ruled_out)
@@ -132,12 +133,12 @@ class OptimizerHook:
         if any(handoff_relation(r) for r in rels.values()):
             # the SQL-text path's rewritten query (it pruned already, and reports it)
             return {"wrap": {}}
-        prunes, notes = find_prunes(msg)
+        prunes, refusals = find_prunes(msg)
+        notes: list[str] = []   # the statistics policy's verdicts
         usable = []
         for p in prunes:
             if p.fact_expr is not None and probe_type_of(p.fact_type) is None:
-                notes.append(f"{p.fact_sql}: a key of type {p.fact_type}; dpp's domains hold "
-                             f"atomic values only, not pruned")
+                refusals.append(Refusal.of(Code.KEY_NOT_ATOMIC, p.fact_sql, type=p.fact_type))
                 continue
             usable.append(p)
         prunes = usable
@@ -146,21 +147,21 @@ class OptimizerHook:
         whole_rels = [i for i, r in rels.items()
                       if i not in pruned_rels and i not in unstable
                       and self._declared(r)]
-        if not prunes and not whole_rels and not notes:
+        if not prunes and not whole_rels and not refusals:
             return {"wrap": {}}
         nodes = {n["id"]: n for n in msg["nodes"]}
         scope = msg.get("scope")   # Spark's execution id: the optimizer runs of one query
         by_rel: dict[int, list[Prune]] = {}
         for p in prunes:
             by_rel.setdefault(p.relation, []).append(p)
-        unpruned: list[tuple[str, str]] = []
+        unpruned: list[tuple[str, Refusal]] = []
         probes: list[Probe] = []
         for rel_id, ps in by_rel.items():
             table, name, why = self.tables.table_for(rels[rel_id], nodes[rel_id], ps,
                                                      cfg, rules)
             if table is None:
                 if any(not p.data for p in ps):
-                    unpruned.append((name, why or "not a table dpp can list"))
+                    unpruned.append((name, why or Refusal(Code.NOT_LISTABLE)))
                 continue
             probes.append(Probe(
                 ref=rel_id, table=table, label=name,
@@ -185,10 +186,12 @@ class OptimizerHook:
         whole_rels += [probe.ref for probe in loads.idle
                        if self._declared(rels[probe.ref])]  # keys none worth a filter
         for rel_id in whole_rels:   # a declared table dpp leaves whole: the report says so
-            unpruned.append((self.tables.registered_at(self._root(rels[rel_id])).name, WHOLE))
+            unpruned.append((self.tables.registered_at(self._root(rels[rel_id])).name,
+                             Refusal(Code.NOTHING_TO_PRUNE)))
         if msg.get("explain"):
-            self._explain.record(targets.values(), unpruned, notes)
-        if not targets and not prunes and not notes:
+            self._explain.record(targets.values(), unpruned,
+                                 [r.words() for r in refusals] + notes)
+        if not targets and not prunes and not notes and not refusals:
             return {"wrap": {}}
         if not targets:   # nothing to wrap: the report says why (refusals, unusable tables)
             with self._lock:
@@ -202,6 +205,7 @@ class OptimizerHook:
             report = JobReport.start(query_text=plan_text(msg, prunes), kind="plan",
                                      settings=cfg.as_settings(), enabled=True)
             report.connect_session = connect
+            report.refuse(refusals)
             report.analysis_notes.extend(notes)
             for name, why in unpruned:
                 report.add_table_unpruned(name, None, why)
@@ -220,12 +224,14 @@ class OptimizerHook:
                 else:
                     # a later optimizer run of the same query: its notes join the report
                     # (the first run's plan text stays the report's)
+                    request.report.refuse(refusals)
                     request.report.analysis_notes.extend(
                         n for n in notes if n not in request.report.analysis_notes)
         if request is None:
             report = JobReport.start(query_text=plan_text(msg, prunes), kind="plan",
                                      settings=cfg.as_settings(), enabled=True)
             report.connect_session = connect
+            report.refuse(refusals)
             report.analysis_notes.extend(notes)
             for name, why in unpruned:
                 report.add_table_unpruned(name, None, why)
@@ -461,7 +467,8 @@ class OptimizerHook:
         try:
             result: LoadResult = request.loads[token].result(timeout=cfg.wait_timeout + 60.0)
         except Exception as exc:
-            request.report.add_table_unpruned(name, None, f"split loader failed: {exc}")
+            request.report.add_table_unpruned(name, None,
+                                              Refusal.of(Code.LOADER_FAILED, error=exc))
             self._listed(request, token)
             return {"status": "none", "version": WIRE_VERSION, "reason": str(exc)[:300]}
         t0 = time.perf_counter()
@@ -477,9 +484,8 @@ class OptimizerHook:
             check_list_answer(answer)
         except WireError as exc:   # never sent: the index would read less than Spark's
             log.warning("dpp: %s", exc)
-            request.report.add_table_unpruned(
-                name, None, f"dpp's answer to Spark's scan broke its wire contract ({exc}): "
-                            f"Spark's own listing is read")
+            request.report.add_table_unpruned(name, None,
+                                              Refusal.of(Code.WIRE_BROKEN, error=exc))
             self._listed(request, token)
             return {"status": "none", "version": WIRE_VERSION, "reason": str(exc)[:300]}
         result.handoff_seconds = time.perf_counter() - t0
@@ -491,7 +497,7 @@ class OptimizerHook:
                 self._answers.pop(next(iter(self._answers)))
         request.report.add_table_result(name, None, table, result)
         if token in request.whole:
-            request.report.tables[-1].reason = WHOLE
+            request.report.mark_whole(request.report.tables[-1])
         self._listed(request, token)
         return answer
 
@@ -509,8 +515,7 @@ class OptimizerHook:
             missing = [t for t in request.tokens if t not in request.listed]
         for token in missing:
             _table, name = request.tokens[token]
-            request.report.add_table_unpruned(name, None, "never listed: Spark did not scan "
-                                              "this relation (nothing read)")
+            request.report.add_table_unpruned(name, None, Refusal(Code.NEVER_LISTED))
             self._listed(request, token)
 
     def _listed(self, request: Request, token: str) -> None:

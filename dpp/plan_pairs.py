@@ -19,8 +19,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from dpp.core.refusals import Code, Refusal
 from dpp.plan_narrowing import narrowing_above, semi_narrowing
-from dpp.rules import KEY_PASSAGE, ROW_DROPPING_OPERATORS, WindowCall, may_prune, tie_order
+from dpp.rules import (KEY_PASSAGE, POSITIONAL_OPERATORS, WindowCall, decided_by_sort,
+                       may_prune, tie_order, unrepeatable)
 
 __all__ = ["Prune", "find_prunes", "filters_rows", "relation_nodes", "unstable_relations"]
 
@@ -86,11 +88,10 @@ class Prune:
             else (self.column,)
 
 
-def _what(node: dict[str, Any], key: str = "nondeterministic") -> str:
-    """A node as notes name it for its ``key`` reason: ``Filter (rand(3) < 0.5)``,
-    ``GlobalLimit``, ``Window (RowNumber)``."""
-    why = node[key]
-    return node["op"] if why == node["op"] else f"{node['op']} ({why})"
+def _unrepeatable(node: dict[str, Any]) -> Optional[str]:
+    """Why the node's own rows may differ per run (:func:`dpp.rules.unrepeatable` on the
+    facts its front end recorded), or None."""
+    return unrepeatable(node["op"], node.get("flagged"))
 
 
 def relation_nodes(desc: dict[str, Any]) -> dict[int, dict[str, Any]]:
@@ -129,9 +130,10 @@ class _Plan:
         why: Optional[str] = None
         for parent in self.parents.get(node, []):
             n = self.nodes[parent]
-            if n.get("nondeterministic") and not n.get("ordered"):
-                why = _what(n)
-            else:
+            why = _unrepeatable(n)
+            if why and decided_by_sort(n["op"], n.get("flagged"), bool(n.get("ordered"))):
+                why = None   # a limit a sort decides: the same rows from fewer files
+            if not why:
                 why = self.unstable_above(parent)
             if why:
                 break
@@ -149,13 +151,11 @@ class _Plan:
         if node in self._within:   # every pair with this build side asks again
             return self._within[node]
         n = self.nodes[node]
-        why: Optional[str] = None
         ties = tie_order(WindowCall(*c) for c in n.get("windowCalls", []))
-        if n.get("nondeterministic"):
-            why = _what(n)
-        elif ties:
+        why = _unrepeatable(n)
+        if why is None and ties:
             why = f"{n['op']} ({ties})"
-        else:
+        if why is None:
             why = next((w for w in (self.unstable_within(c, depth + 1)
                                     for c in self.below(node) + n.get("subqueries", []))
                         if w), None)
@@ -231,7 +231,7 @@ class _Plan:
             return True
         # a sample or a limit filters (the determinism rule refuses it, with a clearer reason
         # than "filters nothing")
-        if n["op"] in ROW_DROPPING_OPERATORS:
+        if n["op"] in POSITIONAL_OPERATORS:
             return True
         if n["op"] == "Join" and n.get("joinType") in ("INNER", "LEFT SEMI"):
             return any(self.selective(c, depth + 1) for c in n["children"])
@@ -326,16 +326,16 @@ def _fact_key(key: dict[str, Any]) -> Optional[int]:
     return None
 
 
-def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, str]]] = None
-                ) -> tuple[list[Prune], list[str]]:
-    """Every sound (relation, column, build side) the plan offers, and notes on join keys
-    that reach a partition column but cannot be used (why not). Keys that reach a data column
-    of a partitioned relation are offered too (``Prune.data``), for statistics and buckets.
-    ``refused``, when given, receives ``(relation, column, note)`` for each column pair
-    refused because its build side is not deterministic."""
+def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Refusal]]] = None
+                ) -> tuple[list[Prune], list[Refusal]]:
+    """Every sound (relation, column, build side) the plan offers, and the refusals of join
+    keys that reach a partition column but cannot be used (subject: the key's SQL). Keys
+    that reach a data column of a partitioned relation are offered too (``Prune.data``), for
+    statistics and buckets. ``refused``, when given, receives ``(relation, column,
+    refusal)`` for each column pair refused because its build side is not deterministic."""
     plan = _Plan(desc)
     out: list[Prune] = []
-    notes: list[str] = []
+    notes: list[Refusal] = []
     seen: set[tuple[int, str, int, int]] = set()
 
     def unstable(rel: int, build_node: int, sql: Any, col: Optional[str] = None) -> bool:
@@ -343,14 +343,12 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, str
         unpartitioned relation's refusals go unnoted: dpp never promised to prune it)."""
         why = plan.unstable_above(rel)
         if why:
-            note = f"{sql}: the fact is read below {why}, whose rows depend on the files " \
-                   f"read, not pruned"
+            note = Refusal.of(Code.FACT_BELOW_NONDETERMINISTIC, sql, why=why)
         else:
             why = plan.unstable_within(build_node)
             if not why:
                 return False
-            note = f"{sql}: the build side is not deterministic ({why}): run again it may " \
-                   f"give other keys, not pruned"
+            note = Refusal.of(Code.BUILD_NONDETERMINISTIC, sql, why=why)
             if refused is not None and col is not None:
                 refused.append((rel, col, note))
         if note not in notes and plan.nodes[rel]["relation"].get("partitionColumns"):
@@ -435,12 +433,12 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, str
                             add(data, dim_side, dim, how, semi)
                         continue
                     if not ok:
-                        notes.append(f"{fact.get('sql')}: {how} join keeps that side's rows "
-                                     f"unmatched, not pruned")
+                        notes.append(Refusal.of(Code.JOIN_KEEPS_UNMATCHED,
+                                                fact.get("sql"), join=how))
                         continue
                     if not plan.selective(dim_side) and semi is None:
-                        notes.append(f"{fact.get('sql')}: the build side ({dim.get('sql')}) "
-                                     f"filters nothing, not pruned")
+                        notes.append(Refusal.of(Code.BUILD_FILTERS_NOTHING,
+                                                fact.get("sql"), build=dim.get("sql")))
                         continue
                     if semi is not None:
                         if targets:
@@ -459,8 +457,8 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, str
                 if not reads_only(value, child):
                     continue
                 if not plan.selective(sub["query"]):
-                    note = (f"{value.get('sql')}: the IN subquery "
-                            f"({sub['queryKey'].get('sql')}) filters nothing, not pruned")
+                    note = Refusal.of(Code.IN_FILTERS_NOTHING, value.get("sql"),
+                                      build=sub["queryKey"].get("sql"))
                     if note not in notes:
                         notes.append(note)
                     continue

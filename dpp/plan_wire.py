@@ -11,8 +11,8 @@ The shape, per node: ``id``, ``op`` (Spark's class name), ``children`` (node ids
 ``output`` (``[exprId, name, type]``), and by operator ``joinType`` / ``keys`` (Join),
 ``map`` (``[[output exprId, source exprId]]``, Project and Aggregate), ``partitionSpec``
 (Window), ``inSubqueries`` (Filter), ``selective`` (Filter), ``relation`` (a Parquet
-relation dpp may wrap), ``nondeterministic`` / ``ordered`` / ``windowCalls`` (the determinism
-rules of :mod:`dpp.rules`; ``subqueries``, the plans of the subqueries a node's
+relation dpp may wrap), ``flagged`` / ``ordered`` / ``windowCalls`` (the facts the determinism
+rules of :mod:`dpp.rules` decide on; ``subqueries``, the plans of the subqueries a node's
 expressions evaluate, as the SQL-text translation names them). A key is ``{expr, type,
 sql, deterministic, refs, attr?, cast?, from?}``.
 """
@@ -26,7 +26,7 @@ __all__ = ["WIRE_VERSION", "WireError", "check_plan", "check_list_answer", "Plan
            "PlanNode", "Relation", "Key", "InSubquery", "ListAnswer"]
 
 # bumped whenever a field changes meaning or type; PlanDescriber.WIRE_VERSION is the same
-WIRE_VERSION = 2
+WIRE_VERSION = 3
 
 
 class _KeyRequired(TypedDict):
@@ -87,8 +87,9 @@ class PlanNode(_NodeRequired, total=False):
     relation: Relation
     source: str                   # a leaf relation's name for reports: the catalog table's,
     #                               else the folder's (any relation, candidate or not)
-    nondeterministic: str         # why its rows may differ per run
-    ordered: bool                 # a limit decided by the sort right below
+    flagged: str                  # an expression of its own drawn per run (Spark's flag, a
+    #                               function or UDF the front end found): dpp.rules decides
+    ordered: bool                 # a limit with a sort right below (its rows decided by it)
     windowCalls: list[list[Any]]  # Window: [name, aggregate, ROWS frame, whole frame,
     #                               ordered] per function (dpp.rules.tie_order decides)
     byName: bool
@@ -130,7 +131,7 @@ _MESSAGE = {"op": str, "request": str, "explain": bool, "timeZone": str, "roots"
 _NODE = {"id": int, "op": str, "children": list, "output": list}
 _OPTIONAL_NODE = {"joinType": str, "keys": list, "map": list, "partitionSpec": list,
                   "inSubqueries": list, "selective": bool, "relation": dict,
-                  "nondeterministic": str, "ordered": bool, "windowCalls": list, "byName": bool,
+                  "flagged": str, "ordered": bool, "windowCalls": list, "byName": bool,
                   "subqueries": list, "source": str}
 _RELATION = {"kind": str, "index": str, "rootPaths": list, "partitionColumns": list,
              "bucketed": bool, "partitionFiltered": bool}

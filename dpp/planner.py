@@ -41,6 +41,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from dpp.core.domain import TupleDomain
+from dpp.core.refusals import Code, Refusal
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 from dpp.plan_pairs import Prune, find_prunes
 from dpp.pushdown import EMPTY, ORIGIN, inline_ctes, inside_pushed_query
@@ -181,7 +182,7 @@ class _Analyzer:
             info = self.tables.info(name)
             if info is not None and info.partition_columns:
                 self.refs[ref] = TableRefPlan(ref, name.lower(), t.alias or None, False,
-                                              "not in a SELECT scope the analyzer handles",
+                                              Refusal(Code.NO_USABLE_PREDICATE),
                                               TupleDomain.all())
         refs = sorted(self.refs.values(), key=lambda r: int(r.ref_id[1:]))
         return PruningPlan(sql=self.sql, refs=refs, notes=self.notes, _tree=self.tree)
@@ -199,11 +200,10 @@ class _Analyzer:
             # values (DynamicFilterSpec.probe_column), not an expression over them
             what = f"key {pr.fact_sql}" if pr.fact_expr is not None else \
                 f"build key {pr.build_sql}"
-            text = f"expression {what}: not pruned (the SQL-text path prunes by a column's " \
-                   f"own values only)"
+            refusal = Refusal.of(Code.EXPRESSION_KEY_SQL, what)
             notes = self.typed.notes.setdefault(id(p.node), [])
-            if all(n[2] != text for n in notes):
-                notes.append((origin.phase, origin.index, text))
+            if all(n[2] != refusal for n in notes):
+                notes.append((origin.phase, origin.index, refusal))
             return
         self._prunes.setdefault(id(p.node), []).append(((origin.phase, origin.index), pr))
 
@@ -228,7 +228,7 @@ class _Analyzer:
                 del self.refs[plan.ref_id]
             return
         if p.semi_right:
-            plan.reason = "right side of a semi/anti join (only its existence is tested)"
+            plan.reason = Refusal(Code.SEMI_RIGHT_SIDE)
             return
         plan.reason = unsupported
         if plan.reason is not None:
@@ -242,7 +242,7 @@ class _Analyzer:
         self._static(p, sc, plan)
         self._dynamic(p, sc, plan)
         if p.full and not plan.dynamic:
-            plan.reason = "full outer join: both sides are preserved"
+            plan.reason = Refusal(Code.FULL_OUTER)
         if p.preserved_outer and not plan.dynamic and plan.reason is None:
             plan.notes.append("preserved side of an outer join: not pruned by that join")
         if plan.dynamic or not plan.static.is_all():
@@ -250,9 +250,10 @@ class _Analyzer:
             plan.reason = None
         elif plan.reason is None:
             if p.preserved_outer:
-                plan.reason = "preserved side of an outer join, and no other usable predicate"
+                plan.reason = Refusal(Code.PRESERVED_SIDE)
             else:
-                plan.reason = plan.notes[-1] if plan.notes else "no usable predicate"
+                plan.reason = plan.refusals[-1] if plan.refusals else \
+                    Refusal(Code.NO_USABLE_PREDICATE)
 
     def _static(self, p: Source, sc: Scope, plan: TableRefPlan) -> None:
         """The domains the reference's own conjuncts give (those that hold for its rows)."""
@@ -282,23 +283,21 @@ class _Analyzer:
         events: list[tuple[tuple[int, int], Any]] = list(self._prunes.get(id(p.node), []))
         events += [((ph, i), text) for ph, i, text in self.typed.notes.get(id(p.node), [])]
         for _pos, ev in sorted(events, key=lambda e: e[0]):
-            if isinstance(ev, str):
-                plan.notes.append(ev)
+            if isinstance(ev, Refusal):
+                plan.refuse(ev)
             else:
                 self._filter(p, sc, plan, ev)
         for note in self.pair_notes:    # pairs refused for determinism, on either side
-            for src, name in self.typed.partners.get(note.split(": ", 1)[0], []):
-                text = note
-                if "not deterministic" in note:   # in the words the SQL front end used
-                    text = f"build side {name} is not repeatable (random functions, LIMIT " \
-                           f"or sampling): not used"
-                elif "is read below" not in note:
-                    continue
-                if src is p and text not in plan.notes:
-                    plan.notes.append(text)
-            if "filters nothing" in note and note not in plan.notes and \
-                    note.split(": ", 1)[0] in self._key_names(p):
-                plan.notes.append(note)     # named by the reference's own key
+            if note.code is Code.BUILD_NONDETERMINISTIC:   # named by the build side
+                for src, name in self.typed.partners.get(note.subject, []):
+                    if src is p:
+                        plan.refuse(Refusal(note.code, name, note.values))
+            elif note.code is Code.FACT_BELOW_NONDETERMINISTIC:
+                if any(src is p for src, _n in self.typed.partners.get(note.subject, [])):
+                    plan.refuse(note)
+            elif note.code in (Code.BUILD_FILTERS_NOTHING, Code.IN_FILTERS_NOTHING) and \
+                    note.subject in self._key_names(p):
+                plan.refuse(note)     # named by the reference's own key
 
     def _key_names(self, p: Source) -> set[str]:
         """The reference's key columns as find_prunes' notes name them."""
@@ -321,8 +320,7 @@ class _Analyzer:
         if other.null_supplied and not other.preserved_outer:
             locals_ = list(other.outer_on) + extra
         if pr.build_semi is not None:
-            plan.notes.append(f"{pr.build_sql}: a build side narrowed by the probe side's "
-                              f"other keys is not written as SQL: not used")
+            plan.refuse(Refusal.of(Code.NARROWED_BUILD_SQL, pr.build_sql))
             return
         build = build_query(self.tables, other, b, sc, locals_, p,
                             lambda body: query_filters(body, self.tables))
@@ -338,8 +336,8 @@ class _Analyzer:
             btype = {k.lower(): v for k, v in other.info.columns.items()}.get(b.name.lower())
         ptype = {k.lower(): v for k, v in p.info.columns.items()}.get(probe_col)  # type: ignore[union-attr]
         if btype is not None and ptype is not None and not compatible(btype, ptype):
-            plan.notes.append(f"type mismatch: {name} is {btype}, {p.table}.{probe_col} is "
-                              f"{ptype}; filter not used")
+            plan.refuse(Refusal.of(Code.TYPE_MISMATCH, name, build_type=btype,
+                                   probe=f"{p.table}.{probe_col}", probe_type=ptype))
             return
         self._fid += 1
         plan.dynamic.append(DynamicFilterSpec(f"f{self._fid}", probe_col, q, name, read,
@@ -385,13 +383,14 @@ def _join_of(sc: Scope, c: exp.Expression) -> list[exp.Expression]:
     return []
 
 
-def _unsupported_reference(p: Source) -> Optional[str]:
+def _unsupported_reference(p: Source) -> Optional[Refusal]:
     """Why a table reference's rows are not simply the table's (column aliases, a sample,
     time travel, a pivot), None when they are."""
     alias_node = p.node.args.get("alias")
     if alias_node is not None and alias_node.args.get("columns"):
-        return "unsupported expression: column aliases on the table reference"
+        return Refusal.of(Code.UNSUPPORTED_REFERENCE, what="column aliases")
     if any(p.node.args.get(k) for k in ("sample", "version", "when", "pivots", "joins",
                                         "laterals")):
-        return "unsupported expression: TABLESAMPLE, time travel or pivot on the table reference"
+        return Refusal.of(Code.UNSUPPORTED_REFERENCE,
+                          what="TABLESAMPLE, time travel or pivot")
     return None

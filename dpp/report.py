@@ -31,10 +31,11 @@ import threading
 import uuid
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Iterable, Optional, Union
 
 from dpp.core.errors import DppError
 from dpp.core.outcomes import REPORTED_OUTCOMES
+from dpp.core.refusals import Code, Refusal
 
 __all__ = [
     "SCHEMA_VERSION", "QUERY_TEXT_LIMIT", "FILTER_KINDS", "FILTER_OUTCOMES", "PHASES",
@@ -42,7 +43,9 @@ __all__ = [
     "human_bytes", "percent", "shorten", "log_report", "append_jsonl", "read_jsonl",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# versions this reader reads: 1 has no refusal codes (``reason_code``, ``refusals``)
+_READABLE_VERSIONS = (1, 2)
 QUERY_TEXT_LIMIT = 4000
 _QUERY_TEXT_LIMIT = QUERY_TEXT_LIMIT  # old private name, kept for callers that used it
 
@@ -110,6 +113,7 @@ class TableReport:
     location: Optional[str] = None
     pruning: str = "none"                 # "applied" | "none"
     reason: Optional[str] = None
+    reason_code: Optional[str] = None     # dpp.core.refusals.Code of ``reason``, when refused
     partitions_total: Optional[int] = None
     partitions_kept: Optional[int] = None
     pruned_static: int = 0
@@ -172,6 +176,8 @@ class JobReport:
     enabled: bool
     phases: dict[str, float] = field(default_factory=dict)
     analysis_notes: list[str] = field(default_factory=list)
+    # the keys refused, as code, subject and words (their words are in analysis_notes too)
+    refusals: list[dict[str, str]] = field(default_factory=list)
     environment: list[str] = field(default_factory=list)   # said once per session
     filters: list[FilterReport] = field(default_factory=list)
     tables: list[TableReport] = field(default_factory=list)
@@ -193,9 +199,29 @@ class JobReport:
                    started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
                    settings=dict(settings), enabled=enabled)
 
-    def add_table_unpruned(self, table: str, alias: Optional[str], reason: str) -> None:
+    def add_table_unpruned(self, table: str, alias: Optional[str], reason: Refusal) -> None:
         """A table reference the plan does not prune, and why (shown by ``summary_line``)."""
-        self.tables.append(TableReport(table=table, alias=alias, pruning="none", reason=reason))
+        if not isinstance(reason, Refusal):
+            raise TypeError(f"a table is refused with a Refusal (dpp.core.refusals), not "
+                            f"{type(reason).__name__} {reason!r}")
+        self.tables.append(TableReport(table=table, alias=alias, pruning="none",
+                                       reason=reason.words(), reason_code=reason.code.value))
+
+    def refuse(self, refusals: "Iterable[Refusal]") -> None:
+        """Keys the analysis refused: each said once, in words among the analysis notes and
+        as its code in ``refusals``."""
+        for r in refusals:
+            words = r.words()
+            if words not in self.analysis_notes:
+                self.analysis_notes.append(words)
+            entry = {"code": r.code.value, "subject": r.subject, "words": words}
+            if entry not in self.refusals:
+                self.refusals.append(entry)
+
+    def mark_whole(self, table: TableReport) -> None:
+        """A table the report lists as read whole by Spark's reader (nothing to prune)."""
+        whole = Refusal(Code.NOTHING_TO_PRUNE)
+        table.reason, table.reason_code = whole.words(), whole.code.value
 
     def add_table_result(self, table: str, alias: Optional[str], table_obj: Any,
                          result: Any) -> None:
@@ -570,6 +596,7 @@ _TABLE_SPEC: dict[str, _Check] = {
     "location": _optional(_str),
     "pruning": _one_of(_PRUNING),
     "reason": _optional(_str),
+    "reason_code": _optional(lambda v, p: _code(v, p)),
     "partitions_total": _optional(_count),
     "partitions_kept": _optional(_count),
     "pruned_static": _count,
@@ -615,6 +642,7 @@ _JOB_SPEC: dict[str, _Check] = {
     "enabled": _bool,
     "phases": _phases,
     "analysis_notes": _str_list,
+    "refusals": _list_of(lambda v, p: _refusal(v, p)),
     "environment": _str_list,
     "filters": _list_of(lambda v, p: FilterReport(**_record(v, p, _FILTER_SPEC,
                                                                required=("filter_id",)))),
@@ -664,11 +692,29 @@ def _job_from_dict(d: Any) -> JobReport:
     if "schema_version" not in d:
         raise ReportError("field 'schema_version' is missing")
     v = d["schema_version"]
-    if v != SCHEMA_VERSION or isinstance(v, bool):
-        raise ReportError(f"field 'schema_version': this reader knows version {SCHEMA_VERSION}, "
-                          f"got {v!r} (a report from another dpp version?)")
+    if v not in _READABLE_VERSIONS or isinstance(v, bool):
+        raise ReportError(f"field 'schema_version': this reader knows versions "
+                          f"{', '.join(map(str, _READABLE_VERSIONS))}, got {v!r} (a report "
+                          f"from another dpp version?)")
     kw = _record(d, "", _JOB_SPEC, required=_JOB_REQUIRED)
+    kw["schema_version"] = SCHEMA_VERSION   # read as this version's (1 lacks only codes)
     return JobReport(**kw)
+
+
+_CODES = {c.value for c in Code}
+
+
+def _code(v: Any, path: str) -> str:
+    if not isinstance(v, str) or v not in _CODES:
+        raise _fail(path, "a refusal code (docs/why-not.md)", v)
+    return v
+
+
+def _refusal(v: Any, path: str) -> dict[str, str]:
+    if not isinstance(v, dict) or set(v) != {"code", "subject", "words"}:
+        raise _fail(path, "an object of code, subject and words", v)
+    return {"code": _code(v["code"], f"{path}.code"), "subject": _str(v["subject"], path),
+            "words": _str(v["words"], path)}
 
 
 # ---------------------------------------------------------------------------- files
@@ -739,7 +785,9 @@ def _metastore_fields(m: dict[str, Any]) -> dict[str, Any]:
 # above). Keys are "<record>.<field>" with record job, filters, tables or tables.filters;
 # tests/test_docs_generated.py fails when a field of the schema has no entry here.
 FIELD_DOCS: dict[str, str] = {
-    "job.schema_version": f"the schema's version ({SCHEMA_VERSION}); a reader refuses others",
+    "job.schema_version": f"the schema's version ({SCHEMA_VERSION}); a reader reads the "
+                          f"versions it knows ({', '.join(map(str, _READABLE_VERSIONS))}) "
+                          f"and refuses others",
     "job.query_id": "uuid4 hex, unique per job",
     "job.query_hash": "first 16 hex digits of the sha256 of the whole query text",
     "job.query_text": f"the query (first {QUERY_TEXT_LIMIT:,} characters); for `dpp.join` and "
@@ -753,6 +801,9 @@ FIELD_DOCS: dict[str, str] = {
                   + "; the optimizer hook adds `submit` (build jobs reaching Spark's queue) "
                     "and `row_filter_wait` (planning held for row-group filters)",
     "job.analysis_notes": "why the analysis gave up, or what it skipped",
+    "job.refusals": "the join keys and IN subqueries not used: each `code` (listed in "
+                    "docs/why-not.md), the `subject` it is about (the key) and its `words` "
+                    "(also among `analysis_notes`); since schema version 2",
     "job.environment": "what this session lacks and what it costs (said once per session, "
                        "e.g. on Spark Connect)",
     "job.filters": "one entry per dynamic filter (below)",
@@ -786,6 +837,9 @@ FIELD_DOCS: dict[str, str] = {
     "tables.location": "its root folder",
     "tables.pruning": "`applied` (something was skipped) or `none`",
     "tables.reason": "why not: the analysis' reason, or each filter's outcome",
+    "tables.reason_code": "the reason's code (listed in docs/why-not.md) when dpp refused the "
+                          "table; null when the reason is the filters' outcomes; since schema "
+                          "version 2",
     "tables.partitions_total": "partition folders whose names were read, at every level "
                                "(children of a pruned folder are never seen); catalog tables: "
                                "the catalog's partition count",

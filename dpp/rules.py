@@ -28,8 +28,8 @@ from enum import Enum
 from typing import Iterable, Optional
 
 __all__ = ["JoinType", "join_type", "may_prune", "prunable_sides", "output_sides", "KEY_PASSAGE",
-           "ROW_DROPPING_OPERATORS", "NONDETERMINISTIC_FUNCTIONS", "RERUN_FUNCTIONS",
-           "rules_markdown"]
+           "ROW_DROPPING_OPERATORS", "POSITIONAL_OPERATORS", "NONDETERMINISTIC_FUNCTIONS",
+           "RERUN_FUNCTIONS", "unrepeatable", "decided_by_sort", "rules_markdown"]
 
 
 class JoinType(str, Enum):
@@ -135,6 +135,36 @@ KEY_PASSAGE: dict[str, str] = {
 # side unrepeatable and a fact read below them unprunable (unless a sort above decides a limit)
 ROW_DROPPING_OPERATORS: frozenset[str] = frozenset({
     "Sample", "GlobalLimit", "LocalLimit", "Tail", "Offset"})
+
+# the names Spark's versions (and the front ends) give the same operators
+POSITIONAL_OPERATORS: frozenset[str] = ROW_DROPPING_OPERATORS | frozenset({
+    "Limit", "LimitAndOffset", "OffsetAndLimit", "GlobalLimitAndOffset"})
+# of those, the ones a sort right below decides (which rows a limit keeps; never which a
+# sample draws)
+SORT_DECIDED_OPERATORS: frozenset[str] = POSITIONAL_OPERATORS - {"Sample"}
+
+
+def unrepeatable(op: str, flagged: Optional[str] = None) -> Optional[str]:
+    """Why the rows of one plan node — its operator and its own expressions, not its inputs
+    — may differ between two runs over the same input, as notes name it (``GlobalLimit``,
+    ``Filter (rand(3) < 0.5)``), or None. The one per-node decision: every front end records
+    the facts (``op``, Spark's name of the operator; ``flagged``, an expression it found
+    drawn per run: Spark's own ``deterministic`` flag on the hook's plan, a function of
+    :data:`NONDETERMINISTIC_FUNCTIONS` or a nondeterministic UDF in SQL text and Connect
+    plans) and :mod:`dpp.plan_pairs` asks this."""
+    if op in POSITIONAL_OPERATORS:
+        return op
+    if flagged:
+        return f"{op} ({flagged})"
+    return None
+
+
+def decided_by_sort(op: str, flagged: Optional[str], ordered: bool) -> bool:
+    """Whether a node :func:`unrepeatable` names keeps the same rows whatever files are read
+    below it: a limit whose rows a sort right below decides (``ordered``, a front end's
+    fact), with no expression of its own drawn per run."""
+    return ordered and op in SORT_DECIDED_OPERATORS and not flagged
+
 
 # functions whose value is drawn per row or per task: moving a filter past them, or reading
 # other files below them, changes which rows they see

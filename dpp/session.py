@@ -33,6 +33,7 @@ from dpp.config import DppConfig, redact_url
 from dpp.connect_handoff import (CONNECT_CATALOG_LEFT, CONNECT_NOTES, ConnectHandoff,
                                  drop_views_with, no_stats_on_connect_catalog)
 from dpp.core.errors import LayoutError
+from dpp.core.refusals import Code, Refusal
 from dpp.core.spark_rules import SparkRules
 from dpp.decision import LoadGroup, PruningDecision, decide
 from dpp.filter_runs import FilterRuns
@@ -244,7 +245,7 @@ class DppSession:
         """analyze → decide → build and load → substitute → run; unpruned on any failure."""
         rules = SparkRules.from_spark(self.spark)
         tables: dict[str, Optional[Table]] = {}
-        unusable: dict[str, str] = {}
+        unusable: dict[str, Refusal] = {}
         metas: dict[str, Any] = {}   # catalog metadata read for this query, by table
         ta = time.perf_counter()
         tree, _ = planner.parse(query)   # parsed once: the look below and the analysis
@@ -299,16 +300,16 @@ class DppSession:
                                         for t in report.tables), default=0.0)
         return self._run_rewritten(query, plan, decision, replacements, report)
 
-    def _report_unusable(self, report: JobReport, unusable: dict[str, str]) -> None:
+    def _report_unusable(self, report: JobReport, unusable: dict[str, Refusal]) -> None:
         """Tables that could not be pruned, with why; a catalog table left to Spark on
         Spark Connect also puts that note in the session's first report that meets one."""
         for name, why in unusable.items():
             report.add_table_unpruned(name, None, why)
-            if why.startswith(CONNECT_CATALOG_LEFT):
+            if why.code is Code.CONNECT_CATALOG_LEFT:
                 self.runtime.note_once(report, "catalog")
 
     def _nothing_to_prune(self, names: set[str], tables: dict[str, Optional[Table]],
-                          unusable: dict[str, str], report: JobReport,
+                          unusable: dict[str, Refusal], report: JobReport,
                           metas: Optional[dict[str, Any]] = None) -> bool:
         """True (noted in the report) when none of the tables a query reads can be pruned:
         none is registered with this session or a partitioned catalog table. The analysis,
@@ -326,7 +327,7 @@ class DppSession:
         return True
 
     def _analyze(self, query: str, tree: Any, started: float,
-                 tables: dict[str, Optional[Table]], unusable: dict[str, str],
+                 tables: dict[str, Optional[Table]], unusable: dict[str, Refusal],
                  rules: SparkRules, report: JobReport,
                  metas: Optional[dict[str, Any]] = None) -> Optional[PruningPlan]:
         """The pruning plan, or None (reported) when the query cannot be analysed. ``tree``:
@@ -365,7 +366,8 @@ class DppSession:
             except Exception as exc:
                 log.warning("dpp: loading %s failed, not pruned: %s", g.table.name, exc)
                 for ref in g.refs:
-                    report.add_table_unpruned(ref.table, ref.alias, f"split loader failed: {exc}")
+                    report.add_table_unpruned(ref.table, ref.alias,
+                                              Refusal.of(Code.LOADER_FAILED, error=exc))
                 self.catalog.views.ensure([g.refs[0].table])
                 continue
             # on Spark Connect the server lists the handed paths when the view is made
@@ -424,9 +426,11 @@ class DppSession:
                         first_line(exc))
             report.analysis_notes.append(f"rewritten query failed in Spark, ran unpruned: "
                                          f"{first_line(exc)}")
+            failed = Refusal(Code.REWRITE_FAILED)
             for t in report.tables:
                 if t.pruning == "applied":
-                    t.pruning, t.reason = "none", "rewritten query failed in Spark"
+                    t.pruning, t.reason = "none", failed.words()
+                    t.reason_code = failed.code.value
             return self._unpruned(query)
 
     # ------------------------------------------------------------------ reporting

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dpp.core.domain import DataType, TupleDomain
+from dpp.core.refusals import Refusal
 
 if TYPE_CHECKING:   # the plan is read on the hook's road too, which never loads sqlglot
     from sqlglot import exp
@@ -59,13 +60,22 @@ class TableRefPlan:
     table: str
     alias: Optional[str]
     pruning: bool
-    reason: Optional[str]
+    reason: Optional[Refusal]
     static: TupleDomain
     dynamic: list[DynamicFilterSpec] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # a table with no partition column (TableInfo.data_only): a reference only when a join
     # gives it a dynamic filter; its static predicates are Spark's alone
     data_only: bool = False
+    # the notes that refuse a key, typed (their words are in ``notes``, in order)
+    refusals: list[Refusal] = field(default_factory=list)
+
+    def refuse(self, refusal: Refusal) -> None:
+        """A key of this reference not used: noted (once) in words, and kept typed."""
+        if refusal.words() not in self.notes:
+            self.notes.append(refusal.words())
+        if refusal not in self.refusals:
+            self.refusals.append(refusal)
 
 
 @dataclass

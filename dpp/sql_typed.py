@@ -43,7 +43,7 @@ Where the typed plan and SQL scopes differ:
   (Spark rewrites both to a left-semi join). Correlated ``IN``, ``NOT IN`` / ``NOT
   EXISTS`` give no entry (noted).
 * ``IS NOT NULL`` alone filters nothing (``selective`` False); a call to one of
-  :data:`dpp.rules.NONDETERMINISTIC_FUNCTIONS` makes a node ``nondeterministic``, and so
+  :data:`dpp.rules.NONDETERMINISTIC_FUNCTIONS` is a node's ``flagged`` expression, and so
   does one of :data:`dpp.rules.RERUN_FUNCTIONS` in a subtree that reads no partitioned
   relation (a build side only: it is run again at another instant). A ``LIMIT`` of a
   global aggregate's one row is no node (Spark's ``EliminateLimits``).
@@ -60,6 +60,7 @@ from typing import Any, Optional
 
 from sqlglot import exp
 
+from dpp.core.refusals import Code, Refusal
 from dpp.plan_pairs import filters_rows
 from dpp.plan_wire import WIRE_VERSION, PlanMessage
 from dpp.pushdown import deterministic, inside_pushed_query, outer_columns
@@ -85,7 +86,7 @@ class Typed:
     # with the build side's name as the build query's label spells it
     partners: dict[str, list[tuple[Source, str]]] = field(default_factory=dict)
     # id(FROM item node) -> notes on conjuncts about it that make no key: (phase, index, text)
-    notes: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
+    notes: dict[int, list[tuple[int, int, Refusal]]] = field(default_factory=dict)
 
 
 def translate(atree: exp.Expression, tables: Tables) -> Typed:
@@ -179,8 +180,8 @@ class _Translator:
         return {"expr": eid, "type": "unknown", "sql": sql,
                 "deterministic": True, "refs": [attr], "attr": attr}
 
-    def note(self, src: Source, phase: int, index: int, text: str) -> None:
-        self.typed.notes.setdefault(id(src.node), []).append((phase, index, text))
+    def note(self, src: Source, phase: int, index: int, refusal: Refusal) -> None:
+        self.typed.notes.setdefault(id(src.node), []).append((phase, index, refusal))
 
     # ------------------------------------------------------------------ queries
     def query(self, q: exp.Expression) -> tuple[int, list[tuple[int, str]]]:
@@ -199,8 +200,7 @@ class _Translator:
         elif isinstance(q, exp.Select):
             res = _Select(self, q).translate()
         else:                       # VALUES, a table function: rows of unknown shape
-            res = (self.node("LogicalRelation", [], [], nondeterministic=self.unstable(
-                [q], None)), [])
+            res = (self.node("LogicalRelation", [], [], flagged=self.unstable([q], None)), [])
         self.done[id(q)] = res
         return res
 
@@ -279,7 +279,7 @@ class _Select(SemiJoins):
         if rel is not None and src.prunable and self.reg:
             t.typed.relations[nid] = (self.sc, src)     # type: ignore[assignment]
         if node.args.get("sample") is not None:
-            nid = t.node("Sample", [nid], t.out(nid), nondeterministic="Sample")
+            nid = t.node("Sample", [nid], t.out(nid))
         return nid
 
     def filtered(self, child: int, cs: list[exp.Expression],
@@ -294,7 +294,7 @@ class _Select(SemiJoins):
         return self.t.node("Filter", [child], self.t.out(child),
                            selective=any(selective(c) for c in cs),
                            inSubqueries=[s for s in ins if s is not None] or None,
-                           nondeterministic=self.t.unstable(cs, child),
+                           flagged=self.t.unstable(cs, child),
                            subqueries=self.t.subqueries(cs) or None)
 
     # ------------------------------------------------------------------ the SELECT
@@ -467,12 +467,11 @@ class _Select(SemiJoins):
         owners = {sc.owner(x, probe=only) for x in c.find_all(exp.Column)}   # None: outer
         if isinstance(c, exp.Not) and isinstance(c.this, (exp.In, exp.Exists)):
             for s in sc.sources.values():
-                self.t.note(s, 2, index,
-                            "anti join (NOT IN / NOT EXISTS): never pruned")
+                self.t.note(s, 2, index, Refusal(Code.ANTI_JOIN))
             return
         if isinstance(c, exp.NullSafeEQ):
             for s in sc.sources.values():
-                self.t.note(s, 0, index, "null-safe equality (<=>) matches NULLs: not used")
+                self.t.note(s, 0, index, Refusal(Code.NULL_SAFE_EQUALITY))
         if len(owners) < 2:
             return
         for alias in owners:
@@ -480,8 +479,7 @@ class _Select(SemiJoins):
             if src is None:
                 continue
             if isinstance(c, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NEQ)):
-                self.t.note(src, 0, index, f"non-equi join predicate not used: "
-                                           f"{c.sql('spark')}")
+                self.t.note(src, 0, index, Refusal.of(Code.NON_EQUI, c.sql("spark")))
 
     def project(self, child: Optional[int]) -> tuple[int, list[tuple[int, str]]]:
         """The operators above the joins: the SELECT's node and output."""
@@ -521,11 +519,11 @@ class _Select(SemiJoins):
         if node is None:
             node = t.node("OneRowRelation", [], [])
         node = t.node(op, [node], out, map=mapping,
-                      nondeterministic=t.unstable(items, node))
+                      flagged=t.unstable(items, node))
         having = sel.args.get("having")
         if having is not None:
             node = t.node("Filter", [node], out, selective=True,
-                          nondeterministic=t.unstable([having], node))
+                          flagged=t.unstable([having], node))
         if sel.args.get("distinct"):
             node = t.node("Distinct", [node], out)
         if sel.args.get("order") is not None:
@@ -535,7 +533,7 @@ class _Select(SemiJoins):
             if sel.args.get(k) is not None and not (op == "GlobalLimit" and one_row and
                                                     _at_least_one(sel.args[k])):
                 # (a limit of a global aggregate's one row is gone: Spark's EliminateLimits)
-                node = t.node(op, [node], out, nondeterministic=op,
+                node = t.node(op, [node], out,
                               ordered=True if sel.args.get("order") is not None else None)
         return node, out
 

@@ -7,6 +7,7 @@ from typing import Any, Optional, Protocol
 
 from sqlglot import exp
 
+from dpp.core.refusals import Code, Refusal
 from dpp.sql_build import label
 from dpp.sql_plan import KEY_ALIAS
 from dpp.sql_scopes import Scope, Source, conjuncts, refers_to
@@ -50,7 +51,7 @@ class Translator(Protocol):
 
     def key(self, attr: int, sql: str, origin: Origin) -> dict[str, Any]: ...
 
-    def note(self, src: Source, phase: int, index: int, text: str) -> None: ...
+    def note(self, src: Source, phase: int, index: int, refusal: Refusal) -> None: ...
 
 
 class SemiJoins:
@@ -95,7 +96,7 @@ class SemiJoins:
             if found is None:
                 return None, None, ""
             if not isinstance(body, exp.Query) or _correlated(body, found[1].alias):
-                self.t.note(found[1], 2, index, "correlated IN subquery: not used")
+                self.t.note(found[1], 2, index, Refusal(Code.CORRELATED_IN))
                 return None, None, ""
             return c.this, body, label(body)
         if not isinstance(c, exp.Exists):
@@ -112,8 +113,7 @@ class SemiJoins:
     def exists(self, body: exp.Select, p: Source, index: int
                ) -> tuple[Optional[exp.Column], Optional[exp.Expression]]:
         if _aggregates_without_group(body):
-            self.t.note(p, 2, index, "EXISTS over an aggregate without GROUP BY is always "
-                                     "true: not used")
+            self.t.note(p, 2, index, Refusal(Code.EXISTS_GLOBAL_AGGREGATE))
             return None, None
         where = body.args.get("where")
         if where is None:
@@ -122,7 +122,7 @@ class SemiJoins:
         rest = [cj for cj in conjuncts(where.this) if not refers_to(cj, p.alias)]
         if len(correlated) != 1 or not isinstance(correlated[0], exp.EQ):
             if correlated:
-                self.t.note(p, 2, index, "EXISTS with a non-equality correlation: not used")
+                self.t.note(p, 2, index, Refusal(Code.EXISTS_NON_EQUALITY))
             return None, None
         a, b = correlated[0].this, correlated[0].expression
         if not (isinstance(a, exp.Column) and isinstance(b, exp.Column)):

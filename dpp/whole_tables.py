@@ -58,7 +58,7 @@ class WholeReadSession(Protocol):
     handoff: "Handoff"
 
 
-def whole_catalog_refs(plan: PruningPlan, unpruned: Iterable[tuple[TableRefPlan, str]],
+def whole_catalog_refs(plan: PruningPlan, unpruned: Iterable[tuple[TableRefPlan, Any]],
                        tables: Mapping[str, Optional[Table]], enabled: bool
                        ) -> dict[str, tuple[Table, list[TableRefPlan]]]:
     """The unpruned references to partitioned catalog tables that the split loader lists in

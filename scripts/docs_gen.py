@@ -332,8 +332,16 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "bench-headline": bench_headline_markdown,
     "bench-all": bench_all_markdown,
     "versions": versions_markdown,
+    "refusals-table": lambda: _refusals("table"),
+    "refusals-key": lambda: _refusals("key"),
     "jvm-size": jvm_size,   # inline: <!-- generated:jvm-size -->…<!-- /generated:jvm-size -->
 }
+
+
+def _refusals(scope: str) -> str:
+    from dpp.core.refusals import refusals_markdown
+
+    return refusals_markdown(scope)
 
 
 def rules_page() -> str:

@@ -227,3 +227,21 @@ def test_sql_paths_agree_on_nondeterministic_sides(spark: Any, env: dict[str, An
         got, report = dpp_rows(spark, env["session"], lambda: spark.sql(query))
     assert got == expected and expected
     assert not applied(report), (path, report)
+
+
+@pytest.mark.parametrize("kind", ["path", "catalog"])
+def test_a_sample_of_a_sorted_join_is_not_pruned_below(spark: Any, env: dict[str, Any],
+                                                      kind: str) -> None:
+    """A sort decides which rows a limit keeps, never which a sample draws: a sample over a
+    sorted star join draws per task from the rows it is given, so pruning the fact below it
+    moves rows between tasks and draws others. Only a limit over a sort is ordered. (Spark's
+    own dynamic pruning is off in both runs, as above.)"""
+    def run() -> Any:
+        return (_fact(spark, env, kind).join(_cal(spark, env).where("wk <= 2"), "day")
+                .orderBy("id").sample(0.3, 1).select("id", "amount", "day"))
+
+    expected = spark_rows(spark, run)
+    with spark_conf(spark, {k: v for k, v in OFF.items() if k != "spark.dpp.enabled"}):
+        got, report = dpp_rows(spark, env["session"], run)
+    assert got == expected and expected
+    assert not applied(report), f"pruned below a sample: {report.tables}"

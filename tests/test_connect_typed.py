@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 import pytest
 
+from dpp.core.refusals import Code, Refusal
 from dpp.connect_frames import find_fact_joins
 from dpp.connect_typed import translate
 from dpp.plan_wire import check_plan
@@ -205,13 +206,15 @@ def test_ambiguous_names_do_not_prune() -> None:
 def test_a_nondeterministic_build_side_is_refused_with_the_reason() -> None:
     d = where(read("d"), call("<", call("rand"), lit(1)))
     found = find_fact_joins(join(read("f"), d, call("==", col("k"), col("dk"))), _fact_of)
-    assert len(found) == 1 and found[0].pairs == [] and "rand" in (found[0].refused or "")
+    assert len(found) == 1 and found[0].pairs == [] and found[0].refused is not None \
+        and found[0].refused.code is Code.BUILD_NONDETERMINISTIC and "rand" in found[0].refused.get("why")
     sampled = _rel()
     sampled.sample.input.CopyFrom(dim())
     sampled.sample.upper_bound = 0.5
     found = find_fact_joins(join(read("f"), sampled, call("==", col("k"), col("dk"))),
                             _fact_of)
-    assert found and found[0].pairs == [] and "Sample" in (found[0].refused or "")
+    assert found and found[0].pairs == [] and found[0].refused is not None \
+        and "Sample" in found[0].refused.get("why")
 
 
 def test_a_limit_or_sample_above_the_fact_stops_its_keys() -> None:

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpp
-from dpp.optimizer_hook import WHOLE
+from dpp.hook_explain import WHOLE
 from tests.conftest import spark_conf
 
 pytestmark = pytest.mark.spark
@@ -94,7 +94,7 @@ def _left_whole(report: Any, fact: str) -> None:
     it listed by dpp)."""
     assert report is not None and report.kind == "plan", report
     (t,) = _entries(report, fact)      # however many copies the plan reads: one entry
-    assert t.pruning == "none" and t.reason == WHOLE, t
+    assert t.pruning == "none" and t.reason == WHOLE and t.reason_code == "nothing-to-prune", t
     assert not t.files_kept and not t.folders_listed, t
 
 
@@ -139,6 +139,26 @@ def test_a_join_on_the_partition_column_that_filters_nothing_reads_whole(
     if _sparks(report, fact):
         return
     _left_whole(report, fact)
+    # the key's refusal, typed: its code and the key it is about, in the report's words too
+    (refused,) = [r for r in report.refusals if r["code"] == "build-filters-nothing"]
+    assert "day" in refused["subject"] and refused["words"] in report.analysis_notes, report
+
+
+def test_the_preserved_side_of_an_outer_join_is_refused_by_code(
+        spark: Any, data: dict[str, Any]) -> None:
+    """A left outer join keeps every fact row: the key is refused as the join's, the table
+    read whole; both by code in the report's JSON."""
+    def job() -> Any:
+        f, d = spark.table("wt_sales"), spark.table("wt_days").where("label = 'd1'")
+        return f.join(d, f["day"] == d["d"], "left").groupBy("day", "label").count()
+
+    got, expected, report = _run(spark, data, job)
+    assert got == expected and len(expected) == DAYS
+    line = report.to_dict()
+    codes = {r["code"] for r in line["refusals"]}
+    assert "join-keeps-unmatched" in codes, line
+    (t,) = [t for t in line["tables"] if t["table"] == "wt_sales"]
+    assert t["reason_code"] == "nothing-to-prune" and t["pruning"] == "none", t
 
 
 def test_a_catalog_table_with_a_partition_filter_stays_sparks(spark: Any,

@@ -5,6 +5,7 @@ import json
 
 from typing import Any, Optional
 
+from dpp.core.refusals import Code, Refusal
 from dpp.plan_pairs import find_prunes
 
 
@@ -126,7 +127,7 @@ def test_an_unfiltered_build_side_prunes_nothing_and_says_so() -> None:
     f, d = p.fact(), p.dim(selective=False)
     _join(p, f, d, "INNER", [(p.key(2), p.key(10))])
     prunes, notes = find_prunes(p.desc())
-    assert prunes == [] and "filters nothing" in notes[0]
+    assert prunes == [] and notes[0].code is Code.BUILD_FILTERS_NOTHING
 
 
 def test_traced_through_project_alias_aggregate_and_union() -> None:
@@ -357,10 +358,41 @@ def test_no_narrowing_from_above_where_it_could_drop_rows() -> None:
     with it on the left), when the month is an aggregate's result rather than a grouping
     key, or when the side above filters nothing or is not deterministic."""
     for kw in ({"up": "LEFT OUTER"}, {"up": "FULL OUTER"}, {"grouping": False},
-               {"other_selective": False}, {"other_flags": {"nondeterministic": "rand(1)"}}):
+               {"other_selective": False}, {"other_flags": {"flagged": "rand(1)"}}):
         p = _Plan()
         _f, d, _other = _q2(p, **kw)   # type: ignore[arg-type]
         assert not [x for x in find_prunes(p.desc())[0] if x.build_node == d], kw
     p = _Plan()
     f, d, other = _q2(p, up="RIGHT OUTER")   # the grouped side is NULL-supplied: prunable
     assert [x.build_semi[0] for x in find_prunes(p.desc())[0] if x.build_node == d] == [other]
+
+
+def test_a_sort_decides_a_limit_above_the_join_never_a_sample() -> None:
+    """``ordered`` (a front end's fact: a sort right below) makes a limit's rows the same
+    from fewer files; a sample draws per task whatever the order, and an expression drawn
+    per run in the limit's own node is drawn all the same."""
+    for op, extra, pruned in (("GlobalLimit", {}, True), ("Sample", {}, False),
+                              ("GlobalLimit", {"flagged": "rand()"}, False)):
+        p = _Plan()
+        f, d = p.fact(), p.dim()
+        j = _join(p, f, d, "INNER", [(p.key(2), p.key(10))])
+        out = [(o[0], o[1]) for o in p.nodes[j]["output"]]
+        s = p.node("Sort", [j], out)
+        p.node(op, [s], out, ordered=True, **extra)
+        prunes, notes = find_prunes(p.desc())
+        assert bool(prunes) == pruned, (op, extra, prunes)
+        if not pruned:
+            assert [n.code for n in notes] == [Code.FACT_BELOW_NONDETERMINISTIC], notes
+
+
+def test_every_front_ends_facts_meet_one_rule() -> None:
+    from dpp.rules import decided_by_sort, unrepeatable
+
+    assert unrepeatable("GlobalLimit") == "GlobalLimit"
+    assert unrepeatable("Limit", "rand()") == "Limit"        # the operator names it first
+    assert unrepeatable("Filter", "rand(3) < 0.5") == "Filter (rand(3) < 0.5)"
+    assert unrepeatable("Project") is None and unrepeatable("Filter", "") is None
+    assert decided_by_sort("GlobalLimit", None, True)
+    assert not decided_by_sort("Sample", None, True)
+    assert not decided_by_sort("GlobalLimit", "rand()", True)
+    assert not decided_by_sort("GlobalLimit", None, False)

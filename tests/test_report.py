@@ -73,7 +73,7 @@ def test_start_fills_identity_fields():
     assert r.query_hash == hashlib.sha256(text.encode()).hexdigest()[:16]  # of the whole text
     assert r.query_text == text[:QUERY_TEXT_LIMIT]
     assert r.started_at.endswith("+00:00")
-    assert r.schema_version == SCHEMA_VERSION == 1
+    assert r.schema_version == SCHEMA_VERSION == 2
     assert r.spark_scan == {"files_read": None, "bytes_read": None, "partitions_read": None}
     assert JobReport.start("SELECT 1", "sql", {}, True).query_id != r.query_id
 
@@ -167,7 +167,7 @@ def _set(d: dict[str, Any], path: str, value: Any) -> None:
 
 
 @pytest.mark.parametrize("path,value,named", [
-    ("schema_version", 2, "schema_version"),
+    ("schema_version", 3, "schema_version"),
     ("schema_version", True, "schema_version"),
     ("query_id", 5, "query_id"),
     ("query_id", "not-a-uuid", "query_id"),

@@ -183,7 +183,7 @@ def test_report_file_gets_one_json_line_per_job(spark, layout, tmp_path):
     assert len(lines) == 2
     reports = read_jsonl(path)
     assert [r.tables[0].partitions_kept for r in reports] == [2, 7]
-    assert json.loads(lines[0])["schema_version"] == 1
+    assert json.loads(lines[0])["schema_version"] == 2
     assert reports[0].tables[0].pruned_static == 38
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dpp.core.refusals import Code, Refusal
 from dpp.report import FilterReport, JobReport, ReportError, TableReport, append_jsonl, read_jsonl
 
 
@@ -32,7 +33,7 @@ def test_round_trip():
     assert JobReport.from_dict(json.loads(r.to_json())) == r
 
 
-@pytest.mark.parametrize("field,value", [("schema_version", 2), ("enabled", "yes"),
+@pytest.mark.parametrize("field,value", [("schema_version", 3), ("enabled", "yes"),
                                          ("settings", []), ("query_id", 5)])
 def test_from_dict_names_the_bad_field(field, value):
     d = _report(1).to_dict()
@@ -52,8 +53,10 @@ def test_summary_line_exact():
     assert _report(1).summary_line() == ("dpp: store_sales kept 7/40 partitions (82% pruned), "
                                          "1.5 GiB skipped; date_dim.d_date_sk values(7) in 0.4 s")
     r = JobReport.start(query_text="SELECT 1", kind="sql", settings={}, enabled=True)
-    r.add_table_unpruned("store_sales", None, "preserved side of an outer join")
-    assert r.summary_line() == "dpp: no pruning (store_sales: preserved side of an outer join)"
+    r.add_table_unpruned("store_sales", None, Refusal(Code.PRESERVED_SIDE))
+    assert r.summary_line() == ("dpp: no pruning (store_sales: preserved side of an outer join, "
+                                "and no other usable predicate)")
+    assert r.tables[0].reason_code == "preserved-side"
 
 
 def _append_many(path: str, n: int, offset: int) -> None:

@@ -12,6 +12,7 @@ import pytest
 import sqlglot
 
 import dpp.sql_build
+from dpp.core.refusals import Code, Refusal
 from dpp.plan_pairs import find_prunes
 from dpp.planner import TableInfo, analyze
 from dpp.sql_scopes import Tables
@@ -59,11 +60,11 @@ def test_an_unrepeatable_neighbour_of_the_build_side_is_refused_by_find_prunes(
     # side to it, while the build query written joins ``e`` too
     _plan, ref = _ref(neighbour)
     assert ref.dynamic == [] and not ref.pruning
-    assert any("not repeatable" in n for n in ref.notes), ref.notes
+    assert any(r.code is Code.BUILD_NONDETERMINISTIC for r in ref.refusals), ref.notes
     typed = translate(sqlglot.parse_one(neighbour, read="spark"), Tables(_resolve))
     prunes, notes = find_prunes(dict(typed.message))
     assert not [p for p in prunes if p.relation in typed.relations]
-    assert any("build side is not deterministic" in n for n in notes), notes
+    assert any(n.code is Code.BUILD_NONDETERMINISTIC for n in notes), notes
 
 
 def test_the_typed_build_side_is_what_the_build_query_reads() -> None:
@@ -91,13 +92,13 @@ def test_a_random_semi_join_pushed_into_a_derived_table_is_refused_there() -> No
     _plan, ref = _ref("SELECT x.v FROM (SELECT v, k FROM f) x JOIN d ON x.k = d.k "
                       "WHERE d.x > 0 AND d.x + rand() > 1")
     assert not ref.dynamic
-    assert any("not repeatable" in n for n in ref.notes), ref.notes
+    assert any(r.code is Code.BUILD_NONDETERMINISTIC for r in ref.refusals), ref.notes
     assert not any("read below" in n for n in ref.notes)
 
 
 def test_a_random_in_subquery_is_refused() -> None:
     _plan, ref = _ref("SELECT v FROM f WHERE k IN (SELECT k FROM d WHERE x > 0 LIMIT 3)")
-    assert not ref.dynamic and any("not repeatable" in n for n in ref.notes)
+    assert not ref.dynamic and any(r.code is Code.BUILD_NONDETERMINISTIC for r in ref.refusals)
 
 
 # ------------------------------------------------------------------ USING / NATURAL

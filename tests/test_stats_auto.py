@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dpp.core.refusals import Code, Refusal
 from dpp.config import DppConfig
 from dpp.core.domain import BIGINT, Domain
 from dpp.core.errors import ConfigError
@@ -165,7 +166,7 @@ def test_the_decision_asks_its_policy_once_per_table_and_column():
     no = decide(analyze(sql, resolve), {"sales": SALES}, query_id="q1",
                 stats_pruning=lambda t, c: False, mentions=lambda text: ["sales"])
     assert no.filters == () and no.groups == ()
-    assert all("auto judged" in why for _, why in no.unpruned)
+    assert all("auto judged" in why.words() for _, why in no.unpruned)
 
 
 # ---------------------------------------------------------------------------- through Spark

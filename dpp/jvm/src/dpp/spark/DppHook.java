@@ -319,43 +319,27 @@ public final class DppHook {
         }
     }
 
-    /**
-     * What a build side computes, as a number equal for build sides that compute the same
-     * values within {@code scope} (Spark's canonical form, compared exactly: expression ids
-     * and aliases normalized). The copies of a CTE or view that Spark inlines in several
-     * places, in one optimizer run or in the runs of one query's subqueries, get one filter,
-     * one load, and one file index that Spark's exchange and subquery reuse see as the same.
-     */
-    /** Why the rows of {@code plan} may differ when it is run again (the describer's rule on
-     * every node: nondeterministic expressions, samples, limits), or null: what
-     * {@code dpp.determinism} asks of a DataFrame handed over as a build side (which asks
-     * {@link #windowCalls} for the windows, and decides on them itself). */
-    public static String nondeterminism(LogicalPlan plan) {
+    /** The facts {@code dpp.determinism} decides on for a DataFrame handed over as a build
+     * side, node by node over {@code plan}: JSON [{op, flagged?, windowCalls?}, ...] (what
+     * the describer records; {@code dpp.rules} decides). */
+    public static String nodeFacts(LogicalPlan plan) {
+        com.fasterxml.jackson.databind.ObjectMapper json =
+            new com.fasterxml.jackson.databind.ObjectMapper();
+        com.fasterxml.jackson.databind.node.ArrayNode all = json.createArrayNode();
         java.util.ArrayDeque<LogicalPlan> stack = new java.util.ArrayDeque<>();
         stack.push(plan);
         while (!stack.isEmpty()) {
             LogicalPlan p = stack.pop();
-            String why = PlanDescriber.nondeterminism(p);
-            if (why != null) {
-                return p.getClass().getSimpleName() + " (" + why + ")";
+            com.fasterxml.jackson.databind.node.ObjectNode n = all.addObject();
+            n.put("op", p.getClass().getSimpleName());
+            String flagged = PlanDescriber.flagged(p);
+            if (flagged != null) {
+                n.put("flagged", flagged);
             }
-            for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
-                stack.push(c);
+            com.fasterxml.jackson.databind.node.ArrayNode calls = PlanDescriber.windowCalls(p);
+            if (calls.size() > 0) {
+                n.set("windowCalls", calls);
             }
-        }
-        return null;
-    }
-
-    /** Every window function of {@code plan}, as JSON [[SQL name, aggregate, ROWS frame,
-     * whole-partition frame, ordered], ...] ({@link PlanDescriber#windowCalls}). */
-    public static String windowCalls(LogicalPlan plan) {
-        com.fasterxml.jackson.databind.node.ArrayNode all =
-            new com.fasterxml.jackson.databind.ObjectMapper().createArrayNode();
-        java.util.ArrayDeque<LogicalPlan> stack = new java.util.ArrayDeque<>();
-        stack.push(plan);
-        while (!stack.isEmpty()) {
-            LogicalPlan p = stack.pop();
-            all.addAll(PlanDescriber.windowCalls(p));
             for (LogicalPlan c : CollectionConverters.asJava(p.children())) {
                 stack.push(c);
             }
@@ -363,6 +347,13 @@ public final class DppHook {
         return all.toString();
     }
 
+    /**
+     * What a build side computes, as a number equal for build sides that compute the same
+     * values within {@code scope} (Spark's canonical form, compared exactly: expression ids
+     * and aliases normalized). The copies of a CTE or view that Spark inlines in several
+     * places, in one optimizer run or in the runs of one query's subqueries, get one filter,
+     * one load, and one file index that Spark's exchange and subquery reuse see as the same.
+     */
     public static int buildSignature(String request, int node, int expr, String semi,
                                      String scope) {
         PlanDescriber d = REQUESTS.get(request);

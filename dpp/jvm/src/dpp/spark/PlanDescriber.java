@@ -147,7 +147,7 @@ final class PlanDescriber {
     }
 
     /** The plan wire contract's version ({@code dpp/plan_wire.py}: the same number). */
-    static final int WIRE_VERSION = 2;
+    static final int WIRE_VERSION = 3;
 
     String describe(String request, boolean explaining, String scope) {
         return describe(request, explaining, scope, false);
@@ -239,12 +239,12 @@ final class PlanDescriber {
         out.add(n);  // placeholder filled below (children first need ids)
         n.put("id", id);
         n.put("op", p.getClass().getSimpleName());
-        String nondeterministic = nondeterminism(p);
-        if (nondeterministic != null) {
-            n.put("nondeterministic", nondeterministic);
-            if (overSort(p)) {
-                n.put("ordered", true);
-            }
+        String flagged = flagged(p);
+        if (flagged != null) {
+            n.put("flagged", flagged);
+        }
+        if (LIMITS.contains(p.getClass().getSimpleName()) && overSort(p)) {
+            n.put("ordered", true);
         }
         ArrayNode calls = windowCalls(p);
         if (calls.size() > 0) {
@@ -340,21 +340,17 @@ final class PlanDescriber {
         return id;
     }
 
-    /** Operators whose rows depend on which rows arrive where and in what order: run again in
-     * another layout (a clone of the session, fewer files after pruning) they keep other rows. */
-    private static final java.util.Set<String> ORDER_DEPENDENT = new java.util.HashSet<>(
-        java.util.Arrays.asList("Sample", "GlobalLimit", "LocalLimit", "Limit", "Tail", "Offset",
+    /** The limit operators (by Spark's names) whose kept rows a sort right below decides:
+     * the describer records that fact ({@code ordered}); whether a node's rows may differ per
+     * run is decided in Python ({@code dpp.rules.unrepeatable}). */
+    private static final java.util.Set<String> LIMITS = new java.util.HashSet<>(
+        java.util.Arrays.asList("GlobalLimit", "LocalLimit", "Limit", "Tail", "Offset",
             "LimitAndOffset", "OffsetAndLimit", "GlobalLimitAndOffset"));
-    /** Window functions whose value for a row depends on the order of rows that tie. */
-    /** Why the rows of {@code p} itself (not its children) may differ between two runs over
-     * the same input — a nondeterministic expression (Spark's own flag: rand, nondeterministic
-     * UDFs, first/last, monotonically_increasing_id...), a sample, a limit or offset — or null
-     * when they cannot. */
-    static String nondeterminism(LogicalPlan p) {
-        String op = p.getClass().getSimpleName();
-        if (ORDER_DEPENDENT.contains(op)) {
-            return op;
-        }
+
+    /** The first expression of {@code p} itself (not its children) Spark flags as
+     * nondeterministic (rand, nondeterministic UDFs, first/last, monotonically_increasing_id,
+     * ...), as SQL, or null: a fact the rule in {@code dpp.rules} decides on. */
+    static String flagged(LogicalPlan p) {
         for (Expression e : CollectionConverters.asJava(p.expressions())) {
             if (!e.deterministic()) {
                 String sql = e.sql();
@@ -434,7 +430,7 @@ final class PlanDescriber {
             if (op.equals("Sort")) {
                 return true;
             }
-            if (!op.equals("Project") && !ORDER_DEPENDENT.contains(op) || op.equals("Sample")) {
+            if (!op.equals("Project") && !LIMITS.contains(op)) {
                 return false;
             }
         }
