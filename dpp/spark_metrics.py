@@ -231,12 +231,23 @@ def scan_metrics(df: Any) -> ScanMetrics:
 
 # ------------------------------------------------------------------------- status store
 
+def _bytes_read(spark: Any) -> Optional[tuple[int, int, int]]:
+    try:
+        from hive_splits.storage_calls import bytes_read
+        return bytes_read(spark)
+    except Exception:
+        log.debug("bytes read not counted", exc_info=True)
+        return None
+
+
 class JobWindow:
     """Executor CPU and input of every Spark job started between ``start()`` and ``stop()``."""
 
     def __init__(self, spark: Any) -> None:
+        self._spark = spark
         self._sc = spark.sparkContext._jsc.sc()
         self._first_job = 0
+        self._read_at_start: Optional[tuple[int, int, int]] = None
 
     def _drain(self) -> None:
         """Waits until the listener bus has delivered every event to the status store."""
@@ -252,6 +263,7 @@ class JobWindow:
         self._drain()
         ids = self._job_ids()
         self._first_job = (max(ids) + 1) if ids else 0
+        self._read_at_start = _bytes_read(self._spark)
         return self
 
     def stop(self) -> dict[str, float]:
@@ -287,6 +299,16 @@ class JobWindow:
                 inp += int(st.inputBytes())
                 if not build:
                     query_inp += int(st.inputBytes())
-        return {"executor_cpu_ms": cpu_ns / 1e6, "executor_run_ms": float(run_ms),
-                "input_bytes": inp, "query_input_bytes": query_inp, "jobs": jobs,
-                "stages": stages}
+        out = {"executor_cpu_ms": cpu_ns / 1e6, "executor_run_ms": float(run_ms),
+               "input_bytes": inp, "query_input_bytes": query_inp, "jobs": jobs,
+               "stages": stages, "input_counted": 0.0}
+        end = _bytes_read(self._spark)
+        if self._read_at_start is not None and end is not None:
+            # the counting filesystem's bytes: Spark's task metric (Hadoop's per-thread
+            # statistics) misses what a vectored read fetches on other threads, so a whole
+            # column read shows as a few KB; these count at the call
+            build, tasks, _driver = (e - s for e, s in zip(end, self._read_at_start))
+            out.update(input_bytes=build + tasks, query_input_bytes=tasks,
+                       spark_input_bytes=inp, spark_query_input_bytes=query_inp,
+                       input_counted=1.0)
+        return out

@@ -24,12 +24,13 @@ from typing import Any, Optional
 
 from hive_splits.javac import cached_jar
 
-__all__ = ["counting_jar", "counting_conf", "storage_calls", "worth_counting",
+__all__ = ["counting_jar", "counting_conf", "storage_calls", "bytes_read", "worth_counting",
            "CountingUnavailable", "lag_conf", "lag_uri", "LAG_SCHEME"]
 
 log = logging.getLogger(__name__)
 
 _SOURCES = [Path(__file__).parent / "jvm" / "CountingLocalFileSystem.java",
+            Path(__file__).parent / "jvm" / "CountingInputStream.java",
             Path(__file__).parent / "jvm" / "LaggedLocalFileSystem.java"]
 _CLASS = "dpp.hadoop.CountingLocalFileSystem"
 _LAG_CLASS = "dpp.hadoop.LaggedLocalFileSystem"
@@ -43,21 +44,25 @@ class CountingUnavailable(RuntimeError):
     """The counting filesystem cannot be built here (no JDK, no Hadoop jar)."""
 
 
-def _hadoop_jar() -> str:
+def _classpath() -> str:
+    """Hadoop's client API (the filesystem) and Spark's core (a task's job group)."""
     from hive_splits.javac import spark_jars
 
-    jars = spark_jars("hadoop-client-api-*.jar")
-    if not jars:
-        raise CountingUnavailable("Spark's jars folder (pyspark's, $SPARK_HOME's) holds no "
-                                  "hadoop-client-api jar")
-    return jars[-1]
+    found = []
+    for pattern in ("hadoop-client-api-*.jar", "spark-core_*.jar"):
+        jars = spark_jars(pattern)
+        if not jars:
+            raise CountingUnavailable(f"Spark's jars folder (pyspark's, $SPARK_HOME's) holds "
+                                      f"no {pattern}")
+        found.append(jars[-1])
+    return os.pathsep.join(found)
 
 
 def counting_jar(cache_dir: Optional[str] = None) -> Path:
     """The jar of the counting filesystem and of the lagged one (one jar: the lagged one adds
     to the counting one's counts), compiled on first use (needs ``javac`` and ``jar`` from a
     JDK; raises :class:`CountingUnavailable` saying what is missing)."""
-    return cached_jar("counting-fs", _SOURCES, _hadoop_jar(), CountingUnavailable, cache_dir)
+    return cached_jar("counting-fs", _SOURCES, _classpath(), CountingUnavailable, cache_dir)
 
 
 def counting_conf(cache_dir: Optional[str] = None) -> dict[str, str]:
@@ -150,6 +155,24 @@ def storage_calls(spark: Any) -> Optional[tuple[int, int]]:
 
 
 _STATE: dict[int, dict[str, Any]] = {}
+
+
+def bytes_read(spark: Any) -> Optional[tuple[int, int, int]]:
+    """Bytes read so far in the driver's JVM through the counting filesystems' files: (by
+    dpp build-side tasks, by other tasks, outside tasks), or None without them. Unlike
+    Spark's task input metric (Hadoop's per-thread statistics) it counts what a vectored
+    read fetches on other threads. Local mode only sees every task: executors in other JVMs
+    count in theirs."""
+    from py4j.java_gateway import JavaClass
+
+    found = spark._jvm.dpp.hadoop.CountingLocalFileSystem
+    if not isinstance(found, JavaClass):
+        return None
+    try:
+        got = found.bytesRead()
+    except Exception:   # a jar from before the byte counts
+        return None
+    return int(got[0]), int(got[1]), int(got[2])
 
 
 def worth_counting(spark: Any, location: str) -> bool:

@@ -422,3 +422,44 @@ def test_surviving_values_become_runs_of_neighbours_in_the_metastore_filter() ->
     assert src._predicate(survivors[:3], typed[:3], [every[50:53]]) is None
     assert src._predicate(many[:2], [{"d": 0}, {"d": 1}]) == \
         "(`d` IN (CAST('0' AS int), CAST('1' AS int)))"
+
+
+# ------------------------------------------------------------------ bytes read
+
+def test_the_counting_filesystem_counts_what_a_vectored_read_fetches(spark, tmp_path) -> None:
+    """Spark's task input metric reads Hadoop's per-thread statistics, which miss what
+    Parquet's vectored reads fetch on other threads; the bench's filesystem counts each read
+    at the call. Reading one column of a file: its bytes are counted (and no more than the
+    file), by a task, with vectored reads on and off alike."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from hive_splits.storage_calls import bytes_read
+
+    if os.environ.get("DPP_TEST_NO_COUNTING"):
+        pytest.skip(f"no counting filesystem: {os.environ['DPP_TEST_NO_COUNTING']}")
+    path = tmp_path / "wide.parquet"
+    n = 400_000
+    pq.write_table(pa.table({"a": pa.array(range(n), pa.int64()),
+                             "b": pa.array([i * 7919 % 1_000_003 for i in range(n)],
+                                           pa.int64())}),
+                   path, compression="NONE", use_dictionary=False)
+    column_b = pq.ParquetFile(path).metadata.row_group(0).column(1).total_compressed_size
+    size = path.stat().st_size
+    hconf = spark.sparkContext._jsc.hadoopConfiguration()
+    saved = hconf.get("parquet.hadoop.vectored.io.enabled")
+    try:
+        for vectored in ("true", "false"):
+            hconf.set("parquet.hadoop.vectored.io.enabled", vectored)
+            before = bytes_read(spark)
+            assert before is not None
+            assert spark.read.parquet(str(path)).selectExpr("sum(b)").collect()[0][0] > 0
+            after = bytes_read(spark)
+            build, tasks, _driver = (a - b for a, b in zip(after, before))
+            assert build == 0
+            assert column_b * 0.9 <= tasks <= size, (vectored, tasks, column_b, size)
+    finally:
+        if saved is None:
+            hconf.unset("parquet.hadoop.vectored.io.enabled")
+        else:
+            hconf.set("parquet.hadoop.vectored.io.enabled", saved)

@@ -32,6 +32,10 @@ class QueryMetrics:
     executor_run_ms: float = 0.0
     input_bytes: int = 0            # bytes tasks actually read (all tables, column-pruned)
     query_input_bytes: int = 0      # the same without dpp's build-side jobs
+    # whether the two above were counted by the bench's filesystem (every byte a task read,
+    # vectored reads included), not taken from Spark's task metric, kept here beside them
+    input_counted: bool = False
+    spark_query_input_bytes: Optional[int] = None
     jobs: int = 0
     stages: int = 0
     scans: list[dict[str, Any]] = field(default_factory=list)
@@ -73,6 +77,9 @@ def collect_metrics(df: Any, window: dict[str, float], facts: Iterable[str],
         executor_run_ms=float(window["executor_run_ms"]),
         input_bytes=int(window["input_bytes"]),
         query_input_bytes=int(window.get("query_input_bytes", window["input_bytes"])),
+        input_counted=bool(window.get("input_counted")),
+        spark_query_input_bytes=(int(window["spark_query_input_bytes"])
+                                 if "spark_query_input_bytes" in window else None),
         jobs=int(window["jobs"]),
         stages=int(window["stages"]))
     for s, fact in fact_scans(df, facts, data_dir):

@@ -585,6 +585,18 @@ def render_storage(result: dict[str, Any], kind: str) -> list[str]:
     return lines
 
 
+def _input_source(result: dict[str, Any]) -> str:
+    """Where the query input figures come from: the bench's counting filesystem (every byte
+    read through it, vectored reads included) or Spark's task metric, which misses the bytes
+    a vectored Parquet read fetches on other threads."""
+    runs = [r for r in result.get("runs", []) if r.get("metrics")]
+    if runs and all(r["metrics"].get("input_counted") for r in runs):
+        return (", counted by the bench's filesystem at each read (Spark's own input metric "
+                "misses what Parquet's vectored reads fetch on other threads)")
+    return (", from Spark's task input metric (it misses what Parquet's vectored reads "
+            "fetch on other threads: compare modes with care)")
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     """report.md: per table kind, the Trino-style table (query; elapsed, CPU, data read per
     mode), then the summary, the targets and, with mode ``dpp``, the overhead breakdown."""
@@ -605,7 +617,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         "Elapsed = opening the tables (listing) + running the query; CPU = executor CPU time; "
         "data read = bytes of fact-table files scanned; query input = bytes the query's own "
         "tasks read (every table, only the columns and row groups read; dpp's build sides "
-        "left out).",
+        "left out)" + _input_source(result) + ".",
         "",
     ]
     if len(breakdown) > 1:   # one line per kind below; the whole run's total here

@@ -24,11 +24,32 @@ public class CountingLocalFileSystem extends LocalFileSystem {
   private static final AtomicLong LIST = new AtomicLong();
   private static final AtomicLong HEAD = new AtomicLong();
   private static final AtomicLong OPEN = new AtomicLong();
+  // bytes read through the files opened here, by who opened them: a task of a dpp build
+  // side (job group dpp-build-*), any other task, code outside a task (the driver)
+  private static final AtomicLong READ_BUILD = new AtomicLong();
+  private static final AtomicLong READ_TASK = new AtomicLong();
+  private static final AtomicLong READ_DRIVER = new AtomicLong();
   private static final ThreadLocal<int[]> IN_OPEN = ThreadLocal.withInitial(() -> new int[1]);
 
   /** {LIST, HEAD, OPEN} counted so far in this JVM. */
   public static long[] counts() {
     return new long[] {LIST.get(), HEAD.get(), OPEN.get()};
+  }
+
+  /** Bytes read so far in this JVM through files opened here: {by dpp build-side tasks, by
+   * other tasks, outside tasks} (see {@link CountingInputStream}). */
+  public static long[] bytesRead() {
+    return new long[] {READ_BUILD.get(), READ_TASK.get(), READ_DRIVER.get()};
+  }
+
+  /** The counter for a file opened by the calling thread. */
+  static AtomicLong readCounter() {
+    org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
+    if (task == null) {
+      return READ_DRIVER;
+    }
+    String group = task.getLocalProperty("spark.jobGroup.id");
+    return group != null && group.startsWith("dpp-build-") ? READ_BUILD : READ_TASK;
   }
 
   // for the other filesystems of this package (LaggedLocalFileSystem), whose requests are
@@ -51,7 +72,8 @@ public class CountingLocalFileSystem extends LocalFileSystem {
     int[] depth = IN_OPEN.get();
     depth[0]++;
     try {
-      return super.open(f, bufferSize);
+      return new FSDataInputStream(new CountingInputStream(super.open(f, bufferSize),
+                                                           readCounter()));
     } finally {
       depth[0]--;
     }

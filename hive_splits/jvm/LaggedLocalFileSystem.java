@@ -196,7 +196,9 @@ public class LaggedLocalFileSystem extends RawLocalFileSystem {
   @Override
   public FSDataInputStream open(Path f, int bufferSize) throws IOException {
     // RawLocalFileSystem.open takes the file's status first: part of the open, not a HEAD
-    return request(KIND_OPEN, () -> super.open(f, bufferSize));
+    FSDataInputStream in = request(KIND_OPEN, () -> super.open(f, bufferSize));
+    return new FSDataInputStream(new CountingInputStream(in,
+                                                         CountingLocalFileSystem.readCounter()));
   }
 
   private <T> T request(int kind, Request<T> call) throws IOException {

@@ -1,0 +1,132 @@
+package dpp.hadoop;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntFunction;
+
+import org.apache.hadoop.fs.ByteBufferReadable;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSInputStream;
+import org.apache.hadoop.fs.FileRange;
+import org.apache.hadoop.fs.StreamCapabilities;
+
+/**
+ * A file's input stream counting the bytes read through it, into the counter its opener
+ * chose (a build side's task, a query's task, the driver). Spark's own "input bytes" metric
+ * reads Hadoop's per-thread statistics, which miss the bytes a vectored read fetches on other
+ * threads (Parquet's default on Hadoop 3.4): a full column read then shows as a few KB. This
+ * stream counts at the call, whatever thread completes it: a vectored read counts the
+ * lengths of its ranges; every other read the bytes it returned.
+ */
+final class CountingInputStream extends FSInputStream implements ByteBufferReadable,
+    StreamCapabilities {
+  private final FSDataInputStream in;
+  private final AtomicLong bytes;
+
+  CountingInputStream(FSDataInputStream in, AtomicLong bytes) {
+    this.in = in;
+    this.bytes = bytes;
+  }
+
+  private int counted(int n) {
+    if (n > 0) {
+      bytes.addAndGet(n);
+    }
+    return n;
+  }
+
+  @Override
+  public int read() throws IOException {
+    int b = in.read();
+    if (b >= 0) {
+      bytes.incrementAndGet();
+    }
+    return b;
+  }
+
+  @Override
+  public int read(byte[] b, int off, int len) throws IOException {
+    return counted(in.read(b, off, len));
+  }
+
+  @Override
+  public int read(ByteBuffer buf) throws IOException {
+    if (in.hasCapability(StreamCapabilities.READBYTEBUFFER)) {
+      return counted(in.read(buf));
+    }
+    // the stream below reads into arrays only (the local disk's checksummed one): the same
+    // bytes through an array
+    byte[] tmp = new byte[buf.remaining()];
+    int n = in.read(tmp, 0, tmp.length);
+    if (n > 0) {
+      buf.put(tmp, 0, n);
+    }
+    return counted(n);
+  }
+
+  @Override
+  public int read(long position, byte[] buffer, int offset, int length) throws IOException {
+    return counted(in.read(position, buffer, offset, length));
+  }
+
+  @Override
+  public void readFully(long position, byte[] buffer, int offset, int length)
+      throws IOException {
+    in.readFully(position, buffer, offset, length);
+    bytes.addAndGet(length);
+  }
+
+  @Override
+  public void readFully(long position, byte[] buffer) throws IOException {
+    readFully(position, buffer, 0, buffer.length);
+  }
+
+  @Override
+  public void readVectored(List<? extends FileRange> ranges, IntFunction<ByteBuffer> allocate)
+      throws IOException {
+    long n = 0;
+    for (FileRange r : ranges) {
+      n += r.getLength();
+    }
+    bytes.addAndGet(n);
+    in.readVectored(ranges, allocate);
+  }
+
+  @Override
+  public void seek(long pos) throws IOException {
+    in.seek(pos);
+  }
+
+  @Override
+  public long getPos() throws IOException {
+    return in.getPos();
+  }
+
+  @Override
+  public boolean seekToNewSource(long targetPos) throws IOException {
+    return in.seekToNewSource(targetPos);
+  }
+
+  @Override
+  public long skip(long n) throws IOException {
+    return in.skip(n);
+  }
+
+  @Override
+  public int available() throws IOException {
+    return in.available();
+  }
+
+  @Override
+  public boolean hasCapability(String capability) {
+    return in.hasCapability(capability);
+  }
+
+  @Override
+  public void close() throws IOException {
+    in.close();
+  }
+}
