@@ -11,10 +11,13 @@ WORKERS ?= -n 2 --dist loadfile
 
 .PHONY: venv system test check test-compat jars docs demo fuzz fuzz-long bench-splits bench-collectors bench-analysis tpcds-bench clean
 
+# (setuptools' notice that an editable install follows the working tree is silenced: that is
+# what a development install is for)
 $(VENV)/.installed: setup.cfg pyproject.toml constraints/dev.txt constraints/common.txt
 	$(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install -q --upgrade pip
-	$(PYTHON) -m pip install -q -c constraints/dev.txt -e '.[test,tpcds]'
+	PYTHONWARNINGS="ignore:Editable installation" $(PYTHON) -m pip install -q \
+		-c constraints/dev.txt -e '.[test,tpcds]'
 	touch $@
 
 venv: $(VENV)/.installed
@@ -67,7 +70,8 @@ jars: venv
 # (scripts/docs_gen.py), then builds docs/ with MkDocs into site/ (gitignored). Strict: a broken
 # link or a page missing from mkdocs.yml's navigation fails the build.
 $(VENV)/.docs-installed: $(VENV)/.installed setup.cfg
-	$(PYTHON) -m pip install -q -c constraints/dev.txt -e '.[docs]'
+	PYTHONWARNINGS="ignore:Editable installation" $(PYTHON) -m pip install -q \
+		-c constraints/dev.txt -e '.[docs]'
 	touch $@
 
 docs: venv $(VENV)/.docs-installed

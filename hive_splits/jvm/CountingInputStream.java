@@ -57,9 +57,16 @@ final class CountingInputStream extends FSInputStream implements ByteBufferReada
     if (in.hasCapability(StreamCapabilities.READBYTEBUFFER)) {
       return counted(in.read(buf));
     }
-    // the stream below reads into arrays only (the local disk's checksummed one): the same
-    // bytes through an array
-    byte[] tmp = new byte[buf.remaining()];
+    // the stream below reads into arrays only (the local disk's checksummed one): into the
+    // buffer's own array where it has one, else through a copy
+    if (buf.hasArray()) {
+      int n = in.read(buf.array(), buf.arrayOffset() + buf.position(), buf.remaining());
+      if (n > 0) {
+        buf.position(buf.position() + n);
+      }
+      return counted(n);
+    }
+    byte[] tmp = new byte[Math.min(buf.remaining(), 1 << 20)];
     int n = in.read(tmp, 0, tmp.length);
     if (n > 0) {
       buf.put(tmp, 0, n);
