@@ -8,7 +8,8 @@ leftovers Spark ignores and files of another schema; read as one of the three re
 ``spark.read.parquet``, a table declared by ``spark.dpp.tables.*``); a dimension with
 duplicates, NULL keys, keys of other types and keys through expressions and collations; a
 query written as SQL or as DataFrames (joins of every type, IN/EXISTS, CTEs, unions,
-aggregates, windows, LIMIT, nondeterministic functions, a write read back); session settings
+aggregates, windows, LIMIT, samples of the join (sorted or not), nondeterministic functions,
+a write read back); session settings
 (ANSI, time zones, case sensitivity, AQE, a small value limit, statistics pruning); and steps
 between two runs (files added, removed or rewritten, the dimension overwritten, a view
 redefined, a setting changed, the same DataFrame reused).

@@ -96,6 +96,11 @@ def sql_text(case: Case, fact: str, dim: str) -> str:
                 f"ORDER BY o LIMIT 5")
     if q.extra == "limit_count":
         return f"SELECT count(*) AS n FROM (SELECT * FROM ({base}) t LIMIT 4) u"
+    if q.extra == "sample":
+        return f"SELECT * FROM ({base}) TABLESAMPLE (50 PERCENT) REPEATABLE (3) u"
+    if q.extra == "order_sample":   # a sort decides which rows a limit keeps, not a sample
+        return (f"SELECT * FROM (SELECT t.*, to_json(struct(t.*)) AS o FROM ({base}) t "
+                f"ORDER BY o) TABLESAMPLE (50 PERCENT) REPEATABLE (3) u")
     if q.extra == "union":
         return f"({base}) UNION ({base})"
     if q.extra == "union_all":
@@ -156,6 +161,10 @@ def dataframe(case: Case, spark: Any, fact: str, dim: str) -> Any:
         return out.orderBy(F.to_json(F.struct(*[F.col(c) for c in out.columns]))).limit(5)
     if q.extra == "limit_count":
         return out.limit(4).groupBy().count()
+    if q.extra == "sample":
+        return out.sample(0.5, 3)
+    if q.extra == "order_sample":
+        return out.orderBy(F.to_json(F.struct(*[F.col(c) for c in out.columns]))).sample(0.5, 3)
     if q.extra in ("union", "union_all"):
         both = out.union(out)
         return both.distinct() if q.extra == "union" else both
