@@ -16,5 +16,5 @@ fi
 rm -rf "$venv"
 "$py" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q -c "$cons" -e '.[test,tpcds]'
+PYTHONWARNINGS="ignore:Editable installation" "$venv/bin/python" -m pip install -q -c "$cons" -e '.[test,tpcds]'
 touch "$stamp"
