@@ -44,6 +44,7 @@ from dpp.core.domain import Domain, TupleDomain
 from dpp.core.errors import DomainError, DppError
 from dpp.core.remote import functions_for
 from dpp.core.spark_compat import to_arrow
+from dpp.core.spark_rules import BROADCAST_KEY, broadcast_threshold
 from dpp.core.policy import CollapsePolicy
 
 __all__ = ["build_filter_native"]
@@ -55,9 +56,9 @@ _COUNT = "__dpp_rows"
 # a build side of at most this many rows is collected row by row (one column: 64k keys are a
 # few hundred KB) instead of grouped by Spark first: one job, no shuffle
 RAW_ROWS = 65536
-# ... tried first only when Spark estimates the build side at most this large (Spark's default
-# broadcast threshold): a larger one would be scanned twice when its rows are too many
-RAW_MAX_BYTES = 10 * 1024 * 1024
+# ... tried first only when Spark estimates the build side small enough to broadcast
+# (dpp.core.spark_rules.broadcast_threshold, the session's own): a larger one would be
+# scanned twice when its rows are too many
 
 
 def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
@@ -142,17 +143,18 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
 
 
 def _small(df: Any) -> bool:
-    """Whether Spark's own estimate of ``df`` is at most :data:`RAW_MAX_BYTES` (a filter does
-    not lower it: a table that small holds few enough rows to try); True where no estimate
-    can be read (a Spark Connect DataFrame: its plan is in the server)."""
+    """Whether Spark's own estimate of ``df`` is at most the session's broadcast threshold (a
+    filter does not lower it: a table that small holds few enough rows to try); True where
+    no estimate can be read (a Spark Connect DataFrame: its plan is in the server)."""
     jdf = getattr(df, "_jdf", None)
     if jdf is None:
         return True
     try:
         size = int(str(jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+        limit = broadcast_threshold(df.sparkSession.conf.get(BROADCAST_KEY, None))
     except Exception:   # no estimate: try the rows, bounded by raw_rows
         return True
-    return size <= RAW_MAX_BYTES
+    return size <= limit
 
 
 def _collect(table: Any, name: str, policy: CollapsePolicy, count_column: Optional[str]

@@ -21,10 +21,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DataType as SparkDataType
 from pyspark.sql.types import StructType
 
-from dpp.config import DppConfig, parse_size
+from dpp.config import DppConfig
 from dpp.core.domain import DataType
-from dpp.core.errors import ConfigError, DppError, LayoutError
-from dpp.core.spark_rules import SparkRules
+from dpp.core.errors import DppError, LayoutError
+from dpp.core.spark_rules import BROADCAST_KEY, SparkRules, broadcast_threshold
 from dpp.core.refusals import Code, Refusal
 from dpp.decision import table_columns
 from dpp.planner import TableInfo
@@ -316,14 +316,8 @@ class TableCatalog:
 
 
 def _broadcast_threshold(spark: SparkSession) -> int:
-    """Spark's ``autoBroadcastJoinThreshold`` in bytes (10 MB when unset or disabled)."""
-    raw = (spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760") or "").strip()
-    try:
-        value = int(raw) if raw.lstrip("-").isdigit() else parse_size(
-            "spark.sql.autoBroadcastJoinThreshold", raw)
-    except (ConfigError, ValueError):
-        value = -1
-    return value if value > 0 else 10 * 1024 * 1024
+    """Spark's broadcast threshold of this session (:func:`dpp.core.spark_rules.broadcast_threshold`)."""
+    return broadcast_threshold(spark.conf.get(BROADCAST_KEY, None))
 
 
 def _spark_type_to_domain(dt: SparkDataType) -> Optional[DataType]:

@@ -149,7 +149,6 @@ def _parse_size(key: str, raw: str) -> int:
     return v
 
 
-# sizes in Spark's own settings are read with the same rule (dpp.catalog: the broadcast threshold)
 parse_size = _parse_size
 
 

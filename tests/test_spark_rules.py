@@ -171,3 +171,18 @@ def test_values_spark_reads_but_python_cannot_hold_are_out_of_range_not_errors(r
     with pytest.raises(DomainError) as bad:  # a text nobody reads stays a plain error
         rules.read_text(t, "not a date")
     assert not isinstance(bad.value, ValueOutOfRange)
+
+
+def test_the_broadcast_threshold_is_read_as_spark_reads_a_size() -> None:
+    from dpp.core.spark_rules import DEFAULT_BROADCAST_BYTES, broadcast_threshold
+
+    assert DEFAULT_BROADCAST_BYTES == 10 * 1024 * 1024
+    assert broadcast_threshold("10485760") == DEFAULT_BROADCAST_BYTES
+    assert broadcast_threshold("100") == 100            # plain bytes, however small
+    assert broadcast_threshold("4k") == 4096
+    assert broadcast_threshold("20MB") == 20 << 20
+    assert broadcast_threshold(" 1g ") == 1 << 30
+    assert broadcast_threshold("2MiB") == 2 << 20
+    # unset, switched off, or unreadable: Spark's default
+    for raw in (None, "", "-1", "0", "ten", "1.5m"):
+        assert broadcast_threshold(raw) == DEFAULT_BROADCAST_BYTES, raw

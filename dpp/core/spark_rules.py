@@ -24,7 +24,29 @@ from typing import Any, Callable, Optional
 from dpp.core.domain import DataType
 from dpp.core.errors import DomainError, ValueOutOfRange
 
-__all__ = ["SparkRules", "DEFAULT_RULES", "resolve_zone"]
+__all__ = ["SparkRules", "DEFAULT_RULES", "resolve_zone", "broadcast_threshold",
+           "BROADCAST_KEY", "DEFAULT_BROADCAST_BYTES"]
+
+BROADCAST_KEY = "spark.sql.autoBroadcastJoinThreshold"
+DEFAULT_BROADCAST_BYTES = 10 * 1024 * 1024   # Spark's default for BROADCAST_KEY
+_BYTES = re.compile(r"^\s*(-?\d+)\s*(b|[kmgt]i?b?)?\s*$", re.I)
+
+
+def broadcast_threshold(raw: Optional[str]) -> int:
+    """The relation size (bytes) below which Spark broadcasts a join side, from the session's
+    ``spark.sql.autoBroadcastJoinThreshold`` text as Spark reads a byte size (a plain number
+    is bytes; ``k``/``m``/``g``/``t`` suffixes are binary); Spark's default, 10 MB, where the
+    setting is unset, unreadable or switched off (``-1``). The one answer to "is this
+    relation small by Spark's own measure", asked where a small catalog dimension is left to
+    Spark's broadcast (``dpp.catalog``) and where a build side is first collected whole
+    (``collectors.native``)."""
+    m = _BYTES.match(raw or "")
+    if not m:
+        return DEFAULT_BROADCAST_BYTES
+    unit = (m.group(2) or "b").lower()[0]
+    value = int(m.group(1)) * {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30,
+                               "t": 1 << 40}[unit]
+    return value if value > 0 else DEFAULT_BROADCAST_BYTES
 
 # java.time.ZoneId.SHORT_IDS, which Spark's DateTimeUtils.getZoneId accepts
 _SHORT_IDS = {
