@@ -211,10 +211,9 @@ class JobReport:
         """Keys the analysis refused: each said once, in words among the analysis notes and
         as its code in ``refusals``."""
         for r in refusals:
-            words = r.words()
-            if words not in self.analysis_notes:
-                self.analysis_notes.append(words)
-            entry = {"code": r.code.value, "subject": r.subject, "words": words}
+            entry = r.to_dict()
+            if entry["words"] not in self.analysis_notes:
+                self.analysis_notes.append(entry["words"])
             if entry not in self.refusals:
                 self.refusals.append(entry)
 
