@@ -72,7 +72,6 @@ Defaults, and why:
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -82,6 +81,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 from dpp.core.errors import ConfigError
 from dpp.core.remote import is_remote
+from dpp.core.spark_compat import session_conf
 from hive_splits.listing import LISTER_MODES
 
 log = logging.getLogger(__name__)
@@ -251,35 +251,26 @@ def spark_settings(spark: Any) -> dict[str, str]:
 
     Read on every query (and by ``dpp.enable`` on every ``spark.sql`` call), so it is kept
     cheap: the context's conf cannot change once the context runs and is read once per
-    context; the session's is read in one py4j call (its map as JSON, through the Jackson
-    Spark ships) instead of two calls per entry. Measured here: 0.5 ms a call instead of
-    about 25 ms. On Spark Connect (no JVM here) it is the server session's whole conf in one
-    ``getAll`` round trip.
+    context; the session's is read at once (:func:`~dpp.core.spark_compat.session_conf`: its
+    map as one JSON text on a classic session, one ``getAll`` RPC on Spark Connect, where the
+    server's session conf already holds its SparkConf entries).
     """
     if is_remote(spark):
-        # Spark Connect: no SparkContext here. The server's session conf already holds its
-        # SparkConf entries (Spark copies them into every session's SQL conf): one RPC
-        from dpp.core.spark_compat import conf_items
-
-        return {k: v for k, v in conf_items(spark).items() if k.startswith(PREFIX)}
+        return {k: v for k, v in session_conf(spark).items() if k.startswith(PREFIX)}
     ctx = _context(spark.sparkContext)
     conf = dict(ctx.settings)
     try:
-        conf.update(_session_settings(spark, ctx))
+        conf.update({k: v for k, v in session_conf(spark).items() if k.startswith(PREFIX)})
     except Exception:  # pragma: no cover - only on exotic Spark builds
         log.debug("could not read session conf through py4j", exc_info=True)
     return conf
 
 
 class _Context:
-    """What is read once per SparkContext: its ``spark.dpp.*`` entries, a JSON mapper."""
+    """What is read once per SparkContext: its ``spark.dpp.*`` entries."""
 
     def __init__(self, sc: Any) -> None:
         self.settings = {k: v for k, v in sc.getConf().getAll() if k.startswith(PREFIX)}
-        try:
-            self.mapper: Any = sc._jvm.com.fasterxml.jackson.databind.ObjectMapper()
-        except Exception:  # pragma: no cover - Spark always ships Jackson
-            self.mapper = None
 
 
 _CONTEXTS: "weakref.WeakKeyDictionary[Any, _Context]" = weakref.WeakKeyDictionary()
@@ -292,25 +283,6 @@ def _context(sc: Any) -> _Context:
         if ctx is None:
             ctx = _CONTEXTS[sc] = _Context(sc)
         return ctx
-
-
-def _session_settings(spark: Any, ctx: _Context) -> dict[str, str]:
-    jconf = spark._jsparkSession.conf()
-    if ctx.mapper is not None:
-        try:
-            every = json.loads(ctx.mapper.writeValueAsString(jconf.getAllAsJava()))
-            return {str(k): str(v) for k, v in every.items() if str(k).startswith(PREFIX)}
-        except Exception:
-            log.debug("reading the session conf as JSON failed; reading it entry by entry",
-                      exc_info=True)
-    out: dict[str, str] = {}
-    it = jconf.getAll().iterator()
-    while it.hasNext():
-        kv = it.next()
-        k = kv._1()
-        if k.startswith(PREFIX):
-            out[k] = kv._2()
-    return out
 
 
 ENABLED_KEY = "spark.dpp.enabled"

@@ -2,11 +2,11 @@
 
 The scan of a catalog table dpp prunes asks the metastore for the partitions dpp kept, by
 name, and Spark's own evaluation of the scan's filters decides on them (``CatalogByName``).
-Through a Hive metastore the table is read once and each kept partition once: the catalog's
-own ``getPartition`` reads the table twice more per partition, under the lock every query of
+Through a Hive metastore the table is read once and the kept partitions in one call: the
+catalog's own ``getPartition`` reads the table twice more per partition, under the lock every query of
 the driver needs to be analysed, which is what many queries at once queued for. The rows
 must stay Spark's whatever the partition columns' case, the default (NULL) partition or
-escaped values, and the count of Hive client calls must grow by one per kept partition.
+escaped values, and the count of Hive client calls must not grow with the kept partitions.
 """
 from __future__ import annotations
 
@@ -95,10 +95,11 @@ def test_rows_are_sparks_and_the_kept_partitions_are_read(spark: Any, session: A
         assert fact[0].partitions_kept == kept, report.summary_line()
 
 
-def test_each_kept_partition_costs_one_hive_client_call(spark: Any, session: Any) -> None:
-    """Two queries of the same shape, keeping one day's partitions and five days': the second
-    asks the Hive client exactly one more time per further kept partition (the catalog's own
-    getPartition asks three times)."""
+def test_the_kept_partitions_cost_one_hive_client_call_however_many(spark: Any,
+                                                                     session: Any) -> None:
+    """Two queries of the same shape, keeping one day's partitions and five days': both ask
+    the Hive client the same number of times (the kept partitions come in one call; the
+    catalog's own getPartition asks three times per partition)."""
     def calls(where: str) -> tuple[int, int]:
         q = _query(where)
         spark.sql(q).collect()          # analysed and planned once before: caches are warm
@@ -111,7 +112,7 @@ def test_each_kept_partition_costs_one_hive_client_call(spark: Any, session: Any
     one, kept_one = calls("d.d_day = 5")
     five, kept_five = calls("d.d_day IN (1, 2, 3, 5, 7)")
     assert (kept_one, kept_five) == (3, 15)
-    assert five - one == kept_five - kept_one, (one, five)
+    assert one > 0 and five == one, (one, five)
 
 
 def test_the_loader_reads_the_names_the_rule_listed(spark: Any, session: Any,

@@ -186,3 +186,32 @@ def test_the_broadcast_threshold_is_read_as_spark_reads_a_size() -> None:
     # unset, switched off, or unreadable: Spark's default
     for raw in (None, "", "-1", "0", "ten", "1.5m"):
         assert broadcast_threshold(raw) == DEFAULT_BROADCAST_BYTES, raw
+
+
+def test_from_spark_reads_what_the_session_sets_now(spark):
+    # the session's map crosses at once (spark_compat.session_conf): a key set a moment ago,
+    # a reading key, and an unset key at from_conf's default, as conf.get(key, default) reads
+    from dpp.core.spark_compat import session_conf
+
+    keys = ("spark.sql.session.timeZone", "spark.sql.caseSensitive",
+            "spark.sql.files.ignoreMissingFiles")
+    saved = {k: spark.conf.get(k, None) for k in keys}
+    try:
+        spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+        spark.conf.set("spark.sql.caseSensitive", "true")
+        spark.conf.set("spark.sql.files.ignoreMissingFiles", "true")
+        listed = session_conf(spark)
+        for k in keys:
+            assert listed[k] == spark.conf.get(k)
+        assert "spark.dpp.not.a.set.key" not in listed
+        r = SparkRules.from_spark(spark)
+        assert (r.time_zone, r.case_sensitive) == ("America/Los_Angeles", True)
+        assert ("spark.sql.files.ignoreMissingFiles", "true") in r.reading
+        spark.conf.set("spark.sql.session.timeZone", "Asia/Kolkata")
+        assert SparkRules.from_spark(spark).time_zone == "Asia/Kolkata"
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)

@@ -143,18 +143,23 @@ class SparkRules:
 
     @classmethod
     def from_spark(cls, spark: Any) -> "SparkRules":
-        """From a session: one ``conf.get`` per setting, the settings of
-        :data:`READING_KEYS` from one listing of what the session set where PySpark has it."""
+        """From a session: its settings read at once (:func:`~dpp.core.spark_compat.session_conf`),
+        each unset key at the default :meth:`from_conf` names, as ``conf.get(key, default)``
+        reads it. A session whose settings cannot be listed (PySpark 3.5 on Spark Connect has
+        no ``getAll``) is asked one ``conf.get`` per setting."""
+        from dpp.core.spark_compat import session_conf
+
         conf = spark.conf
-        try:
-            every = getattr(conf, "getAll", None)   # PySpark 4.0+: a property, the dict
-        except Exception:  # pragma: no cover - a conf that cannot list itself
-            every = None
-        listed = ({str(k): str(v) for k, v in every.items() if k in READING_KEYS}
-                  if isinstance(every, dict) else None)
+        listed: Optional[dict[str, str]] = None
+        if getattr(spark, "_jsparkSession", None) is not None:
+            listed = session_conf(spark)
+        else:
+            every = getattr(conf, "getAll", None)   # PySpark 4.0+ Connect: a property, one RPC
+            if isinstance(every, dict):
+                listed = {str(k): str(v) for k, v in every.items()}
 
         def get(key: str, default: Optional[str]) -> Optional[str]:
-            if listed is not None and key in READING_KEYS:
+            if listed is not None:
                 return listed.get(key, default)
             try:
                 return conf.get(key, default)

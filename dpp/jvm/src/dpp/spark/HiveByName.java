@@ -8,23 +8,32 @@ import java.util.Map;
 import org.apache.spark.sql.catalyst.catalog.CatalogTable;
 import org.apache.spark.sql.catalyst.catalog.CatalogTablePartition;
 import org.apache.spark.sql.catalyst.catalog.ExternalCatalog;
+import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils;
+import org.apache.spark.sql.execution.datasources.PartitioningUtils;
 import org.apache.spark.sql.hive.HiveExternalCatalog;
 import org.apache.spark.sql.hive.client.HiveClient;
 import org.apache.spark.sql.hive.client.RawHiveTable;
 import scala.Option;
 
 /**
- * A Hive metastore's partitions by name, the table read once.
+ * A Hive metastore's partitions by name, the table read once and the partitions in one call.
  *
  * <p>{@code HiveExternalCatalog.getPartition} asks the metastore three times per partition
  * (the raw table, the partition, the table again to restore the spec's column case), all of
  * it under the catalog's one lock, which every query of the driver needs to be analysed. With
  * a star join keeping a handful of partitions per query, those calls are what many queries
- * at once queue for. Here the raw table is read once and each partition once, through the
- * catalog's own client (itself serialised on the Hive client's state, as the catalog's calls
- * are), and the spec's column names are restored from the {@code CatalogTable} the relation
- * already holds, as the catalog restores them. Kept apart from {@link CatalogByName} so that
- * a Spark without Hive classes never links this class: the caller checks the catalog first.
+ * at once queue for. Here the raw table is read once and the kept partitions in one
+ * metastore call ({@code Hive.getPartitionsByNames}, the call Spark's own
+ * {@code prunePartitionsFastFallback} makes; a single {@code getPartition} is a query of its
+ * own, as costly on the metastore as listing every partition of a thousand), through the
+ * catalog's own client and inside its {@code withHiveState}, as the client's own calls run
+ * (serialised on the client's state). The objects are made by the client's own
+ * {@code fromHivePartition}, and the spec's column names are restored from the
+ * {@code CatalogTable} the relation already holds, as the catalog restores them. Anything
+ * unexpected in that call (a client of another shape, a partition it does not return): one
+ * {@code getPartitionOption} per partition, as before. Kept apart from {@link CatalogByName}
+ * so that a Spark without Hive classes never links this class: the caller checks the catalog
+ * first.
  */
 final class HiveByName {
     private HiveByName() {
@@ -40,20 +49,15 @@ final class HiveByName {
         HiveClient client = ((HiveExternalCatalog) unwrapped).client();
         RawHiveTable raw = client.getRawHiveTable(db, table.identifier().table());
         List<String> columns = CollectionConverters.asJava(table.partitionColumnNames());
-        List<CatalogTablePartition> out = new ArrayList<>(specs.size());
-        for (Map<String, String> spec : specs) {
-            // the metastore keeps partition column names in lower case (the catalog's
-            // toMetaStorePartitionSpec)
-            scala.collection.immutable.Map<String, String> lower =
-                scala.collection.immutable.Map$.MODULE$.empty();
-            for (Map.Entry<String, String> e : spec.entrySet()) {
-                lower = lower.updated(e.getKey().toLowerCase(Locale.ROOT), e.getValue());
-            }
-            Option<CatalogTablePartition> found = client.getPartitionOption(raw, lower);
-            if (found.isEmpty()) {
-                return null;
-            }
-            CatalogTablePartition p = found.get();
+        List<CatalogTablePartition> found = inOneCall(client, raw, columns, specs);
+        if (found == null) {
+            found = oneByOne(client, raw, specs);
+        }
+        if (found == null) {
+            return null;
+        }
+        List<CatalogTablePartition> out = new ArrayList<>(found.size());
+        for (CatalogTablePartition p : found) {
             // the catalog's restorePartitionSpec: each key as the table spells its column
             scala.collection.immutable.Map<String, String> restored =
                 scala.collection.immutable.Map$.MODULE$.empty();
@@ -74,5 +78,167 @@ final class HiveByName {
                 p.lastAccessTime(), p.stats()));
         }
         return out;
+    }
+
+    /** {@code HiveExternalCatalog.listPartitionNames(db, table)} without the catalog's lock
+     * and without its reading the table again: the client's names (one metastore call, which
+     * uses only the table's database and name), each column named as the table spells it and
+     * each column and value escaped as Spark escapes them, exactly the catalog's rewriting of
+     * them. The catalog's lock is what every query of the driver takes to be analysed; the
+     * client's own lock is all the metastore needs. Null where a name names a column the
+     * table does not have (the caller asks the catalog, which says what is wrong). */
+    static scala.collection.Seq<String> names(ExternalCatalog unwrapped, CatalogTable table) {
+        HiveClient client = ((HiveExternalCatalog) unwrapped).client();
+        Map<String, String> byLower = new java.util.HashMap<>();
+        for (String c : CollectionConverters.asJava(table.partitionColumnNames())) {
+            byLower.put(c.toLowerCase(Locale.ROOT), ExternalCatalogUtils.escapePathName(c));
+        }
+        scala.collection.Seq<String> listed = client.getPartitionNames(table, Option.empty());
+        List<String> out = new ArrayList<>(listed.size());
+        StringBuilder b = new StringBuilder();
+        for (String name : CollectionConverters.asJava(listed)) {
+            b.setLength(0);
+            for (scala.Tuple2<String, String> kv : CollectionConverters.asJava(
+                    PartitioningUtils.parsePathFragmentAsSeq(name))) {
+                String column = byLower.get(kv._1().toLowerCase());
+                if (column == null) {
+                    return null;
+                }
+                if (b.length() > 0) {
+                    b.append('/');
+                }
+                b.append(column).append('=').append(ExternalCatalogUtils.escapePathName(kv._2()));
+            }
+            out.add(b.toString());
+        }
+        return CollectionConverters.asScala(out).toList();
+    }
+
+    /** The metastore's spec of a partition (lower-case column names, the catalog's
+     * toMetaStorePartitionSpec), in the table's column order. */
+    private static java.util.LinkedHashMap<String, String> metastoreSpec(List<String> columns,
+                                                                         Map<String, String> spec) {
+        Map<String, String> lower = new java.util.HashMap<>();
+        for (Map.Entry<String, String> e : spec.entrySet()) {
+            lower.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue());
+        }
+        java.util.LinkedHashMap<String, String> out = new java.util.LinkedHashMap<>();
+        for (String c : columns) {
+            String key = c.toLowerCase(Locale.ROOT);
+            if (!lower.containsKey(key)) {
+                return null;
+            }
+            out.put(key, lower.get(key));
+        }
+        return lower.size() == out.size() ? out : null;
+    }
+
+    /** One {@code getPartitionOption} per partition: null when one is missing. */
+    private static List<CatalogTablePartition> oneByOne(HiveClient client, RawHiveTable raw,
+                                                        List<Map<String, String>> specs) {
+        List<CatalogTablePartition> out = new ArrayList<>(specs.size());
+        for (Map<String, String> spec : specs) {
+            scala.collection.immutable.Map<String, String> lower =
+                scala.collection.immutable.Map$.MODULE$.empty();
+            for (Map.Entry<String, String> e : spec.entrySet()) {
+                lower = lower.updated(e.getKey().toLowerCase(Locale.ROOT), e.getValue());
+            }
+            Option<CatalogTablePartition> found = client.getPartitionOption(raw, lower);
+            if (found.isEmpty()) {
+                return null;
+            }
+            out.add(found.get());
+        }
+        return out;
+    }
+
+    /** Every partition of {@code specs} in one metastore call, in the order of
+     * {@code specs}, or null where this way does not apply (the caller asks one by one).
+     * Reached by reflection: the client's Hive object is private to it, and the Hive classes
+     * may live in the client's own class loader. */
+    private static List<CatalogTablePartition> inOneCall(HiveClient client, RawHiveTable raw,
+                                                         List<String> columns,
+                                                         List<Map<String, String>> specs) {
+        try {
+            Object hiveTable = raw.rawTable();
+            ClassLoader hiveLoader = hiveTable.getClass().getClassLoader();
+            Class<?> warehouse = Class.forName("org.apache.hadoop.hive.metastore.Warehouse",
+                true, hiveLoader);
+            java.lang.reflect.Method makePartName =
+                warehouse.getMethod("makePartName", Map.class, boolean.class);
+            List<String> names = new ArrayList<>(specs.size());
+            List<Map<String, String>> wanted = new ArrayList<>(specs.size());
+            for (Map<String, String> spec : specs) {
+                java.util.LinkedHashMap<String, String> ms = metastoreSpec(columns, spec);
+                if (ms == null) {
+                    return null;
+                }
+                names.add((String) makePartName.invoke(null, ms, false));
+                wanted.add(ms);
+            }
+            java.lang.reflect.Method hiveOf = findMethod(client.getClass(), "client");
+            java.lang.reflect.Method withState =
+                client.getClass().getMethod("withHiveState", scala.Function0.class);
+            hiveOf.setAccessible(true);
+            Object hive = hiveOf.invoke(client);
+            java.lang.reflect.Method byNames = hive.getClass().getMethod("getPartitionsByNames",
+                hiveTable.getClass(), List.class);
+            List<?> parts = (List<?>) withState.invoke(client,
+                new scala.runtime.AbstractFunction0<Object>() {
+                    @Override
+                    public Object apply() {
+                        try {
+                            // the one call the shim would count (recordHiveCall)
+                            org.apache.spark.metrics.source.HiveCatalogMetrics
+                                .incrementHiveClientCalls(1);
+                            return byNames.invoke(hive, hiveTable, names);
+                        } catch (ReflectiveOperationException e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }
+                });
+            if (parts == null || parts.size() != specs.size()) {
+                return null;
+            }
+            Map<Map<String, String>, CatalogTablePartition> bySpec = new java.util.HashMap<>();
+            java.lang.reflect.Method convert = null;
+            for (Object part : parts) {
+                if (convert == null) {
+                    convert = client.getClass().getMethod("fromHivePartition", part.getClass());
+                }
+                CatalogTablePartition p = (CatalogTablePartition) convert.invoke(client, part);
+                Map<String, String> key = new java.util.HashMap<>();
+                for (Map.Entry<String, String> e
+                        : CollectionConverters.asJava(p.spec()).entrySet()) {
+                    key.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue());
+                }
+                bySpec.put(key, p);
+            }
+            List<CatalogTablePartition> out = new ArrayList<>(specs.size());
+            for (Map<String, String> ms : wanted) {
+                CatalogTablePartition p = bySpec.get(new java.util.HashMap<>(ms));
+                if (p == null) {
+                    return null;
+                }
+                out.add(p);
+            }
+            return out;
+        } catch (Throwable t) {
+            DppFileIndex.LOG.debug("dpp: partitions of {} asked one by one ({})",
+                raw.rawTable(), t.toString());
+            return null;
+        }
+    }
+
+    private static java.lang.reflect.Method findMethod(Class<?> c, String name)
+            throws NoSuchMethodException {
+        for (Class<?> k = c; k != null; k = k.getSuperclass()) {
+            for (java.lang.reflect.Method m : k.getDeclaredMethods()) {
+                if (m.getName().equals(name) && m.getParameterCount() == 0) {
+                    return m;
+                }
+            }
+        }
+        throw new NoSuchMethodException(c.getName() + "." + name);
     }
 }

@@ -198,11 +198,23 @@ final class StaticPruning {
         // every one: minutes at 100,000 partitions). The external catalog is asked directly
         // (the session catalog would first ask whether the database and the table exist), and
         // the names are tested a batch at a time: one kept partition answers the question.
-        scala.collection.Seq<String> names;
+        scala.collection.Seq<String> names = null;
         if (table.identifier().database().isDefined()) {
-            names = Compat.sessionState(rel.sparkSession()).catalog().externalCatalog()
-                .listPartitionNames(table.identifier().database().get(),
+            org.apache.spark.sql.catalyst.catalog.ExternalCatalog external =
+                Compat.sessionState(rel.sparkSession()).catalog().externalCatalog();
+            org.apache.spark.sql.catalyst.catalog.ExternalCatalog unwrapped =
+                external instanceof org.apache.spark.sql.catalyst.catalog.ExternalCatalogWithListener
+                    ? ((org.apache.spark.sql.catalyst.catalog.ExternalCatalogWithListener) external)
+                        .unwrapped()
+                    : external;
+            if (unwrapped.getClass().getName().equals(HiveByName.CATALOG)) {
+                // a Hive metastore: the client's names, off the catalog's lock
+                names = HiveByName.names(unwrapped, table);
+            }
+            if (names == null) {
+                names = external.listPartitionNames(table.identifier().database().get(),
                     table.identifier().table(), Option.empty());
+            }
         } else {
             names = Compat.sessionState(rel.sparkSession()).catalog()
                 .listPartitionNames(table.identifier(), Option.empty());
