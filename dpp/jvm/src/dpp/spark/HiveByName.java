@@ -46,8 +46,14 @@ final class HiveByName {
      * own way, which says what is wrong. */
     static List<CatalogTablePartition> fetch(ExternalCatalog unwrapped, CatalogTable table,
                                              String db, List<Map<String, String>> specs) {
+        return onMetastoreThread(() -> fetchHere(unwrapped, table, db, specs));
+    }
+
+    private static List<CatalogTablePartition> fetchHere(ExternalCatalog unwrapped,
+                                                         CatalogTable table, String db,
+                                                         List<Map<String, String>> specs) {
         HiveClient client = ((HiveExternalCatalog) unwrapped).client();
-        RawHiveTable raw = client.getRawHiveTable(db, table.identifier().table());
+        RawHiveTable raw = rawTable(client, table, db);
         List<String> columns = CollectionConverters.asJava(table.partitionColumnNames());
         List<CatalogTablePartition> found = inOneCall(client, raw, columns, specs);
         if (found == null) {
@@ -80,6 +86,79 @@ final class HiveByName {
         return out;
     }
 
+    /**
+     * dpp's metastore calls, made on one thread of their own.
+     *
+     * <p>An embedded metastore (Spark's default, Derby) keeps one store per calling thread and
+     * builds it on a thread's first call: a {@code HiveConf} parsed from its XML resources and
+     * a persistence manager, tens of milliseconds. The scan's kept partitions are fetched
+     * where Spark prepares the scan, on its exchange threads, a pool that grows to 128
+     * threads: with many queries at once nearly every fetch met a thread new to the
+     * metastore (measured: a fifth of that thread pool's CPU). One thread loses no
+     * parallelism: the client runs one call at a time under its own lock anyway.
+     */
+    private static final java.util.concurrent.ExecutorService CALLS =
+        java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "dpp-metastore");
+            t.setDaemon(true);
+            return t;
+        });
+
+    private static <T> T onMetastoreThread(java.util.concurrent.Callable<T> call) {
+        java.util.concurrent.Future<T> f = CALLS.submit(call);
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            f.cancel(true);
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("dpp: interrupted waiting for the metastore", e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException) {
+                throw (RuntimeException) cause;
+            }
+            if (cause instanceof Error) {
+                throw (Error) cause;
+            }
+            throw new IllegalStateException(cause);
+        }
+    }
+
+    // the metastore's table by the client and the table's metadata as this query's analysis
+    // read it (CatalogTable equality: database, name, partition columns, location,
+    // properties, times): a table altered since is a different key and is read again
+    private static final int RAW_TABLES = 64;
+    private static final Map<Map.Entry<HiveClient, CatalogTable>, RawHiveTable> RAW =
+        new java.util.LinkedHashMap<Map.Entry<HiveClient, CatalogTable>, RawHiveTable>(
+                16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(
+                    Map.Entry<Map.Entry<HiveClient, CatalogTable>, RawHiveTable> eldest) {
+                return size() > RAW_TABLES;
+            }
+        };
+
+    /** The metastore's table for {@code getPartitionsByNames}, which uses its database, name
+     * and partition columns. Read once per table as the query's analysis saw it, not once
+     * per query: reading it is a metastore call as costly as the partitions themselves, under
+     * the client's one lock (measured: the largest single cost of a star join's scan with 16
+     * queries at once). */
+    private static RawHiveTable rawTable(HiveClient client, CatalogTable table, String db) {
+        Map.Entry<HiveClient, CatalogTable> key =
+            new java.util.AbstractMap.SimpleImmutableEntry<>(client, table);
+        synchronized (RAW) {
+            RawHiveTable hit = RAW.get(key);
+            if (hit != null) {
+                return hit;
+            }
+        }
+        RawHiveTable raw = client.getRawHiveTable(db, table.identifier().table());
+        synchronized (RAW) {
+            RAW.put(key, raw);
+        }
+        return raw;
+    }
+
     /** {@code HiveExternalCatalog.listPartitionNames(db, table)} without the catalog's lock
      * and without its reading the table again: the client's names (one metastore call, which
      * uses only the table's database and name), each column named as the table spells it and
@@ -88,6 +167,11 @@ final class HiveByName {
      * client's own lock is all the metastore needs. Null where a name names a column the
      * table does not have (the caller asks the catalog, which says what is wrong). */
     static scala.collection.Seq<String> names(ExternalCatalog unwrapped, CatalogTable table) {
+        return onMetastoreThread(() -> namesHere(unwrapped, table));
+    }
+
+    private static scala.collection.Seq<String> namesHere(ExternalCatalog unwrapped,
+                                                          CatalogTable table) {
         HiveClient client = ((HiveExternalCatalog) unwrapped).client();
         Map<String, String> byLower = new java.util.HashMap<>();
         for (String c : CollectionConverters.asJava(table.partitionColumnNames())) {
@@ -183,30 +267,38 @@ final class HiveByName {
             Object hive = hiveOf.invoke(client);
             java.lang.reflect.Method byNames = hive.getClass().getMethod("getPartitionsByNames",
                 hiveTable.getClass(), List.class);
-            List<?> parts = (List<?>) withState.invoke(client,
-                new scala.runtime.AbstractFunction0<Object>() {
+            // the call and the conversions inside the client's state: the table object, shared
+            // between queries (rawTable), is only ever read under the client's lock
+            @SuppressWarnings("unchecked")
+            List<CatalogTablePartition> converted = (List<CatalogTablePartition>) withState.invoke(
+                client, new scala.runtime.AbstractFunction0<Object>() {
                     @Override
                     public Object apply() {
                         try {
                             // the one call the shim would count (recordHiveCall)
                             org.apache.spark.metrics.source.HiveCatalogMetrics
                                 .incrementHiveClientCalls(1);
-                            return byNames.invoke(hive, hiveTable, names);
+                            List<?> parts = (List<?>) byNames.invoke(hive, hiveTable, names);
+                            List<CatalogTablePartition> made = new ArrayList<>();
+                            java.lang.reflect.Method convert = null;
+                            for (Object part : parts == null ? java.util.Collections.emptyList() : parts) {
+                                if (convert == null) {
+                                    convert = client.getClass().getMethod("fromHivePartition",
+                                        part.getClass());
+                                }
+                                made.add((CatalogTablePartition) convert.invoke(client, part));
+                            }
+                            return made;
                         } catch (ReflectiveOperationException e) {
                             throw new IllegalStateException(e);
                         }
                     }
                 });
-            if (parts == null || parts.size() != specs.size()) {
+            if (converted.size() != specs.size()) {
                 return null;
             }
             Map<Map<String, String>, CatalogTablePartition> bySpec = new java.util.HashMap<>();
-            java.lang.reflect.Method convert = null;
-            for (Object part : parts) {
-                if (convert == null) {
-                    convert = client.getClass().getMethod("fromHivePartition", part.getClass());
-                }
-                CatalogTablePartition p = (CatalogTablePartition) convert.invoke(client, part);
+            for (CatalogTablePartition p : converted) {
                 Map<String, String> key = new java.util.HashMap<>();
                 for (Map.Entry<String, String> e
                         : CollectionConverters.asJava(p.spec()).entrySet()) {
