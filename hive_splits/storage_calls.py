@@ -62,7 +62,29 @@ def counting_jar(cache_dir: Optional[str] = None) -> Path:
     """The jar of the counting filesystem and of the lagged one (one jar: the lagged one adds
     to the counting one's counts), compiled on first use (needs ``javac`` and ``jar`` from a
     JDK; raises :class:`CountingUnavailable` saying what is missing)."""
-    return cached_jar("counting-fs", _SOURCES, _classpath(), CountingUnavailable, cache_dir)
+    classpath = _classpath()
+    return cached_jar("counting-fs", _SOURCES + _vectored(classpath), classpath,
+                      CountingUnavailable, cache_dir)
+
+
+_VECTORED = Path(__file__).parent / "jvm" / "VectoredCountingInputStream.java"
+
+
+def _vectored(classpath: str) -> list[Path]:
+    """The vectored-read counter where the Hadoop jar has vectored reads (``FileRange``,
+    Hadoop 3.3.5+: Spark 4.x; Spark 3.5 ships 3.3.4), else nothing: the plain counter counts
+    every read such a Hadoop makes."""
+    import zipfile
+
+    for jar in classpath.split(os.pathsep):
+        if "hadoop-client-api" in os.path.basename(jar):
+            try:
+                with zipfile.ZipFile(jar) as z:
+                    z.getinfo("org/apache/hadoop/fs/FileRange.class")
+                return [_VECTORED]
+            except (KeyError, OSError, zipfile.BadZipFile):
+                return []
+    return []
 
 
 def counting_conf(cache_dir: Optional[str] = None) -> dict[str, str]:

@@ -4,6 +4,8 @@
 # the pins of constraints/spark-<line>.txt) and a compact suite in it:
 #   - the job shapes on a path table and a catalog table (tests/test_job_shapes.py, one time
 #     zone), each against Spark's own rows with pruning off;
+#   - a Hive catalog table's kept partitions fetched in one metastore call (the client's
+#     private Hive object, reached by reflection, differs by line);
 #   - the examples through spark-submit, and dpp-submit / dpp run on a job without a dpp line;
 #   - Spark Connect smoke tests (a local Connect server of that line; dpp connect-server);
 #   - TPC-DS SF0.1, twelve queries, modes spark and dpp, every answer checked against DuckDB.
@@ -16,6 +18,7 @@ QUERIES="q3,q7,q19,q27,q42,q43,q52,q55,q68,q72,q96,q98"
 OUT=bench-out/compat
 COMPACT=(
   "tests/test_job_shapes.py::test_job_shape_prunes_with_sparks_rows"
+  "tests/test_catalog_by_name.py::test_the_kept_partitions_cost_one_hive_client_call_however_many"
   tests/test_examples.py
   tests/test_dpp_submit.py
 )

@@ -3,14 +3,11 @@ package dpp.hadoop;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.IntFunction;
 
 import org.apache.hadoop.fs.ByteBufferReadable;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSInputStream;
-import org.apache.hadoop.fs.FileRange;
 import org.apache.hadoop.fs.StreamCapabilities;
 
 /**
@@ -19,16 +16,41 @@ import org.apache.hadoop.fs.StreamCapabilities;
  * reads Hadoop's per-thread statistics, which miss the bytes a vectored read fetches on other
  * threads (Parquet's default on Hadoop 3.4): a full column read then shows as a few KB. This
  * stream counts at the call, whatever thread completes it: a vectored read counts the
- * lengths of its ranges; every other read the bytes it returned.
+ * lengths of its ranges ({@code VectoredCountingInputStream}, compiled where Hadoop has
+ * vectored reads: 3.3.5 and later); every other read the bytes it returned.
  */
-final class CountingInputStream extends FSInputStream implements ByteBufferReadable,
+class CountingInputStream extends FSInputStream implements ByteBufferReadable,
     StreamCapabilities {
-  private final FSDataInputStream in;
-  private final AtomicLong bytes;
+  final FSDataInputStream in;
+  final AtomicLong bytes;
 
   CountingInputStream(FSDataInputStream in, AtomicLong bytes) {
     this.in = in;
     this.bytes = bytes;
+  }
+
+  /** The counting stream for this Hadoop: one that counts vectored reads where Hadoop has
+   * them (the class is compiled only there), else this one. */
+  static CountingInputStream of(FSDataInputStream in, AtomicLong bytes) {
+    if (VECTORED != null) {
+      try {
+        return (CountingInputStream) VECTORED.newInstance(in, bytes);
+      } catch (ReflectiveOperationException e) {
+        // counted without the vectored override below
+      }
+    }
+    return new CountingInputStream(in, bytes);
+  }
+
+  private static final java.lang.reflect.Constructor<?> VECTORED = vectored();
+
+  private static java.lang.reflect.Constructor<?> vectored() {
+    try {
+      return Class.forName("dpp.hadoop.VectoredCountingInputStream")
+          .getDeclaredConstructor(FSDataInputStream.class, AtomicLong.class);
+    } catch (ReflectiveOperationException | LinkageError e) {
+      return null;
+    }
   }
 
   private int counted(int n) {
@@ -89,17 +111,6 @@ final class CountingInputStream extends FSInputStream implements ByteBufferReada
   @Override
   public void readFully(long position, byte[] buffer) throws IOException {
     readFully(position, buffer, 0, buffer.length);
-  }
-
-  @Override
-  public void readVectored(List<? extends FileRange> ranges, IntFunction<ByteBuffer> allocate)
-      throws IOException {
-    long n = 0;
-    for (FileRange r : ranges) {
-      n += r.getLength();
-    }
-    bytes.addAndGet(n);
-    in.readVectored(ranges, allocate);
   }
 
   @Override

@@ -72,7 +72,7 @@ public class CountingLocalFileSystem extends LocalFileSystem {
     int[] depth = IN_OPEN.get();
     depth[0]++;
     try {
-      return new FSDataInputStream(new CountingInputStream(super.open(f, bufferSize),
+      return new FSDataInputStream(CountingInputStream.of(super.open(f, bufferSize),
                                                            readCounter()));
     } finally {
       depth[0]--;

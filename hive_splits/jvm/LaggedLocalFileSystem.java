@@ -197,7 +197,7 @@ public class LaggedLocalFileSystem extends RawLocalFileSystem {
   public FSDataInputStream open(Path f, int bufferSize) throws IOException {
     // RawLocalFileSystem.open takes the file's status first: part of the open, not a HEAD
     FSDataInputStream in = request(KIND_OPEN, () -> super.open(f, bufferSize));
-    return new FSDataInputStream(new CountingInputStream(in,
+    return new FSDataInputStream(CountingInputStream.of(in,
                                                          CountingLocalFileSystem.readCounter()));
   }
 
