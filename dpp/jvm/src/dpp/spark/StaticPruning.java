@@ -224,23 +224,28 @@ final class StaticPruning {
         scala.collection.immutable.List<Expression> tests =
             CollectionConverters.asScala(keyFilters).toList();
         List<CatalogTablePartition> batch = new ArrayList<>();
+        int size = FIRST_BATCH;
         java.util.Iterator<String> it = CollectionConverters.asJava(names).iterator();
         while (it.hasNext()) {
             String name = it.next();
             batch.add(new CatalogTablePartition(PartitioningUtils.parsePathFragment(name),
                 CatalogStorageFormat.empty(), scala.collection.immutable.Map$.MODULE$.empty(),
                 0L, 0L, Option.empty()));
-            if (batch.size() == BATCH || !it.hasNext()) {
+            if (batch.size() == size || !it.hasNext()) {
                 if (!ExternalCatalogUtils.prunePartitionsByFilter(table,
                         CollectionConverters.asScala(batch).toList(), tests, tz).isEmpty()) {
                     return false;
                 }
                 batch.clear();
+                size = Math.min(size * 4, LAST_BATCH);
             }
         }
         return true;
     }
 
-    /** Partitions tested at a time: the first batch usually answers (a partition is kept). */
-    private static final int BATCH = 512;
+    /** Partitions tested at a time, growing: the first few usually answer (the filters a join
+     * implies, IS NOT NULL, keep nearly every partition), and each test compiles the filters
+     * once, so a table Spark's filters leave empty is tested in large batches. */
+    private static final int FIRST_BATCH = 16;
+    private static final int LAST_BATCH = 1024;
 }
