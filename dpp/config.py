@@ -235,8 +235,11 @@ class DppConfig:
         return cls(**values)
 
     @classmethod
-    def from_spark(cls, spark: Any) -> "DppConfig":
-        return cls.from_mapping(spark_settings(spark))
+    def from_spark(cls, spark: Any, session: Optional[Mapping[str, str]] = None
+                   ) -> "DppConfig":
+        """``session``: the session's settings already read this query
+        (:func:`~dpp.core.spark_compat.session_conf`), not read again."""
+        return cls.from_mapping(spark_settings(spark, session))
 
     def as_settings(self) -> dict[str, Any]:
         """The effective settings under their Spark key names (for reports)."""
@@ -245,7 +248,7 @@ class DppConfig:
         return {key: d[name] for key, (name, _) in _KEYS.items()}
 
 
-def spark_settings(spark: Any) -> dict[str, str]:
+def spark_settings(spark: Any, session: Optional[Mapping[str, str]] = None) -> dict[str, str]:
     """Every ``spark.dpp.*`` entry of the SparkContext's conf (``--conf``), overridden by the
     session's (``spark.conf.set``), as raw strings.
 
@@ -253,14 +256,17 @@ def spark_settings(spark: Any) -> dict[str, str]:
     cheap: the context's conf cannot change once the context runs and is read once per
     context; the session's is read at once (:func:`~dpp.core.spark_compat.session_conf`: its
     map as one JSON text on a classic session, one ``getAll`` RPC on Spark Connect, where the
-    server's session conf already holds its SparkConf entries).
+    server's session conf already holds its SparkConf entries). ``session``: those settings
+    already read by the caller.
     """
     if is_remote(spark):
-        return {k: v for k, v in session_conf(spark).items() if k.startswith(PREFIX)}
+        every = session_conf(spark) if session is None else session
+        return {k: v for k, v in every.items() if k.startswith(PREFIX)}
     ctx = _context(spark.sparkContext)
     conf = dict(ctx.settings)
     try:
-        conf.update({k: v for k, v in session_conf(spark).items() if k.startswith(PREFIX)})
+        every = session_conf(spark) if session is None else session
+        conf.update({k: v for k, v in every.items() if k.startswith(PREFIX)})
     except Exception:  # pragma: no cover - only on exotic Spark builds
         log.debug("could not read session conf through py4j", exc_info=True)
     return conf

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Hashable, Mapping, Optional
 
 from dpp.core.domain import DataType, TupleDomain
 from dpp.core.errors import ConfigError
+from dpp.core.spark_compat import session_conf
 from dpp.core.spark_rules import SparkRules
 from dpp.core.refusals import Code, Refusal
 from dpp.decision import Probe, ProbeKey, plan_loads, real_column
@@ -330,6 +331,10 @@ class OptimizerHook:
         tracker = self.session.spark.sparkContext.statusTracker()
         deadline = time.monotonic() + bound
         pending = list(filter_ids)
+        # each look at Spark's tracker walks every job it keeps (a thousand by default): the
+        # pause between looks doubles, 5 ms to 40 ms, a build's job usually being submitted
+        # within the first few
+        pause = 0.005
         while True:
             still = []
             for fid in pending:
@@ -345,7 +350,8 @@ class OptimizerHook:
             # back at once when a build is over (a cache hit takes milliseconds), else poll
             # Spark's tracker again
             futures = [f for f in map(request.runs.build_future, pending) if f is not None]
-            cf.wait(futures, timeout=0.01, return_when=cf.FIRST_COMPLETED)
+            cf.wait(futures, timeout=pause, return_when=cf.FIRST_COMPLETED)
+            pause = min(pause * 2, 0.04)
         if pending:
             log.info("dpp: build sides %s had no Spark job after %.1f s; the query starts "
                      "anyway", pending, bound)
@@ -378,7 +384,9 @@ class OptimizerHook:
         (:mod:`dpp.hook_sessions`), with the Connect operation it runs for."""
         about = msg.get("session")
         if about is None:
-            return self.session.config, SparkRules.from_spark(self.session.spark), None
+            spark = self.session.spark
+            every = session_conf(spark)   # one reading of the session for both
+            return self.session.config_from(every), SparkRules.from_spark(spark, every), None
         served = served_session(about)
         return served.config, served.rules, served.connect
 

@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
@@ -98,9 +98,14 @@ class DppSession:
     @property
     def config(self) -> DppConfig:
         """The effective settings, re-read from the Spark conf so ``spark.conf.set`` applies."""
+        return self.config_from(None)
+
+    def config_from(self, settings: Optional[Mapping[str, str]]) -> DppConfig:
+        """:attr:`config`, from the session's settings the caller already read (``None``:
+        read them)."""
         if self._fixed_config is not None:
             return self._fixed_config
-        return DppConfig.from_spark(self.spark)
+        return DppConfig.from_spark(self.spark, settings)
 
     @property
     def app_id(self) -> str:

@@ -19,7 +19,7 @@ import re
 import zoneinfo
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from dpp.core.domain import DataType
 from dpp.core.errors import DomainError, ValueOutOfRange
@@ -142,16 +142,20 @@ class SparkRules:
                           if (v := get(k, None)) is not None))
 
     @classmethod
-    def from_spark(cls, spark: Any) -> "SparkRules":
+    def from_spark(cls, spark: Any, settings: Optional[Mapping[str, str]] = None
+                   ) -> "SparkRules":
         """From a session: its settings read at once (:func:`~dpp.core.spark_compat.session_conf`),
         each unset key at the default :meth:`from_conf` names, as ``conf.get(key, default)``
         reads it. A session whose settings cannot be listed (PySpark 3.5 on Spark Connect has
-        no ``getAll``) is asked one ``conf.get`` per setting."""
+        no ``getAll``) is asked one ``conf.get`` per setting. ``settings``: the session's
+        settings the caller already read this query."""
         from dpp.core.spark_compat import session_conf
 
         conf = spark.conf
-        listed: Optional[dict[str, str]] = None
-        if getattr(spark, "_jsparkSession", None) is not None:
+        listed: Optional[Mapping[str, str]] = settings
+        if listed is not None:
+            pass
+        elif getattr(spark, "_jsparkSession", None) is not None:
             listed = session_conf(spark)
         else:
             every = getattr(conf, "getAll", None)   # PySpark 4.0+ Connect: a property, one RPC
