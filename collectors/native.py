@@ -91,8 +91,8 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
                          description or f"dpp build: {name} (filter {filter_id})"):
         try:
             distinct: Optional[int]
-            raw = to_arrow(selected.limit(raw_rows + 1)) \
-                if raw_rows > 0 and _small(selected) else None
+            limited = selected.limit(raw_rows + 1) if raw_rows > 0 else None
+            raw = to_arrow(limited) if limited is not None and _small(limited) else None
             if raw is not None and len(raw) <= raw_rows:
                 # every row of the build side: the collector keeps values, or collapses to
                 # min/max past the limit, as it does in the build tasks
@@ -142,16 +142,23 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
     return result
 
 
-def _small(df: Any) -> bool:
-    """Whether Spark's own estimate of ``df`` is at most the session's broadcast threshold (a
-    filter does not lower it: a table that small holds few enough rows to try); True where
-    no estimate can be read (a Spark Connect DataFrame: its plan is in the server)."""
-    jdf = getattr(df, "_jdf", None)
+def _small(limited: Any) -> bool:
+    """Whether Spark's own estimate of the rows under ``limited`` (the build side with the
+    row bound on top) is at most the session's broadcast threshold (a filter does not lower
+    it: a table that small holds few enough rows to try); True where no estimate can be read
+    (a Spark Connect DataFrame: its plan is in the server).
+
+    The estimate is read below the limit in the plan the collection then runs: Spark
+    optimizes that plan once for both (its query execution keeps the optimized plan)."""
+    jdf = getattr(limited, "_jdf", None)
     if jdf is None:
         return True
     try:
-        size = int(str(jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-        limit = broadcast_threshold(df.sparkSession.conf.get(BROADCAST_KEY, None))
+        node = jdf.queryExecution().optimizedPlan()
+        while node.nodeName() in ("GlobalLimit", "LocalLimit") and node.children().size() == 1:
+            node = node.children().head()
+        size = int(str(node.stats().sizeInBytes()))
+        limit = broadcast_threshold(limited.sparkSession.conf.get(BROADCAST_KEY, None))
     except Exception:   # no estimate: try the rows, bounded by raw_rows
         return True
     return size <= limit

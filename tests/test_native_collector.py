@@ -183,17 +183,21 @@ def test_arrow_collector_still_selectable_and_reports_which_ran(spark, tmp_path)
 
 def test_rows_are_tried_whole_only_where_spark_estimates_a_small_build_side(spark):
     """A build side Spark estimates past the bound is grouped at once: trying its rows first
-    would scan it twice when they are too many."""
-    from collectors.native import _small
+    would scan it twice when they are too many. The estimate is read below the row bound the
+    collection puts on top (the bound's own estimate is rows × row size, always small)."""
+    from collectors.native import RAW_ROWS, _small
     from dpp.core.spark_rules import DEFAULT_BROADCAST_BYTES
 
-    assert _small(spark.range(1000).selectExpr("id AS k"))
+    def bounded(df):
+        return df.limit(RAW_ROWS + 1)
+
+    assert _small(bounded(spark.range(1000).selectExpr("id AS k")))
     # 8 bytes a row by Spark's estimate: past Spark's default broadcast threshold
     big = spark.range(DEFAULT_BROADCAST_BYTES).selectExpr("id AS k")
-    assert not _small(big)
-    assert not _small(big.where("k % 1000 = 0"))              # a filter does not lower it
+    assert not _small(bounded(big))
+    assert not _small(bounded(big.where("k % 1000 = 0")))     # a filter does not lower it
     # the bound is the session's own broadcast threshold
     with spark_conf(spark, {"spark.sql.autoBroadcastJoinThreshold": "4k"}):
-        assert not _small(spark.range(1000).selectExpr("id AS k"))   # 8,000 bytes
+        assert not _small(bounded(spark.range(1000).selectExpr("id AS k")))   # 8,000 bytes
     with spark_conf(spark, {"spark.sql.autoBroadcastJoinThreshold": "200m"}):
-        assert _small(big)
+        assert _small(bounded(big))
