@@ -87,3 +87,27 @@ def test_concurrent_clients_spark_mode_agrees(front: ClassicFront) -> None:
     assert w.correct == CLIENTS * PER_CLIENT and w.wrong == w.failed == 0
     reports, _ = read_reports(front.reports, start)
     assert reports == []   # the hook is off in Spark's mode
+
+
+def test_thread_cpu_adds_up_to_the_process(front: ClassicFront) -> None:
+    """The driver JVM's CPU by thread group covers the whole process (threads that ended in
+    the window are a line of their own), and the report prints it per right answer."""
+    from tpcds.concurrency import ThreadCpu, proc_cpu, render_markdown
+
+    pid = front.jvm_pid()
+    assert pid
+    before = proc_cpu(pid)
+    watch = ThreadCpu(pid).start()
+    w, _ = _window(front, "dpp")
+    w.jvm_threads_s = watch.stop()
+    whole = proc_cpu(pid) - before
+    assert w.jvm_threads_s and all(v > 0 for v in w.jvm_threads_s.values())
+    # ticks are 10 ms: the groups add up to the process's CPU within a few ticks
+    assert abs(sum(w.jvm_threads_s.values()) - whole) < 0.2, (w.jvm_threads_s, whole)
+    text = render_markdown({"config": {"partitions": PARTITIONS, "kind": "catalog",
+                                       "variants": 1, "seconds": 0, "cores": 2,
+                                       "clients": [CLIENTS], "fronts": ["classic"],
+                                       "modes": ["dpp"]},
+                            "windows": [w.to_dict()]})
+    assert "Driver JVM CPU per right answer by thread" in text
+    assert "| **whole JVM** |" in text

@@ -251,6 +251,57 @@ def machine_busy() -> Optional[tuple[float, float]]:
     return float(sum(vals) - idle), float(sum(vals))
 
 
+def _thread_cpu(pid: int) -> dict[str, tuple[str, float]]:
+    """Every live thread of ``pid``: its id -> (name, CPU seconds)."""
+    out: dict[str, tuple[str, float]] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        f = stat.rsplit(")", 1)[1].split()
+        out[tid] = (name, (int(f[11]) + int(f[12])) / _TICK)
+    return out
+
+
+class ThreadCpu:
+    """A JVM's CPU between ``start()`` and ``stop()`` by thread name (digits folded, so a
+    pool is one line: ``GC Thread#``, ``C# CompilerThre``, ``shuffle-exchang``), with the CPU of
+    threads that ended inside the window as one line of its own (the whole process's CPU less
+    the live threads'): where a mode spends the driver's cores per query, JIT and GC
+    included, which a Flight Recording's samples of Java code leave out."""
+
+    ENDED = "(threads that ended in the window)"
+
+    def __init__(self, pid: Optional[int]) -> None:
+        self.pid = pid
+        self._t0: dict[str, tuple[str, float]] = {}
+        self._p0: Optional[float] = None
+
+    def start(self) -> "ThreadCpu":
+        if self.pid:
+            self._t0 = _thread_cpu(self.pid)
+            self._p0 = proc_cpu(self.pid)
+        return self
+
+    def stop(self) -> dict[str, float]:
+        """CPU seconds by thread-name group over the window."""
+        if not self.pid or self._p0 is None:
+            return {}
+        t1, p1 = _thread_cpu(self.pid), proc_cpu(self.pid)
+        by: collections.Counter = collections.Counter()
+        for tid, (name, cpu) in t1.items():
+            by[re.sub(r"\d+", "#", name)] += cpu - self._t0.get(tid, (name, 0.0))[1]
+        if p1 is not None:
+            by[self.ENDED] += max(0.0, (p1 - self._p0) - sum(by.values()))
+        return {k: round(v, 3) for k, v in by.items() if v > 0}
+
+
 class CpuWatch:
     """CPU used by named processes between ``start()`` and ``stop()``, as cores busy."""
 
@@ -893,6 +944,7 @@ class Window:
     per_client: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     cpu_cores: dict[str, float] = field(default_factory=dict)
+    jvm_threads_s: dict[str, float] = field(default_factory=dict)   # ThreadCpu, seconds
     dpp: dict[str, Any] = field(default_factory=dict)
     profiled: bool = False
     profile: dict[str, Any] = field(default_factory=dict)
@@ -1001,11 +1053,14 @@ class Front:
         self.set_mode(mode, sessions)
         _, self._report_line = read_reports(self.reports, self._report_line)
         profs = [p.start() for p in self.profilers()] if profile else []
-        cpu = CpuWatch(self.cpu_pids()).start()
+        pids = self.cpu_pids()
+        cpu = CpuWatch(pids).start()
+        threads = ThreadCpu(next((v for k, v in pids.items() if "JVM" in k and v), None)).start()
         run = run_clients(sessions, self.fact, self.variants, seconds=seconds,
                           setup=self.setup, teardown=self.teardown)
         w = Window(self.name, mode, n, seconds)
         w.cpu_cores = cpu.stop()
+        w.jvm_threads_s = threads.stop()
         for p in reversed(profs):   # the recording first: it ends with the window
             w.profile[type(p).__name__] = p.stop()
         w.profiled = profile
@@ -1369,6 +1424,29 @@ def _ratio(a: Optional[dict[str, Any]], b: Optional[dict[str, Any]]) -> str:
     return f"{a['qpm'] / b['qpm']:.2f}×"
 
 
+def _thread_table(ws: list[dict[str, Any]], top: int = 12) -> list[str]:
+    """The driver JVM's CPU per right answer by thread group, one column per window (the
+    groups busiest over all windows; ``ThreadCpu``)."""
+    ws = [w for w in ws if w.get("jvm_threads_s") and w["correct"]]
+    if not ws:
+        return []
+    total: collections.Counter = collections.Counter()
+    for w in ws:
+        for k, v in w["jvm_threads_s"].items():
+            total[k] += v / w["correct"]
+    groups = [k for k, _ in total.most_common(top)]
+    head = " | ".join(f"{w['front']} {w['mode']} N={w['clients']}" for w in ws)
+    out = ["", "Driver JVM CPU per right answer by thread (ms; digits in names folded; JIT "
+           "compiler and GC threads included):", "",
+           f"| threads | {head} |", "| --- |" + " ---: |" * len(ws)]
+    out.append("| **whole JVM** | " + " | ".join(
+        f"{1000 * sum(w['jvm_threads_s'].values()) / w['correct']:.0f}" for w in ws) + " |")
+    for g in groups:
+        out.append(f"| `{g}` | " + " | ".join(
+            f"{1000 * w['jvm_threads_s'].get(g, 0.0) / w['correct']:.1f}" for w in ws) + " |")
+    return out
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     cfg = result["config"]
     ws = result["windows"]
@@ -1422,6 +1500,7 @@ def render_markdown(result: dict[str, Any]) -> str:
                                     ("analysis", "submit", "build", "wait",
                                      "split_enumeration"))
                        + f" | {d.get('filter_outcomes')} |")
+    out += _thread_table([w for w in ws if not w["profiled"]])
     prof = [w for w in ws if w["profiled"]]
     if prof:
         out += ["", "## Profiled windows (unmeasured; samplers running)", ""]
