@@ -64,15 +64,16 @@ class _ConfReader:
 
     def read(self, jspark: Any) -> dict[str, str]:
         jconf = jspark.conf()
-        if self.as_java is None:
+        every = None
+        if self.as_java is not False:
             try:
                 every = jconf.getAllAsJava()
                 self.as_java = True
             except Exception:   # Spark 3.5: no getAllAsJava
+                if self.as_java:
+                    raise
                 self.as_java = False
-        if self.as_java:
-            every = jconf.getAllAsJava()
-        else:
+        if every is None:
             every = self.converters.mapAsJavaMap(jconf.getAll())
         return {str(k): str(v) for k, v in json.loads(self.mapper.writeValueAsString(every)).items()}
 

@@ -153,11 +153,9 @@ class SparkRules:
 
         conf = spark.conf
         listed: Optional[Mapping[str, str]] = settings
-        if listed is not None:
-            pass
-        elif getattr(spark, "_jsparkSession", None) is not None:
+        if listed is None and getattr(spark, "_jsparkSession", None) is not None:
             listed = session_conf(spark)
-        else:
+        elif listed is None:
             every = getattr(conf, "getAll", None)   # PySpark 4.0+ Connect: a property, one RPC
             if isinstance(every, dict):
                 listed = {str(k): str(v) for k, v in every.items()}

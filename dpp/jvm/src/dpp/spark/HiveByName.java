@@ -260,10 +260,9 @@ final class HiveByName {
                 names.add((String) makePartName.invoke(null, ms, false));
                 wanted.add(ms);
             }
-            java.lang.reflect.Method hiveOf = findMethod(client.getClass(), "client");
+            java.lang.reflect.Method hiveOf = hiveAccessor(client.getClass());
             java.lang.reflect.Method withState =
                 client.getClass().getMethod("withHiveState", scala.Function0.class);
-            hiveOf.setAccessible(true);
             Object hive = hiveOf.invoke(client);
             java.lang.reflect.Method byNames = hive.getClass().getMethod("getPartitionsByNames",
                 hiveTable.getClass(), List.class);
@@ -322,15 +321,29 @@ final class HiveByName {
         }
     }
 
-    private static java.lang.reflect.Method findMethod(Class<?> c, String name)
-            throws NoSuchMethodException {
-        for (Class<?> k = c; k != null; k = k.getSuperclass()) {
+    // the client class's private accessor of its Hive object, found once per class (a walk
+    // over every declared method of the client and its parents)
+    private static final Map<Class<?>, java.lang.reflect.Method> HIVE_OF =
+        new java.util.concurrent.ConcurrentHashMap<>();
+
+    private static java.lang.reflect.Method hiveAccessor(Class<?> c) throws NoSuchMethodException {
+        java.lang.reflect.Method found = HIVE_OF.get(c);
+        if (found != null) {
+            return found;
+        }
+        for (Class<?> k = c; k != null && found == null; k = k.getSuperclass()) {
             for (java.lang.reflect.Method m : k.getDeclaredMethods()) {
-                if (m.getName().equals(name) && m.getParameterCount() == 0) {
-                    return m;
+                if (m.getName().equals("client") && m.getParameterCount() == 0) {
+                    found = m;
+                    break;
                 }
             }
         }
-        throw new NoSuchMethodException(c.getName() + "." + name);
+        if (found == null) {
+            throw new NoSuchMethodException(c.getName() + ".client");
+        }
+        found.setAccessible(true);
+        HIVE_OF.put(c, found);
+        return found;
     }
 }
