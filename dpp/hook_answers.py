@@ -17,13 +17,33 @@ import threading
 from typing import Any, Optional
 
 from dpp.core.domain import DataType
-from dpp.decision import table_columns
+from dpp.decision import real_column, table_columns
 from dpp.hook_tables import uri
 from dpp.plan_pairs import Prune, relation_nodes
 from hive_splits import LoadResult, Table
 from hive_splits.naming import parse_folder_name
 
-__all__ = ["probe_type", "probe_type_of", "encode", "ruled_out", "catalog_answer", "plan_text"]
+__all__ = ["probe_type", "probe_type_of", "encode", "ruled_out", "catalog_answer", "plan_text",
+           "pruning_text"]
+
+
+def pruning_text(table: Table, prunes: list[tuple[Prune, str]]) -> str:
+    """What a pruned relation's scan description says dpp prunes it by, read where only
+    Spark's own plan text reaches (a Connect client's ``explain()``, the SQL tab):
+    ``ss_sold_date_sk IN date_dim.d_date_sk``, one term per build side (``prunes``: each
+    prune with its build side's report name), in the words of Spark's own
+    ``dynamicpruningexpression(… IN dynamicpruning#…)``. A relation dpp lists with nothing to
+    prune by: ``listed whole``."""
+    if not prunes:
+        return "listed whole"
+    terms = []
+    for p, build in prunes:
+        fact = (p.fact_sql if p.fact_expr is not None
+                else real_column(table, p.column) or p.column)
+        term = f"{fact} IN {build}"
+        if term not in terms:
+            terms.append(term)
+    return " AND ".join(terms)
 
 
 def probe_type(table: Table, p: Prune) -> Optional[DataType]:

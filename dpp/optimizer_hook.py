@@ -47,7 +47,7 @@ from dpp.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.hook_explain import ExplainListener, explaining, patch_explain
 from dpp.hook_request import Request
 from dpp.hook_answers import (build_label, catalog_answer, encode, plan_text, probe_type,
-                              probe_type_of, ruled_out)
+                              probe_type_of, pruning_text, ruled_out)
 from dpp.hook_bridge import Bridge
 from dpp.hook_row_filters import row_filters_for
 from dpp.hook_sessions import refused_settings_report, served_session
@@ -244,7 +244,8 @@ class OptimizerHook:
         else:
             for name, why in unpruned:
                 request.report.add_table_unpruned(name, None, why)
-        wrap, new_filters = self._extend(request, msg, targets, signature, shapes, cfg)
+        wrap, new_filters, describe = self._extend(request, msg, targets, signature, shapes,
+                                                   cfg)
         with self._lock:
             self._requests[request.report.query_id] = request
             for token in request.tokens:
@@ -271,18 +272,21 @@ class OptimizerHook:
         else:
             request.report.analysis_notes.append("planned during an explain: build sides "
                                                  "start on the first scan")
-        return {"wrap": wrap, "timeout": cfg.wait_timeout, "rowFilters": row_filters}
+        return {"wrap": wrap, "timeout": cfg.wait_timeout, "rowFilters": row_filters,
+                "describe": describe}
 
     def _extend(self, request: Request, msg: dict[str, Any],
                 targets: dict[int, tuple[Table, str, list[Prune]]],
                 signature: Mapping[Hashable, Hashable], shapes: dict[int, str],
-                cfg: Any) -> tuple[dict[str, str], list[str]]:
+                cfg: Any) -> tuple[dict[str, str], list[str], dict[str, str]]:
         """Adds this run's filters and relations to ``request``: a build side or a relation
         shape the request already has is shared (one filter, one load, one token), the rest
-        start with the request. Returns the token per relation node, and the new filters."""
+        start with the request. Returns the token per relation node, the new filters, and per
+        relation node what Spark's scan description says dpp prunes it by."""
         runs = request.runs
         qid = request.report.query_id[:8]
         wrap: dict[str, str] = {}
+        describe: dict[str, str] = {}
         new_filters: list[str] = []
         with request.lock:
             for table, name, ps in targets.values():
@@ -315,7 +319,9 @@ class OptimizerHook:
                     request.add(lambda token=token, table=table, filters=filters:
                                 self._submit_load(request, token, table, filters, cfg))
                 wrap[str(rel_id)] = token
-        return wrap, new_filters
+                describe[str(rel_id)] = pruning_text(
+                    table, [(p, request.builds[signature[p.build]].build_label) for p in ps])
+        return wrap, new_filters, describe
 
     def _await_submitted(self, request: Request, filter_ids: list[str], bound: float) -> None:
         """Returns once each started build side has a Spark job (or is over), at most

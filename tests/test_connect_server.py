@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -29,7 +30,7 @@ import pytest
 
 from dpp.report import JobReport
 from tests.conftest import spark_conf
-from tests.connect_server import DppConnectServer, client
+from tests.connect_server import DppConnectServer, _free_port, client
 from tests.test_hook_coverage import CASES as COVERAGE
 from tests.test_hook_coverage import create_catalog_tables, write_coverage_data
 from tests.test_job_shapes import FEB, OFF, SHAPES, write_shape_data
@@ -58,10 +59,16 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DppConn
     data_root = workdir / "data"
     data_root.mkdir()
     fact, _cal = write_shape_data(data_root)
+    ui_port = _free_port()
     srv = DppConnectServer(workdir, conf={"spark.dpp.waitTimeout": "120s",
                                           "spark.dpp.report.path": str(workdir / "reports.jsonl"),
-                                          "spark.dpp.tables.js_declared": str(fact)})
+                                          "spark.dpp.tables.js_declared": str(fact),
+                                          # the Spark UI, as a client's user reads it
+                                          "spark.ui.enabled": "true",
+                                          "spark.ui.port": str(ui_port),
+                                          "spark.port.maxRetries": "0"})
     srv.data_root = data_root  # type: ignore[attr-defined]
+    srv.ui_port = ui_port  # type: ignore[attr-defined]
     srv.start(timeout=300.0)
     try:
         yield srv
@@ -193,16 +200,60 @@ def test_explain_on_a_client_starts_nothing(data: dict[str, Any]) -> None:
 
 def test_a_clients_explain_shows_the_relations_dpp_prunes(
         data: dict[str, Any], capsys: pytest.CaptureFixture) -> None:
-    """Without server access, Spark's own ``explain()`` on the client names dpp's file index
-    on each fact scan dpp prunes (``Location: DppFileIndex…``); with dpp off, Spark's own."""
+    """Without server access, Spark's own ``explain()`` on the client shows dpp's file index
+    on each fact scan dpp prunes and what it prunes it by, ahead of the path so Spark's
+    abbreviation of a long Location keeps it (``Location: DppFileIndex(1 paths)[dpp: day IN
+    calendar.day | file:…]``); with dpp off, Spark's own index and nothing of dpp."""
     for fact in ("js_events", "js_fact"):
         texts = {}
         for side in ("on", "off"):
             s = data[side]
             s.table(fact).join(s.read.parquet(data["cal"]).where("month = 2"), "day").explain()
             texts[side] = capsys.readouterr().out
-        assert "Location: DppFileIndex" in texts["on"], texts["on"]
-        assert "DppFileIndex" not in texts["off"], texts["off"]
+        assert "Location: DppFileIndex(1 paths)[dpp: day IN calendar.day | file:" \
+            in texts["on"], texts["on"]
+        assert "DppFileIndex" not in texts["off"] and "dpp:" not in texts["off"], texts["off"]
+
+
+def _ui(connect_server: DppConnectServer, path: str) -> Any:
+    port = connect_server.ui_port  # type: ignore[attr-defined]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/applications{path}",
+                                timeout=30) as r:
+        return json.load(r)
+
+
+def test_the_sql_tab_shows_what_dpp_prunes_by_and_what_it_kept(
+        connect_server: DppConnectServer, data: dict[str, Any]) -> None:
+    """What the Spark UI's SQL tab shows a client's user (read through the UI's REST API, the
+    data the page renders): the query's plan names dpp's index and what it prunes the fact
+    by, and the pruned scan's ``number of partitions read`` is what the server's report says
+    dpp kept, fewer than the table holds."""
+    on = data["on"]
+    before = len(_reports(data["reports"]))
+    q = on.table("js_events").join(on.read.parquet(data["cal"]).where("month = 2"), "day")
+    assert q.collect()
+    applied = [t for r in _of(_reports(data["reports"])[before:], on) for t in r.tables
+               if t.pruning == "applied"]
+    assert applied, "nothing pruned"
+    kept, total = applied[-1].partitions_kept, applied[-1].partitions_total
+    assert kept < total
+    app = _ui(connect_server, "")[0]["id"]
+    deadline = time.monotonic() + 30.0
+    while True:   # the UI's store takes the execution's end from Spark's listener bus
+        executions = [e for e in _ui(connect_server, f"/{app}/sql?details=true"
+                                                     "&planDescription=true&length=100000")
+                      if e["status"] == "COMPLETED"
+                      and "dpp: day IN calendar.day | " in e.get("planDescription", "")]
+        if executions or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert executions, "no execution shows dpp's index in the SQL tab"
+    last = max(executions, key=lambda e: e["id"])
+    scans = [n for n in last["nodes"] if n["nodeName"].startswith("Scan parquet")
+             and "js_events" in n["nodeName"]]
+    assert scans, [n["nodeName"] for n in last["nodes"]]
+    read = {m["name"]: m["value"] for m in scans[0]["metrics"]}
+    assert read["number of partitions read"].replace(",", "") == str(kept), read
 
 
 def test_client_enable_leaves_pruning_to_the_server(connect_server: DppConnectServer,

@@ -280,6 +280,42 @@ def test_off_leaves_sparks_plan(spark: Any, data: dict[str, Any], setting: str) 
         assert _file_indexes(df)   # the fact's own index is there
 
 
+@pytest.mark.parametrize("mode", ["simple", "formatted"])
+def test_explain_says_what_dpp_prunes_a_scan_by(spark: Any, data: dict[str, Any],
+                                                mode: str, capsys: pytest.CaptureFixture
+                                                ) -> None:
+    """Spark's own plan text of a scan dpp prunes says what dpp prunes it by, ahead of the
+    path (the simple mode abbreviates a Location to 100 characters); the root path Spark
+    compares (a write over what a query reads, a refresh by path) is still the table's own:
+    equal to it, and a plain path once qualified."""
+    for fact in ("js_events", "js_fact"):
+        df = spark.table(fact).join(_cal(spark, data), "day")
+        capsys.readouterr()
+        df.explain(mode=mode)
+        text = capsys.readouterr().out
+        assert "dpp: day IN calendar.day | file:" in text, text
+        rel = [leaf for leaf in _leaves(df) if leaf.relation().location().getClass()
+               .getSimpleName() == "DppFileIndex"]
+        assert len(rel) == 1
+        index = rel[0].relation().location()
+        root, base = index.rootPaths().head(), index.base().rootPaths().head()
+        assert root.equals(base) and base.equals(root) and root.hashCode() == base.hashCode()
+        assert root.toString() == f"dpp: day IN calendar.day | {base.toString()}"
+        jvm = spark.sparkContext._jvm
+        fs = base.getFileSystem(spark._jsc.hadoopConfiguration())
+        qualified = root.makeQualified(fs.getUri(), fs.getWorkingDirectory())
+        assert qualified.toString() == base.makeQualified(
+            fs.getUri(), fs.getWorkingDirectory()).toString()
+        assert qualified.getClass().getName() == "org.apache.hadoop.fs.Path"
+        assert jvm.org.apache.hadoop.fs.Path(root.toUri()).equals(base)
+
+
+def _leaves(df: Any) -> list[Any]:
+    leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
+    return [leaves.apply(i) for i in range(leaves.size())
+            if leaves.apply(i).getClass().getSimpleName() == "LogicalRelation"]
+
+
 def test_report_line_per_pruned_query(spark: Any, data: dict[str, Any]) -> None:
     reports: Path = data["reports"]
     before = reports.read_text().splitlines() if reports.exists() else []

@@ -83,6 +83,8 @@ public final class DppFileIndex extends CompatFileIndex {
     private final String token;
     private final Function<String, String> bridge;
     private final double timeoutSeconds;
+    // what dpp prunes the relation by, as Spark's scan description shows it (null: nothing)
+    private final String pruning;
     private volatile List<PartitionDirectory> loaded;   // every kept partition, unfiltered
     // what the loader ruled out, for a base index that holds Spark's own listing: folders
     // (relative paths, any level) and, per kept folder, file names skipped by statistics
@@ -95,12 +97,13 @@ public final class DppFileIndex extends CompatFileIndex {
     private volatile boolean fellBack;
 
     DppFileIndex(SparkSession session, FileIndex base, String token,
-                 Function<String, String> bridge, double timeoutSeconds) {
+                 Function<String, String> bridge, double timeoutSeconds, String pruning) {
         this.session = session;
         this.base = base;
         this.token = token;
         this.bridge = bridge;
         this.timeoutSeconds = timeoutSeconds;
+        this.pruning = pruning == null || pruning.isEmpty() ? null : pruning;
     }
 
     public FileIndex base() {
@@ -111,9 +114,51 @@ public final class DppFileIndex extends CompatFileIndex {
         return token;
     }
 
+    /** The base's root paths, the first described: Spark writes a scan's Location (in
+     * {@code explain()}, the SQL tab and a Connect client's plan) as the index's class name and
+     * its roots' texts, and nothing else of an index, so that is where what dpp prunes the
+     * relation by can be read by someone without the driver's reports. */
     @Override
     List<Path> roots() {
-        return CollectionConverters.asJava(base.rootPaths());
+        List<Path> roots = CollectionConverters.asJava(base.rootPaths());
+        if (pruning == null || roots.isEmpty()) {
+            return roots;
+        }
+        List<Path> out = new ArrayList<>(roots);
+        out.set(0, new DescribedPath(roots.get(0), "dpp: " + pruning));
+        return out;
+    }
+
+    /** What the scan's description says dpp prunes the relation by, or null. */
+    public String pruning() {
+        return pruning;
+    }
+
+    /**
+     * A root path whose text starts with what dpp prunes by ({@code dpp: ss_sold_date_sk IN
+     * date_dim.d_date_sk | file:/…}), in front so Spark's abbreviation of a long Location
+     * keeps it. Everything else of it is its root's: equality, hash and order are the URI's
+     * (Spark's check that a write does not overwrite what it reads compares paths), and a
+     * qualified copy or a path built on it is a plain {@code Path}.
+     */
+    static final class DescribedPath extends Path {
+        private static final long serialVersionUID = 1L;
+        private final String label;
+
+        DescribedPath(Path root, String label) {
+            super(root.toUri());
+            this.label = label;
+        }
+
+        @Override
+        public Path makeQualified(java.net.URI defaultUri, Path workingDir) {
+            return new Path(toUri()).makeQualified(defaultUri, workingDir);
+        }
+
+        @Override
+        public String toString() {
+            return label + " | " + super.toString();
+        }
     }
 
     @Override

@@ -162,6 +162,17 @@ final class DppRule extends Rule<LogicalPlan> {
                 Map.Entry<String, JsonNode> e = it.next();
                 tokens.put(d.node(Integer.parseInt(e.getKey())), e.getValue().asText());
             }
+            Map<LogicalPlan, String> pruning = new java.util.IdentityHashMap<>();
+            JsonNode described = a.get("describe");
+            if (described != null && described.isObject()) {
+                Iterator<Map.Entry<String, JsonNode>> dit = described.fields();
+                while (dit.hasNext()) {
+                    Map.Entry<String, JsonNode> e = dit.next();
+                    if (e.getValue().isTextual()) {
+                        pruning.put(d.node(Integer.parseInt(e.getKey())), e.getValue().asText());
+                    }
+                }
+            }
             Map<LogicalPlan, JsonNode> rowFilters = new java.util.IdentityHashMap<>();
             JsonNode rf = a.get("rowFilters");
             if (rf != null) {
@@ -171,7 +182,7 @@ final class DppRule extends Rule<LogicalPlan> {
                     rowFilters.put(d.node(Integer.parseInt(e.getKey())), e.getValue());
                 }
             }
-            return plan.transformUp(new Wrap(tokens, rowFilters, bridge, timeout));
+            return plan.transformUp(new Wrap(tokens, pruning, rowFilters, bridge, timeout));
         } catch (Throwable t) {
             logWarning(() -> "dpp: the optimizer hook failed, Spark's plan is kept: " + t, t);
             return plan;
@@ -189,13 +200,16 @@ final class DppRule extends Rule<LogicalPlan> {
 
     private static final class Wrap extends AbstractPartialFunction<LogicalPlan, LogicalPlan> {
         private final Map<LogicalPlan, String> tokens;
+        private final Map<LogicalPlan, String> pruning;
         private final Map<LogicalPlan, JsonNode> rowFilters;
         private final Function<String, String> bridge;
         private final double timeout;
 
-        Wrap(Map<LogicalPlan, String> tokens, Map<LogicalPlan, JsonNode> rowFilters,
-             Function<String, String> bridge, double timeout) {
+        Wrap(Map<LogicalPlan, String> tokens, Map<LogicalPlan, String> pruning,
+             Map<LogicalPlan, JsonNode> rowFilters, Function<String, String> bridge,
+             double timeout) {
             this.tokens = tokens;
+            this.pruning = pruning;
             this.rowFilters = rowFilters;
             this.bridge = bridge;
             this.timeout = timeout;
@@ -215,7 +229,7 @@ final class DppRule extends Rule<LogicalPlan> {
             LogicalRelation lr = (LogicalRelation) p;
             HadoopFsRelation rel = (HadoopFsRelation) lr.relation();
             DppFileIndex index = new DppFileIndex(rel.sparkSession(), rel.location(), token,
-                bridge, timeout);
+                bridge, timeout, pruning.get(p));
             HadoopFsRelation wrapped = rel.copy(index, rel.partitionSchema(), rel.dataSchema(),
                 rel.bucketSpec(), rel.fileFormat(), rel.options(), rel.sparkSession());
             LogicalRelation out = Compat.withRelation(lr, wrapped);
