@@ -72,6 +72,7 @@ Defaults, and why:
 """
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 import threading
@@ -193,6 +194,32 @@ def _parse_path(key: str, raw: str) -> Optional[str]:
     return v or None
 
 
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def suggestion(key: str) -> Optional[str]:
+    """The known setting a misspelled ``spark.dpp.*`` key most likely means (a case slip, a
+    letter dropped or swapped: ``spark.dpp.waitTimeot``), or None when none is close."""
+    by_lower = {k.lower(): k for k in _KEYS}
+    if key.lower() in by_lower:
+        return by_lower[key.lower()]
+    close = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.8)
+    return by_lower[close[0]] if close else None
+
+
+def _warn_unknown(key: str) -> None:
+    """One warning per misspelled key and process: the settings are read on every query, and
+    a log that repeats the same line for each would bury everything else."""
+    with _WARNED_LOCK:
+        if key in _WARNED:
+            return
+        _WARNED.add(key)
+    close = suggestion(key)
+    hint = f" (did you mean {close}?)" if close else ""
+    log.warning("unknown setting %s ignored%s; known: %s", key, hint, ", ".join(sorted(_KEYS)))
+
+
 @dataclass(frozen=True)
 class DppConfig:
     enabled: bool = True
@@ -225,10 +252,7 @@ class DppConfig:
                 continue  # spark.dpp.tables.<name>: path tables (table_settings)
             spec = _KEYS.get(key)
             if spec is None:
-                close = [k for k in _KEYS if k.lower() == key.lower()]
-                hint = f" (did you mean {close[0]}?)" if close else ""
-                log.warning("unknown setting %s ignored%s; known: %s", key, hint,
-                            ", ".join(sorted(_KEYS)))
+                _warn_unknown(key)
                 continue
             field_name, parse = spec
             values[field_name] = parse(key, str(raw))

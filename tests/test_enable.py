@@ -384,8 +384,25 @@ def test_table_keys_are_not_unknown_settings(caplog):
                                       "spark.dpp.enabled": "true"})
     assert cfg.enabled and "unknown" not in caplog.text
     with caplog.at_level(logging.WARNING, logger="dpp.config"):
-        DppConfig.from_mapping({"spark.dpp.enable": "true"})
-    assert "unknown setting spark.dpp.enable" in caplog.text   # the warning still works
+        DppConfig.from_mapping({"spark.dpp.enabeld": "true"})
+    assert "unknown setting spark.dpp.enabeld" in caplog.text   # the warning still works
+
+
+def test_a_misspelled_key_gets_one_warning_with_a_suggestion(caplog):
+    """Settings are read on every query: a misspelled key is named once per process, with
+    the setting it most likely means (a letter dropped, a case slip); a key close to none
+    gets no guess."""
+    from dpp.config import suggestion
+
+    with caplog.at_level(logging.WARNING, logger="dpp.config"):
+        for _ in range(3):
+            DppConfig.from_mapping({"spark.dpp.waitTimeot": "20s"})
+    lines = [r.getMessage() for r in caplog.records if "waitTimeot" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert "(did you mean spark.dpp.waitTimeout?)" in lines[0]
+    assert suggestion("spark.dpp.REPORT.PATH") == "spark.dpp.report.path"
+    assert suggestion("spark.dpp.bloomFilter.fp") == "spark.dpp.bloomFilter.fpp"
+    assert suggestion("spark.dpp.nothingLikeThis") is None
 
 
 def test_settings_are_read_as_spark_holds_them(spark):
