@@ -27,7 +27,7 @@ from dpp.core.errors import DppError, LayoutError
 from dpp.core.spark_rules import BROADCAST_KEY, SparkRules, broadcast_threshold
 from dpp.core.refusals import Code, Refusal
 from dpp.decision import table_columns
-from dpp.planner import TableInfo
+from dpp.sql_plan import TableInfo
 from dpp.remote_catalog import Unprunable, connect_catalog_table
 from dpp.runtime import Runtime, first_line
 from dpp.schema_cache import SchemaCache

@@ -45,7 +45,7 @@ from dpp.core.refusals import Code, Refusal
 if TYPE_CHECKING:  # pragma: no cover
     from dpp.decision import Stats
     from dpp.report import JobReport
-    from dpp.session import DppSession
+    from dpp.session_parts import SessionParts
     from dpp.plan_pairs import Prune
     from hive_splits import Table
 
@@ -213,7 +213,7 @@ def _stats_for(table: "Table", stats: "Stats") -> "Stats":
     return no_stats_on_connect_catalog(stats) if is_connect_catalog(table) else stats
 
 
-def worth_without_footers(session: "DppSession", facts: list[FactRead], cfg: Any
+def worth_without_footers(session: "SessionParts", facts: list[FactRead], cfg: Any
                           ) -> tuple[list[FactRead], list[str]]:
     """The facts left with a pair worth a filter where that is known without reading a
     footer (:func:`decide_data_pairs`): a data column's pair on a catalog table, or with
@@ -236,7 +236,7 @@ def worth_without_footers(session: "DppSession", facts: list[FactRead], cfg: Any
     return kept, notes
 
 
-def worth_by_policy(session: "DppSession", fact: FactRead, table: "Table", cfg: Any,
+def worth_by_policy(session: "SessionParts", fact: FactRead, table: "Table", cfg: Any,
                     report: "JobReport") -> list[tuple[str, BuildSide, str]]:
     """The pairs of ``fact`` worth a filter by the session's statistics policy (for
     ``auto``, a verdict from a sample of footers, read on the client). With none left the

@@ -34,7 +34,7 @@ It always does two things, and a third only when asked:
   names (LEFT SEMI joined to the probe-side relation that narrows it, q72's shape; a data
   column's pair only where statistics or buckets can use it; :mod:`dpp.connect_builds`) —
   run by Spark as an aggregation and collected with ``toArrow()``
-  (:func:`dpp.join.pruned_fact`) — and the read is replaced, in
+  (:func:`dpp.fact_loads.pruned_fact`) — and the read is replaced, in
   place and under its own ``plan_id`` (so ``fact["col"]`` still resolves), by a temporary
   view of the pruned relation, dropped when the action is done.
 
@@ -77,14 +77,15 @@ from dpp.connect_builds import (FactRead, build_frame, find_fact_joins, read_key
 from dpp.connect_proto import all_relations as _all_relations
 from dpp.connect_lifecycle import ConnectLifecycle, lifecycle_of
 from dpp.connect_lifecycle import GUARD as _GUARD
-from dpp.connect_proto import deterministic_relation, relation_children
+from dpp.connect_proto import (dataframe_nondeterminism, deterministic_relation,
+                               relation_children)
 from dpp.core.errors import ConfigError
 from dpp.core.refusals import Code, Refusal
 from dpp.report import JobReport
 from dpp.views import norm_name
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dpp.session import DppSession
+    from dpp.session_parts import SessionParts
 
 __all__ = ["ConnectFrames", "ConnectLifecycle", "FactRead", "find_fact_joins", "lifecycle_of",
            "deterministic_relation"]
@@ -132,7 +133,7 @@ def _overlaps(a: str, b: str) -> bool:
 class ConnectFrames:
     """The client-side interception of one enabled Connect session (module docstring)."""
 
-    def __init__(self, session: "DppSession") -> None:
+    def __init__(self, session: "SessionParts") -> None:
         self.session = session
         self.client = session.spark.client
         self.lifecycle = lifecycle_of(session.spark)
@@ -355,7 +356,7 @@ class ConnectFrames:
         import pyspark.sql.connect.proto as proto
 
         from dpp.core.spark_rules import SparkRules
-        from dpp.join import pruned_fact
+        from dpp.fact_loads import pruned_fact
 
         s = self.session
         report = self._report
@@ -378,7 +379,7 @@ class ConnectFrames:
                 pairs = [(fcol, build_frame(build, s.spark, f"__dpp_key_{i}"), f"__dpp_key_{i}")
                          for i, (fcol, build, _name) in enumerate(chosen)]
                 fact_df = pruned_fact(s, fact.name, table, pairs, cfg, rules, report,
-                                      sized=True)
+                                      unstable=dataframe_nondeterminism, sized=True)
                 # the auto policy notes its verdict each time it is asked
                 report.analysis_notes[:] = list(dict.fromkeys(report.analysis_notes))
                 got = fact_df.schema

@@ -72,7 +72,7 @@ def _sql_deterministic(text: str, query: bool) -> bool:
     import sqlglot
     from sqlglot import exp
 
-    from dpp.pushdown import deterministic
+    from dpp.sql_functions import deterministic
 
     try:
         tree = (sqlglot.parse_one(text, read="spark") if query
@@ -168,6 +168,21 @@ def window_calls(rel: Any) -> list[prune_rules.WindowCall]:
             if tree is not None:
                 out.extend(text_calls(tree.find_all(exp.Window)))
     return out
+
+
+def dataframe_nondeterminism(df: Any) -> Optional[str]:
+    """Why a Spark Connect DataFrame may give other rows when run again (its client-side plan
+    read by :func:`deterministic_relation`), or None when it cannot."""
+    plan = getattr(df, "_plan", None)
+    session = getattr(df, "sparkSession", None)
+    if plan is None or session is None:
+        return "a DataFrame dpp cannot inspect"
+    try:
+        rel = plan.plan(session.client)
+    except Exception as exc:  # noqa: BLE001 - an unreadable plan is not trusted
+        return f"its plan could not be read ({type(exc).__name__})"
+    return None if deterministic_relation(rel) else \
+        "a sample, limit, or function drawn per run in its plan"
 
 
 def deterministic_relation(rel: Any) -> bool:

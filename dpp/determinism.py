@@ -10,7 +10,7 @@ used (the optimizer hook reads the same from Spark's own flags in ``PlanDescribe
 On a classic session the DataFrame's analyzed plan is asked (Spark's ``deterministic`` on
 every expression, and the operators that drop rows by position). On Spark Connect there is no
 JVM in Python: the client's plan is read instead, conservatively
-(``dpp.connect_proto.deterministic_relation``).
+(:func:`dpp.connect_proto.dataframe_nondeterminism`).
 """
 from __future__ import annotations
 
@@ -29,18 +29,9 @@ def nondeterminism(df: Any) -> Optional[str]:
     jdf = getattr(df, "_jdf", None)
     if jdf is not None:
         return _classic(jdf)
-    plan = getattr(df, "_plan", None)
-    session = getattr(df, "sparkSession", None)
-    if plan is None or session is None:
-        return "a DataFrame dpp cannot inspect"
-    try:
-        rel = plan.plan(session.client)
-    except Exception as exc:  # noqa: BLE001 - an unreadable plan is not trusted
-        return f"its plan could not be read ({type(exc).__name__})"
-    from dpp.connect_proto import deterministic_relation   # the Connect plan's reader
+    from dpp.connect_proto import dataframe_nondeterminism   # the Connect plan's reader
 
-    return None if deterministic_relation(rel) else \
-        "a sample, limit, or function drawn per run in its plan"
+    return dataframe_nondeterminism(df)
 
 
 def _classic(jdf: Any) -> Optional[str]:

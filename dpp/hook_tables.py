@@ -23,7 +23,7 @@ from hive_splits.naming import parse_folder_name
 
 if TYPE_CHECKING:
     from dpp.plan_pairs import Prune
-    from dpp.session import DppSession
+    from dpp.session_parts import SessionParts
 
 __all__ = ["RelationTables", "handoff_relation", "plain_path", "uri"]
 
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 class RelationTables:
     """The tables behind relations, for one session (path tables read once and kept)."""
 
-    def __init__(self, session: "DppSession") -> None:
+    def __init__(self, session: "SessionParts") -> None:
         self.session = session
         self._lock = threading.Lock()
         self._path_tables: dict[tuple[str, str], Optional[Table]] = {}

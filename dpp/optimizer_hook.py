@@ -59,7 +59,7 @@ from dpp.report import JobReport
 from hive_splits import DynamicFilter, KeyExpression, LoadResult, SplitLoader, Table
 
 if TYPE_CHECKING:
-    from dpp.session import DppSession
+    from dpp.session_parts import SessionParts
 
 __all__ = ["OptimizerHook", "HookUnavailable", "explaining", "patch_explain", "INTERNAL"]
 
@@ -81,7 +81,7 @@ class _Notes:
 class OptimizerHook:
     """The Python side of the optimizer rule for one DppSession (see the module docstring)."""
 
-    def __init__(self, session: "DppSession") -> None:
+    def __init__(self, session: "SessionParts") -> None:
         from pyspark.java_gateway import ensure_callback_server_started
 
         self.session = session

@@ -30,7 +30,7 @@ from typing import Callable, Optional
 
 from sqlglot import exp
 
-from dpp.rules import NONDETERMINISTIC_FUNCTIONS
+from dpp.sql_functions import deterministic as text_deterministic
 
 __all__ = ["ORIGIN", "PUSHED_QUERY", "EMPTY", "POSITION", "inline_ctes", "push_into",
            "outer_columns", "deterministic", "inside_pushed_query"]
@@ -43,21 +43,12 @@ POSITION = "dpp_pos"           # meta of a placeholder column: the output column
 
 def deterministic(node: exp.Expression, names: Optional[frozenset] = None,
                   pushed: bool = True) -> bool:
-    """No random or per-run function anywhere below ``node`` (Spark evaluates those per row
-    and per run: a filter moved past them could change which rows they see). ``names``: the
-    function names that count (a wider set where a plan is run again at another instant).
-    ``pushed=False``: a build query the analysis pushed in is not looked into (Spark never
-    runs it as part of the query; its own determinism is asked where it is a build side)."""
+    """:func:`dpp.sql_functions.deterministic`, with ``pushed=False`` not looking into a
+    build query the analysis pushed in (Spark never runs it as part of the query; its own
+    determinism is asked where it is a build side)."""
     def skip(n: exp.Expression) -> bool:
         return not pushed and n is not node and bool(n.meta.get(PUSHED_QUERY))
-    below = list(node.walk(prune=skip))
-    if any(isinstance(n, (exp.Rand, exp.Randn, exp.TableSample)) for n in below):
-        return False
-    for f in (n for n in below if isinstance(n, exp.Func)):
-        name = (f.name if isinstance(f, exp.Anonymous) else f.sql_name()).lower()
-        if name in (names or NONDETERMINISTIC_FUNCTIONS):
-            return False
-    return True
+    return text_deterministic(node, names, skip)
 
 
 def outer_columns(node: exp.Expression) -> list[exp.Column]:

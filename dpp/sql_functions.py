@@ -1,5 +1,5 @@
-"""What SQL text calls: a function sqlglot does not know as one of Spark's own, and window
-functions as the determinism rule reads them.
+"""What SQL text calls: a function sqlglot does not know as one of Spark's own, functions and
+clauses drawn per run, and window functions as the determinism rule reads them.
 
 A build query that calls such a function may call user code (``spark.udf.register``,
 ``CREATE TEMPORARY FUNCTION``): defined again under the same name, the text stays the same
@@ -8,14 +8,31 @@ while its rows change, so the filter cache must not key it by its text.
 from __future__ import annotations
 
 import functools
-from typing import Iterable
+from typing import Callable, Iterable, Optional
 
 import sqlglot
 from sqlglot import exp
 
-from dpp.rules import WindowCall
+from dpp.rules import NONDETERMINISTIC_FUNCTIONS, WindowCall
 
-__all__ = ["calls_unknown_function", "window_calls"]
+__all__ = ["calls_unknown_function", "deterministic", "window_calls"]
+
+
+def deterministic(node: exp.Expression, names: Optional[frozenset] = None,
+                  skip: Optional[Callable[[exp.Expression], bool]] = None) -> bool:
+    """No random or per-run function anywhere below ``node`` (Spark evaluates those per row
+    and per run: a filter moved past them could change which rows they see, a build side
+    run twice could keep other keys). ``names``: the function names that count (a wider set
+    where a plan is run again at another instant; :mod:`dpp.rules` holds both). ``skip``:
+    subtrees not looked into."""
+    below = list(node.walk(prune=skip)) if skip is not None else list(node.walk())
+    if any(isinstance(n, (exp.Rand, exp.Randn, exp.TableSample)) for n in below):
+        return False
+    for f in (n for n in below if isinstance(n, exp.Func)):
+        name = (f.name if isinstance(f, exp.Anonymous) else f.sql_name()).lower()
+        if name in (names or NONDETERMINISTIC_FUNCTIONS):
+            return False
+    return True
 
 
 @functools.lru_cache(maxsize=512)

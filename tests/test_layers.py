@@ -177,7 +177,7 @@ def _cycle_report(graph: Mapping[str, set[str]], cycles: list[list[str]]) -> str
 def test_no_import_cycles_inside_the_project() -> None:
     """A cycle, even through a function-level or ``TYPE_CHECKING`` import, ties its modules
     into one: none can be read, tested or moved alone. The lower module declares a
-    ``Protocol`` of what it uses instead (``dpp.hook_bridge.Hook``, ``dpp.join.JoinSession``)."""
+    ``Protocol`` of what it uses instead (``dpp.hook_bridge.Hook``, ``dpp.session_parts.SessionParts``)."""
     graph = _module_graph(ROOT, PROJECT)
     assert len(graph) > 50
     cycles = _cycles(graph)
