@@ -27,7 +27,7 @@ def __getattr__(name: str) -> Any:
 
         return DppSession
     if name == "JobReport":
-        from dpp.report import JobReport
+        from dpp.runtime.report import JobReport
 
         return JobReport
     raise AttributeError(f"module 'dpp' has no attribute {name!r}")

@@ -4,7 +4,7 @@ Spark Connect's service runs inside a classic driver (Spark's ``SparkConnectPlug
 client session is a classic session of that driver, made by the service. They share the root
 session's optimizer extensions, so the rule :func:`dpp.enable` injects runs for them too, and
 the hook is installed driver-wide (``DppHook.installServer``): a session with no bridge of its
-own is answered by the root's, by that session's own settings (:mod:`dpp.hook_sessions`). A
+own is answered by the root's, by that session's own settings (:mod:`dpp.frontends.hook.sessions`). A
 client needs nothing: no dpp import, no setting. ``spark.dpp.connectServer=true`` is set on
 the server so a client that does call ``dpp.enable`` sees the server prunes and keeps its own
 client-side analysis off.
@@ -33,7 +33,7 @@ import threading
 import time
 from typing import Any, Optional, Sequence
 
-from dpp.config import CONNECT_SERVER_KEY, PREFIX, DppConfig, table_settings
+from dpp.runtime.config import CONNECT_SERVER_KEY, PREFIX, DppConfig, table_settings
 from dpp.core.errors import ConfigError, DppError
 
 __all__ = ["main", "serve", "ConnectServerError"]

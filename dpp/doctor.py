@@ -54,7 +54,7 @@ def _java_version() -> Optional[str]:
 def _check_jar(d: _Doctor) -> None:
     import pyspark
 
-    from dpp import jvm_build
+    from dpp.runtime import jvm_build
 
     version = pyspark.__version__
     scala = jvm_build._scala_of_jars()
@@ -74,7 +74,7 @@ def _check_session(d: _Doctor, master: str, conf: dict[str, str]) -> Any:
     from pyspark.sql import SparkSession
 
     import dpp
-    from dpp.config import DppConfig, spark_settings
+    from dpp.runtime.config import DppConfig, spark_settings
     from dpp.core.errors import DppError
 
     builder = SparkSession.builder.master(master).appName("dpp-doctor") \
@@ -107,7 +107,7 @@ def _check_session(d: _Doctor, master: str, conf: dict[str, str]) -> Any:
 
 
 def _check_coordinator(d: _Doctor, cfg: Any) -> None:
-    from dpp.config import redact_url
+    from dpp.runtime.config import redact_url
 
     if cfg.coordinator == "embedded":
         d.line("coordinator", "embedded in the driver (nothing to reach)")

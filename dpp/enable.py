@@ -11,7 +11,7 @@ Path tables are declared by configuration, ``spark.dpp.tables.<name>=<path>`` (w
 ``DppSession.register_table`` does), read when enabling and again on every call, so a job
 needs no other code change. A name the job's session already holds (its own temporary view, or
 a table of the current database) stays the job's: dpp makes no view over it and says so once
-(a warning, and a note in the next report), see :mod:`dpp.views`.
+(a warning, and a note in the next report), see :mod:`dpp.runtime.views`.
 
 While ``spark.dpp.enabled`` is false dpp touches nothing: declared tables are not read or
 registered, no view is made, and ``spark.sql`` is the function ``enable`` replaced, called as
@@ -30,7 +30,7 @@ Why the session's own statements do not recurse
 -----------------------------------------------
 DppSession runs build sides, the rewritten query and the unpruned fallback through Spark. It
 calls Spark's *unwrapped* ``sql``: the wrapper carries the function it replaced as
-``dpp_original_sql`` and ``Runtime.spark_sql`` looks it up (``dpp.runtime.unwrapped_sql``).
+``dpp_original_sql`` and ``Runtime.spark_sql`` looks it up (``dpp.runtime.services.unwrapped_sql``).
 A thread-local re-entry guard was not chosen because build sides run on DppSession's worker
 threads, where a thread-local flag set by the calling thread is not visible: a build-side query
 would go through pruning again (another analysis, another report overwriting ``last_report``,
@@ -70,10 +70,10 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from dpp.config import (DppConfig, enabled_setting, spark_settings,
+from dpp.runtime.config import (DppConfig, enabled_setting, spark_settings,
                         table_settings)
 from dpp.core.errors import ConfigError, LayoutError
-from dpp.statements import CONF_WORDS, first_word, is_explain, is_query
+from dpp.analysis.statements import CONF_WORDS, first_word, is_explain, is_query
 
 if TYPE_CHECKING:  # the session (and Spark) load on the first enable(), not on import
     from dpp.session import DppSession
@@ -196,7 +196,7 @@ def _install_hook(session: "DppSession") -> None:
         note = ("Spark Connect: no optimizer hook (no JVM in Python); spark.sql queries are "
                 "pruned by the SQL-text analysis")
         try:
-            from dpp.connect_frames import ConnectFrames
+            from dpp.frontends.connect.frames import ConnectFrames
 
             session.connect_frames = ConnectFrames(session)
             note += ("; DataFrame star joins over catalog tables and declared folders only "
@@ -211,7 +211,7 @@ def _install_hook(session: "DppSession") -> None:
         session.hook_note = "spark.dpp.optimizerHook=false: only spark.sql queries are pruned"  # type: ignore[attr-defined]
         return
     try:
-        from dpp.optimizer_hook import OptimizerHook, patch_explain
+        from dpp.frontends.hook.optimizer_hook import OptimizerHook, patch_explain
 
         session.optimizer_hook = OptimizerHook(session)
         patch_explain(session_of)
@@ -255,7 +255,7 @@ def _wrapper(state: _Enabled, original: Callable[..., Any]) -> Callable[..., Any
             DppConfig.from_mapping(conf)
         state.sync_tables(conf)
         if session.optimizer_hook is not None and is_explain(sqlQuery):
-            from dpp.optimizer_hook import explaining
+            from dpp.frontends.hook.optimizer_hook import explaining
 
             with explaining(state.spark):   # planned, never run: no build side starts
                 return session.plain_sql(sqlQuery, args, **kwargs)
@@ -299,7 +299,7 @@ def _table_wrapper(state: _Enabled, original: Callable[..., Any]) -> Callable[..
 def _fresh_view(state: _Enabled, name: object) -> None:
     """A declared table's view made afresh before ``spark.table`` / ``spark.read.table``
     reads it (a no-op for any other name, or while dpp is off)."""
-    from dpp.views import norm_name   # here: dpp.views imports hive_splits, which imports dpp
+    from dpp.runtime.views import norm_name   # here: dpp.runtime.views imports hive_splits, which imports dpp
 
     conf = spark_settings(state.spark)
     if isinstance(name, str) and enabled_setting(conf):

@@ -4,7 +4,7 @@ FILE is the JSON-lines file ``spark.dpp.report.path`` appends to (one :class:`Jo
 line). The table has one row per job, then a totals row, so a run of many jobs can be judged
 at a glance: how much was pruned, how many bytes were not read, which filters did not make it.
 ``--html OUT`` also writes a self-contained page with a chart per job (see
-:mod:`dpp.report_html`).
+:mod:`dpp.runtime.report_html`).
 
 ``main`` takes the arguments *after* the ``report`` word, so the ``dpp`` console script can
 hand it ``argv[1:]``; ``python -m dpp.report_cli FILE`` works too.
@@ -15,9 +15,9 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-from dpp.report import ReportError, read_jsonl
-from dpp.report_html import write_html
-from dpp.report_summary import (COLUMNS, format_summary, format_table, job_row, summary_rows,
+from dpp.runtime.report import ReportError, read_jsonl
+from dpp.runtime.report_html import write_html
+from dpp.runtime.report_summary import (COLUMNS, format_summary, format_table, job_row, summary_rows,
                                 totals_row)
 
 __all__ = ["COLUMNS", "job_row", "totals_row", "summary_rows", "format_table",

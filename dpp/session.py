@@ -1,13 +1,13 @@
 """``DppSession``: the user's entry point, a facade over the parts every front end shares.
 
 The parts, each with a public name other modules use: :attr:`DppSession.catalog`
-(:class:`~dpp.catalog.TableCatalog`: declared and catalog tables, the analysis' resolver),
-:attr:`~DppSession.runtime` (:class:`~dpp.runtime.Runtime`: filter service, listers,
+(:class:`~dpp.runtime.catalog.TableCatalog`: declared and catalog tables, the analysis' resolver),
+:attr:`~DppSession.runtime` (:class:`~dpp.runtime.services.Runtime`: filter service, listers,
 statistics settings, environment notes), :attr:`~DppSession.handoff`
-(:class:`~dpp.handoff.Handoff`: kept files to Spark, sized as the table) and
-:attr:`~DppSession.connect` (:class:`~dpp.connect_handoff.ConnectHandoff`: the same on Spark
-Connect). ``dpp.join`` is :mod:`dpp.join`; the optimizer hook and Connect's DataFrame plans
-are :mod:`dpp.optimizer_hook` and :mod:`dpp.connect_frames`.
+(:class:`~dpp.runtime.handoff.Handoff`: kept files to Spark, sized as the table) and
+:attr:`~DppSession.connect` (:class:`~dpp.runtime.connect_handoff.ConnectHandoff`: the same on Spark
+Connect). ``dpp.join`` is :mod:`dpp.frontends.dataframe.join`; the optimizer hook and Connect's DataFrame plans
+are :mod:`dpp.frontends.hook.optimizer_hook` and :mod:`dpp.frontends.connect.frames`.
 
 What stays here is the SQL-text path of one query: analyze the SQL into a pruning plan; start
 every build-side job at once (one thread each); start every split loader at once, each waiting
@@ -27,25 +27,25 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from dpp import planner
-from dpp.catalog import TableCatalog
-from dpp.config import DppConfig, redact_url
-from dpp.connect_handoff import (CONNECT_CATALOG_LEFT, CONNECT_NOTES, ConnectHandoff,
+from dpp.frontends.sql import planner
+from dpp.runtime.catalog import TableCatalog
+from dpp.runtime.config import DppConfig, redact_url
+from dpp.runtime.connect_handoff import (CONNECT_CATALOG_LEFT, CONNECT_NOTES, ConnectHandoff,
                                  drop_views_with, no_stats_on_connect_catalog)
 from dpp.core.errors import LayoutError
 from dpp.core.refusals import Code, Refusal
 from dpp.core.spark_rules import SparkRules
-from dpp.decision import LoadGroup, PruningDecision, decide
-from dpp.filter_runs import FilterRuns
-from dpp.handoff import Handoff, full_dataframe
-from dpp.join import run_join
-from dpp.planner import PruningPlan, rewrite
-from dpp.remote_catalog import is_connect_catalog
-from dpp.report import JobReport, append_jsonl
-from dpp.runtime import Runtime, first_line, temp_view, unwrapped_sql
-from dpp.spark_metrics import scan_metrics
-from dpp.views import norm_name
-from dpp.whole_tables import read_whole, whole_catalog_refs
+from dpp.runtime.decision import LoadGroup, PruningDecision, decide
+from dpp.runtime.filter_runs import FilterRuns
+from dpp.runtime.handoff import Handoff, full_dataframe
+from dpp.frontends.dataframe.join import run_join
+from dpp.frontends.sql.planner import PruningPlan, rewrite
+from dpp.runtime.remote_catalog import is_connect_catalog
+from dpp.runtime.report import JobReport, append_jsonl
+from dpp.runtime.services import Runtime, first_line, temp_view, unwrapped_sql
+from dpp.runtime.spark_metrics import scan_metrics
+from dpp.runtime.views import norm_name
+from dpp.frontends.sql.whole_tables import read_whole, whole_catalog_refs
 from hive_splits import DynamicFilter, LoadResult, SplitLoader, Table
 from hive_splits.spark_io import folder_dataframe
 
@@ -90,7 +90,7 @@ class DppSession:
         # the optimizer hook (dpp.enable on a classic session): declared tables become Spark's
         # reader of their folder, which it prunes
         self.optimizer_hook: Optional[Any] = None
-        self.connect_frames: Optional[Any] = None   # Spark Connect: dpp.connect_frames
+        self.connect_frames: Optional[Any] = None   # Spark Connect: dpp.frontends.connect.frames
         self.last_report: Optional[JobReport] = None
         self.config  # validate settings now: a bad value is an error at construction
 
@@ -113,7 +113,7 @@ class DppSession:
 
     def _whole_table(self, table: Table) -> DataFrame:
         """A registered table's plain view. With the optimizer hook it is Spark's reader of
-        the folder, made afresh for each query (:mod:`dpp.views`): the relation is Spark's
+        the folder, made afresh for each query (:mod:`dpp.runtime.views`): the relation is Spark's
         own, and the hook only takes away partitions it proved cannot match."""
         if self.optimizer_hook is not None:
             return folder_dataframe(self.spark, table)
@@ -140,7 +140,7 @@ class DppSession:
                        partition_types: Optional[dict[str, str]] = None) -> Table:
         """Registers a Hive-partitioned Parquet folder under ``name`` (or a fact with no
         partition column: its joins on data columns then filter its files and row groups,
-        :mod:`dpp.row_groups`).
+        :mod:`dpp.runtime.row_groups`).
 
         Nothing is listed beyond the first partition path and one footer; the Spark view of the
         same name is created only when a query needs the whole table (``spark.sql`` fallback).
@@ -220,7 +220,7 @@ class DppSession:
         t0 = time.perf_counter()
         temp_views: list[str] = []
         if self.runtime.remote:   # views whose DataFrames are garbage, queued by their finalizers
-            from dpp.connect_lifecycle import lifecycle_of
+            from dpp.runtime.connect_lifecycle import lifecycle_of
 
             lifecycle_of(self.spark).drain()
         with self.catalog.views.query():

@@ -2,7 +2,7 @@
 
 The counting filesystem here is compiled on first use against the jars of the installed
 pyspark; so is the optimizer hook (``dpp/jvm``) for a Spark none of the package's prebuilt
-jars fits (see :mod:`dpp.jvm_build`). Jars go into ``~/.cache/dpp-spark`` (or
+jars fits (see :mod:`dpp.runtime.jvm_build`). Jars go into ``~/.cache/dpp-spark`` (or
 ``$XDG_CACHE_HOME``), under a name keyed by the sources, the class path and the ``javac``
 arguments, so an upgrade of any builds a new jar.
 """

@@ -18,8 +18,8 @@ sample, before any build side is started:
   few files sorted by the key (TPC-DS ``inventory``: one file, each row group one date) has a
   file spread of 1.0 but narrow row groups. A filter on such a column still pays: the pruned
   relation carries the filter's values as a range predicate that Spark pushes into Parquet,
-  which then skips the row groups (``dpp.handoff`` on the SQL-text path,
-  ``dpp.hook_row_filters`` in the optimizer hook). At least
+  which then skips the row groups (``dpp.runtime.handoff`` on the SQL-text path,
+  ``dpp.frontends.hook.row_filters`` in the optimizer hook). At least
   :data:`MIN_ROW_GROUPS` sampled row groups are needed for that verdict.
 
 Values are compared through a numeric proxy of their order (strings by their first 8 bytes),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build the optimizer hook's jars, one per Spark line (``dpp.jvm_build.SPARK_LINES``).
+"""Build the optimizer hook's jars, one per Spark line (``dpp.runtime.jvm_build.SPARK_LINES``).
 
 Each line's jar is compiled from ``dpp/jvm/src`` plus the line's shim (``dpp/jvm/compat``)
 with ``javac --release <8|17>`` against that line's own Spark jars. The jars come from the
@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dpp.jvm_build import (SPARK_LINES, hook_sources, jar_name,  # noqa: E402
+from dpp.runtime.jvm_build import (SPARK_LINES, hook_sources, jar_name,  # noqa: E402
                            sources_digest)
 
 

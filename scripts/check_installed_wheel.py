@@ -106,7 +106,7 @@ def main() -> int:
             "for r in t}))"), str(warehouse / "daily_sales")], check=True,
             capture_output=True, text=True).stdout
         versions = subprocess.run([python, "-c", (
-            "import pyspark, dpp.jvm_build as j; print(pyspark.__version__, j.JARS)")],
+            "import pyspark, dpp.runtime.jvm_build as j; print(pyspark.__version__, j.JARS)")],
             env=env, capture_output=True, text=True).stdout.strip()
         notes = lines[0].get("analysis_notes")
         print(json.dumps({"pyspark_and_jars": versions, "java_home": args.java_home,

@@ -12,17 +12,17 @@ in README.md or any page under docs/; everything else on the page is written by 
 blocks:
 
 - ``settings`` (and ``settings-common``, the five most used): the configuration reference,
-  from ``dpp.config`` (each key's default from ``DppConfig``, its meaning from
+  from ``dpp.runtime.config`` (each key's default from ``DppConfig``, its meaning from
   ``SETTING_DOCS``);
-- ``report-schema``: the report's fields, from ``dpp.report`` (types from the dataclasses,
+- ``report-schema``: the report's fields, from ``dpp.runtime.report`` (types from the dataclasses,
   meanings from ``FIELD_DOCS``);
-- ``versions``: the Spark lines a hook jar is built for, from ``dpp.jvm_build.SPARK_LINES``;
+- ``versions``: the Spark lines a hook jar is built for, from ``dpp.runtime.jvm_build.SPARK_LINES``;
 - ``jvm-size``: the JVM part's size, counted as ``tests/test_docs_true.py`` counts it;
 - ``bench-headline`` and ``bench-all``: tables from the summaries in ``docs/bench/*.json``,
   each made by ``import-bench`` from a ``tpcds bench`` results file, with the command, the
   data and the date that produced it.
 
-``docs/rules.md`` is ``python -m dpp.rules`` whole. ``tests/test_docs_generated.py`` fails when
+``docs/rules.md`` is ``python -m dpp.analysis.rules`` whole. ``tests/test_docs_generated.py`` fails when
 any of this is stale or a setting or report field has no description.
 """
 from __future__ import annotations
@@ -53,7 +53,7 @@ _BLOCK = re.compile(r"(<!-- generated:(?P<name>[\w-]+) -->\n?)(?P<body>.*?)"
 # ---------------------------------------------------------------------- settings
 
 def _default_text(key: str, value: Any) -> str:
-    from dpp import config as c
+    from dpp.runtime import config as c
 
     parse = c._KEYS[key][1]
     if value is None:
@@ -72,7 +72,7 @@ def _default_text(key: str, value: Any) -> str:
 
 def settings_defaults() -> dict[str, str]:
     """Each key's default as one would write it in ``--conf`` (unset for tables)."""
-    from dpp import config as c
+    from dpp.runtime import config as c
 
     base = c.DppConfig()
     out = {key: _default_text(key, getattr(base, name)) for key, (name, _) in c._KEYS.items()}
@@ -86,14 +86,14 @@ COMMON_SETTINGS = ("spark.dpp.enabled", "spark.dpp.tables.<name>", "spark.dpp.re
 
 
 def settings_markdown(only: Optional[tuple[str, ...]] = None) -> str:
-    from dpp import config as c
+    from dpp.runtime import config as c
 
     defaults = settings_defaults()
     if only is not None:
         defaults = {k: defaults[k] for k in only}
     missing = [k for k in defaults if k not in c.SETTING_DOCS]
     if missing:
-        raise SystemExit(f"dpp.config.SETTING_DOCS has no entry for {', '.join(missing)}")
+        raise SystemExit(f"dpp.runtime.config.SETTING_DOCS has no entry for {', '.join(missing)}")
     lines = ["| key | default | accepts | what it does |", "| --- | --- | --- | --- |"]
     for key, default in defaults.items():
         accepts, what = c.SETTING_DOCS[key]
@@ -117,7 +117,7 @@ def _type_text(hint: str) -> str:
 
 def report_fields() -> dict[str, list[tuple[str, str]]]:
     """Field names and types per record, in the order the report writes them."""
-    from dpp import report as r
+    from dpp.runtime import report as r
 
     def of(cls: Any, spec: dict[str, Any]) -> list[tuple[str, str]]:
         types = {f.name: str(f.type) for f in dataclasses.fields(cls)}
@@ -131,7 +131,7 @@ def report_fields() -> dict[str, list[tuple[str, str]]]:
 
 
 def report_markdown() -> str:
-    from dpp import report as r
+    from dpp.runtime import report as r
 
     titles = {"job": "The job (one JSON line)", "filters": "`filters[]`: one per dynamic filter",
               "tables": "`tables[]`: one per table reference",
@@ -140,7 +140,7 @@ def report_markdown() -> str:
     for record, fields in report_fields().items():
         missing = [f"{record}.{n}" for n, _ in fields if f"{record}.{n}" not in r.FIELD_DOCS]
         if missing:
-            raise SystemExit(f"dpp.report.FIELD_DOCS has no entry for {', '.join(missing)}")
+            raise SystemExit(f"dpp.runtime.report.FIELD_DOCS has no entry for {', '.join(missing)}")
         out += [f"### {titles[record]}", "", "| field | type | meaning |", "| --- | --- | --- |"]
         out += [f"| `{n}` | {t} | {r.FIELD_DOCS[f'{record}.{n}']} |" for n, t in fields]
         out.append("")
@@ -307,11 +307,11 @@ def jvm_size() -> str:
 # ---------------------------------------------------------------------- supported versions
 
 def versions_markdown() -> str:
-    """The Spark lines the package builds a hook jar for (``dpp.jvm_build.SPARK_LINES``) and
+    """The Spark lines the package builds a hook jar for (``dpp.runtime.jvm_build.SPARK_LINES``) and
     the Python it installs on (setup.cfg's ``python_requires``)."""
     import configparser
 
-    from dpp.jvm_build import SPARK_LINES
+    from dpp.runtime.jvm_build import SPARK_LINES
 
     cfg = configparser.ConfigParser()
     cfg.read(ROOT / "setup.cfg")
@@ -345,7 +345,7 @@ def _refusals(scope: str) -> str:
 
 
 def rules_page() -> str:
-    return subprocess.run([sys.executable, "-m", "dpp.rules"], cwd=ROOT, check=True,
+    return subprocess.run([sys.executable, "-m", "dpp.analysis.rules"], cwd=ROOT, check=True,
                           capture_output=True, text=True).stdout
 
 

@@ -13,7 +13,7 @@ spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "fals
 s = dpp.enable(spark)
 print("pyspark", __import__("pyspark").__version__, "hook:", s.optimizer_hook is not None,
       s.hook_note or "")
-from dpp import jvm_build
+from dpp.runtime import jvm_build
 print("jar:", jvm_build.hook_jar())
 f = spark.read.parquet(f"{root}/fact")
 dm = spark.read.parquet(f"{root}/dim.parquet").where("m = 1")

@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from dpp.views import norm_name
+from dpp.runtime.views import norm_name
 from tests.conftest import spark_conf
 
 PRUNING_OFF = {
@@ -320,9 +320,9 @@ def _served_sql(spark: Any, facts: Sequence[Fact], query: str, names: dict[str, 
 def _hook_run(spark: Any, facts: Sequence[Fact], q: str, dpp: Any
               ) -> tuple[Outcome, Optional[dict]]:
     """``q`` as plain ``spark.sql`` with dpp's optimizer hook installed for this run only."""
-    from dpp.optimizer_hook import OptimizerHook
+    from dpp.frontends.hook.optimizer_hook import OptimizerHook
 
-    dpp.optimizer_hook = OptimizerHook(dpp)
+    dpp.frontends.hook.optimizer_hook = OptimizerHook(dpp)
     views = [f.name for f in facts if f.kind == "path"]
     try:
         dpp.ensure_views(views)   # lazy relations: the hook lists them
@@ -330,10 +330,10 @@ def _hook_run(spark: Any, facts: Sequence[Fact], q: str, dpp: Any
         got = capture(lambda: spark.sql(q).collect())
         return got, _report(dpp)
     finally:
-        hook, dpp.optimizer_hook = dpp.optimizer_hook, None
+        hook, dpp.frontends.hook.optimizer_hook = dpp.frontends.hook.optimizer_hook, None
         hook.close()
         for v in views:
-            dpp.catalog.views.forget(norm_name(v))
+            dpp.runtime.catalog.views.forget(norm_name(v))
 
 
 def run_join(spark: Any, fact: Fact, dim: Callable[[], Any], on: Sequence[tuple[str, str]], *,

@@ -945,7 +945,7 @@ def _query_group(spark: Any, items: Sequence[tuple[int, Example]], tz: str,
             with spark_conf(spark, settings.conf()):
                 hooked = DppSession(spark)
                 try:
-                    from dpp.optimizer_hook import OptimizerHook
+                    from dpp.frontends.hook.optimizer_hook import OptimizerHook
 
                     for i, ex in items:
                         hooked.register_table(names[i], paths[i],

@@ -22,7 +22,7 @@ import pytest
 
 import dpp
 
-from dpp.spark_metrics import file_scans
+from dpp.runtime.spark_metrics import file_scans
 from tests.adversarial_support import (DAYS, applied, catalog_table, dpp_rows, enabled,
                                        fact_file, rows, spark_rows, write_calendar, write_fact)
 from tests.conftest import spark_conf

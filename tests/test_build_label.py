@@ -1,12 +1,12 @@
-"""How a report names the optimizer hook's build side and query (``dpp.hook_answers``): the
+"""How a report names the optimizer hook's build side and query (``dpp.frontends.hook.answers``): the
 table the key comes from, the alias where it tells a table joined twice apart, the call site.
 Plan messages are written as the JVM describer writes them; no Spark session."""
 from __future__ import annotations
 
 from typing import Any
 
-from dpp.hook_answers import build_label, plan_text
-from dpp.plan_pairs import Prune
+from dpp.frontends.hook.answers import build_label, plan_text
+from dpp.analysis.plan_pairs import Prune
 
 
 def _msg(source: str | None, call_site: str | None = None) -> dict[str, Any]:

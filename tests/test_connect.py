@@ -228,7 +228,7 @@ def test_dpp_session_register_table_sql_collect_explain_join(connect_server, dat
 def test_fact_without_partitions_filters_its_row_groups_on_connect(connect_server, data,
                                                                      plain, tmp_path):
     """A registered table with no partition column, one file sorted by day (one row group per
-    day): the join's days reach Parquet as a predicate on the handed files (dpp.row_groups)."""
+    day): the join's days reach Parquet as a predicate on the handed files (dpp.runtime.row_groups)."""
     from dpp import DppSession
 
     days = [d for d in range(1, 31) for _ in range(20)]
@@ -670,9 +670,9 @@ def test_arrow_lister_lists_as_the_local_lister(tmp_path):
 
 
 def _admits(pred: Any, row: dict[str, Any]) -> bool:
-    """Evaluates a :mod:`dpp.remote_catalog` predicate on one partition's typed values
+    """Evaluates a :mod:`dpp.runtime.remote_catalog` predicate on one partition's typed values
     (None = NULL) as SQL would: the test's own reading of the structure, not Spark's."""
-    from dpp.remote_catalog import And, Or
+    from dpp.runtime.remote_catalog import And, Or
 
     if pred is None:
         return True
@@ -696,7 +696,7 @@ def test_kept_predicate_admits_every_kept_partition_and_prunes(seed):
     import random
 
     from dpp.core.domain import DataType
-    from dpp.remote_catalog import MAX_DISJUNCTS, kept_predicate
+    from dpp.runtime.remote_catalog import MAX_DISJUNCTS, kept_predicate
     from hive_splits import KeptPartition, LoadResult, PartitionColumn, Table
 
     rnd = random.Random(seed)
@@ -940,7 +940,7 @@ def _node_shape(spark: Any, shape: str) -> Any:
 def test_dataframe_keys_through_renames_drops_set_operations_and_grouping_sets(
         connect, frames, plain, catalog, shape):
     """The Connect translation of withColumnRenamed, drop, toDF, unionByName, intersect,
-    except, rollup, cube and grouping sets (``dpp.connect_typed``, ``dpp.connect_setops``):
+    except, rollup, cube and grouping sets (``dpp.frontends.connect.typed``, ``dpp.frontends.connect.setops``):
     the fact is pruned exactly where a key passes (``NODE_SHAPES``), and the rows are the
     plain session's (no dpp, no Spark DPP) and those of spark.dpp.enabled=false."""
     import dpp
@@ -963,7 +963,7 @@ def test_dataframe_keys_through_renames_drops_set_operations_and_grouping_sets(
 
 
 def test_spark_column_semantics_the_connect_translation_follows(plain, catalog):
-    """What ``dpp.connect_typed`` / ``dpp.connect_setops`` assume of the server's Spark:
+    """What ``dpp.frontends.connect.typed`` / ``dpp.frontends.connect.setops`` assume of the server's Spark:
     renames fold in order (a swap in one call names both columns ``day``), a drop by name
     is case-insensitive, unionByName puts the right side's own columns last."""
     a, b = plain.table("cat_sales"), plain.table("cat_sales")
@@ -1009,7 +1009,7 @@ def test_dataframe_plan_spark_rejects_after_the_rewrite_is_sent_as_built(connect
 def test_folder_format_only_for_plain_parquet_tables():
     """Only a Parquet data-source table's folder reads as the table: not ORC, not a
     Hive-format table (its serde), not a bucketed one, not one with storage options."""
-    from dpp.remote_catalog import folder_format
+    from dpp.runtime.remote_catalog import folder_format
 
     plain_parquet = {"Provider": "parquet", "Location": "file:/t"}
     assert folder_format(plain_parquet) == "parquet"
@@ -1023,7 +1023,7 @@ def test_default_folders_accepts_only_files_directly_in_a_partitions_default_fol
     """A file Spark serves from anywhere but ``root/k=v`` of one of the table's partitions
     (a partition at a location of its own, a nested folder, another root) means the folders
     cannot stand for the partitions: None."""
-    from dpp.remote_catalog import default_folders, same_files
+    from dpp.runtime.remote_catalog import default_folders, same_files
 
     every = [(("day", "1"),), (("day", "2"),), (("day", None),), (("day", "a/b"),)]
     served = ["file:/t/day=1/p0.parquet", "file:/t/day=1/p1.parquet", "/t/day=2/p0.parquet",

@@ -1,5 +1,5 @@
 """The Spark Connect DataFrame rewrite's build sides against a real Connect server
-(:mod:`dpp.connect_builds`): a build side that filters nothing narrowed by the probe side's
+(:mod:`dpp.frontends.connect.builds`): a build side that filters nothing narrowed by the probe side's
 other key (TPC-DS q72's two calendars), the shapes where that narrowing would drop rows, and
 data-column keys (Parquet statistics) with ``statsPruning`` on and off.
 

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from dpp.report import JobReport
+from dpp.runtime.report import JobReport
 from tests.conftest import spark_conf
 from tests.connect_server import DppConnectServer, _free_port, client
 from tests.test_hook_coverage import CASES as COVERAGE

@@ -1,5 +1,5 @@
-"""The Spark Connect plan translated to the typed plan (:mod:`dpp.connect_typed`), and the
-pairs :func:`dpp.connect_frames.find_fact_joins` takes from :func:`dpp.plan_pairs.find_prunes`
+"""The Spark Connect plan translated to the typed plan (:mod:`dpp.frontends.connect.typed`), and the
+pairs :func:`dpp.frontends.connect.frames.find_fact_joins` takes from :func:`dpp.analysis.plan_pairs.find_prunes`
 on it. Protobuf plans built by hand, as a Connect client sends them: no server."""
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any, Optional
 import pytest
 
 from dpp.core.refusals import Code, Refusal
-from dpp.connect_frames import find_fact_joins
-from dpp.connect_typed import translate
-from dpp.plan_wire import check_plan
-from dpp.rules import JoinType, may_prune
+from dpp.frontends.connect.frames import find_fact_joins
+from dpp.frontends.connect.typed import translate
+from dpp.analysis.plan_wire import check_plan
+from dpp.analysis.rules import JoinType, may_prune
 
 proto = pytest.importorskip("pyspark.sql.connect.proto")
 
@@ -572,8 +572,8 @@ def test_narrowing_is_refused_where_it_could_drop_matching_rows(frames: _Frames)
 def test_a_narrowing_relation_the_translation_made_is_never_used() -> None:
     import dataclasses
 
-    from dpp.connect_builds import _build_side
-    from dpp.plan_pairs import find_prunes
+    from dpp.frontends.connect.builds import _build_side
+    from dpp.analysis.plan_pairs import find_prunes
 
     typed = translate(join(read("f"), dim(), call("==", col("k"), col("dk"))), _fact_of)
     (p,) = find_prunes(typed.message)[0]  # type: ignore[arg-type]

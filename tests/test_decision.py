@@ -9,8 +9,8 @@ import pytest
 
 from dpp.core.refusals import Code, Refusal
 from dpp.core.domain import INT, STRING, Domain, TupleDomain
-from dpp.decision import Probe, ProbeKey, decide, plan_loads, table_columns
-from dpp.planner import TableInfo, analyze
+from dpp.runtime.decision import Probe, ProbeKey, decide, plan_loads, table_columns
+from dpp.frontends.sql.planner import TableInfo, analyze
 from hive_splits import PartitionColumn, Table
 
 SALES = Table(name="sales", location="/data/sales",
@@ -174,7 +174,7 @@ def test_an_expression_key_is_not_a_data_column_and_groups_by_its_text():
 
 
 def test_a_catalog_table_is_listed_whole_only_unfiltered_and_unbucketed():
-    from dpp.decision import lists_whole_catalog_table
+    from dpp.runtime.decision import lists_whole_catalog_table
 
     assert lists_whole_catalog_table(True, partition_filtered=False, bucketed=False)
     assert not lists_whole_catalog_table(False, partition_filtered=False, bucketed=False)

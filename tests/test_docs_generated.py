@@ -29,29 +29,29 @@ gen = _gen()
 
 
 def test_every_setting_is_described() -> None:
-    from dpp import config
+    from dpp.runtime import config
 
     missing = [k for k in config.KNOWN_KEYS if k not in config.SETTING_DOCS]
-    assert not missing, f"add these to dpp.config.SETTING_DOCS: {missing}"
+    assert not missing, f"add these to dpp.runtime.config.SETTING_DOCS: {missing}"
     extra = [k for k in config.SETTING_DOCS
              if k not in config.KNOWN_KEYS and k != config.TABLES_PREFIX + "<name>"]
-    assert not extra, f"dpp.config.SETTING_DOCS describes keys that do not exist: {extra}"
+    assert not extra, f"dpp.runtime.config.SETTING_DOCS describes keys that do not exist: {extra}"
 
 
 def test_every_report_field_is_described() -> None:
-    from dpp import report
+    from dpp.runtime import report
 
     fields = {f"{rec}.{name}" for rec, fs in gen.report_fields().items() for name, _ in fs}
     missing = sorted(fields - set(report.FIELD_DOCS))
-    assert not missing, f"add these to dpp.report.FIELD_DOCS: {missing}"
+    assert not missing, f"add these to dpp.runtime.report.FIELD_DOCS: {missing}"
     extra = sorted(set(report.FIELD_DOCS) - fields)
-    assert not extra, f"dpp.report.FIELD_DOCS describes fields that do not exist: {extra}"
+    assert not extra, f"dpp.runtime.report.FIELD_DOCS describes fields that do not exist: {extra}"
 
 
 def test_the_defaults_shown_are_the_defaults() -> None:
     """What the reference prints as a default, parsed as a user's --conf would be, is the
     default DppConfig holds."""
-    from dpp import config
+    from dpp.runtime import config
 
     shown = gen.settings_defaults()
     base = config.DppConfig()

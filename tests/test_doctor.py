@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dpp import jvm_build
+from dpp.runtime import jvm_build
 
 pytestmark = pytest.mark.slow  # a JVM of its own: not in `make check`
 

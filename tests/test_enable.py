@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 
 import dpp
-from dpp.config import DppConfig
+from dpp.runtime.config import DppConfig
 from dpp.core.errors import ConfigError
 from tests.conftest import make_partitioned_table, spark_conf, write_parquet
 
@@ -305,7 +305,7 @@ def test_an_internal_failure_in_the_hook_keeps_sparks_plan(spark, data, job, mon
                                                            caplog):
     """The default path on a classic session (the optimizer hook): a failure in dpp's
     planning leaves Spark's own plan (same rows), said in the log."""
-    from dpp.optimizer_hook import OptimizerHook
+    from dpp.frontends.hook.optimizer_hook import OptimizerHook
 
     expected = _plain_spark_rows(spark, data["fact"])
     session = dpp.enable(spark)
@@ -316,7 +316,7 @@ def test_an_internal_failure_in_the_hook_keeps_sparks_plan(spark, data, job, mon
         raise RuntimeError("a bug inside dpp's hook")
 
     monkeypatch.setattr(OptimizerHook, "on_plan", broken)   # dpp's code, not Spark's
-    with caplog.at_level(logging.WARNING, logger="dpp.optimizer_hook"):
+    with caplog.at_level(logging.WARNING, logger="dpp.frontends.hook.optimizer_hook"):
         df = spark.sql(QUERY)
         assert _rows(df) == expected
     assert "a bug inside dpp's hook" in caplog.text
@@ -379,11 +379,11 @@ def test_a_bad_table_path_is_an_error_naming_key_and_path(spark, data, job, tmp_
 
 
 def test_table_keys_are_not_unknown_settings(caplog):
-    with caplog.at_level(logging.WARNING, logger="dpp.config"):
+    with caplog.at_level(logging.WARNING, logger="dpp.runtime.config"):
         cfg = DppConfig.from_mapping({"spark.dpp.tables.store_sales": "/data/store_sales",
                                       "spark.dpp.enabled": "true"})
     assert cfg.enabled and "unknown" not in caplog.text
-    with caplog.at_level(logging.WARNING, logger="dpp.config"):
+    with caplog.at_level(logging.WARNING, logger="dpp.runtime.config"):
         DppConfig.from_mapping({"spark.dpp.enabeld": "true"})
     assert "unknown setting spark.dpp.enabeld" in caplog.text   # the warning still works
 
@@ -392,9 +392,9 @@ def test_a_misspelled_key_gets_one_warning_with_a_suggestion(caplog):
     """Settings are read on every query: a misspelled key is named once per process, with
     the setting it most likely means (a letter dropped, a case slip); a key close to none
     gets no guess."""
-    from dpp.config import suggestion
+    from dpp.runtime.config import suggestion
 
-    with caplog.at_level(logging.WARNING, logger="dpp.config"):
+    with caplog.at_level(logging.WARNING, logger="dpp.runtime.config"):
         for _ in range(3):
             DppConfig.from_mapping({"spark.dpp.waitTimeot": "20s"})
     lines = [r.getMessage() for r in caplog.records if "waitTimeot" in r.getMessage()]
@@ -407,7 +407,7 @@ def test_a_misspelled_key_gets_one_warning_with_a_suggestion(caplog):
 
 def test_settings_are_read_as_spark_holds_them(spark):
     # spark_settings (read on every call) against PySpark's own reading of the session conf
-    from dpp.config import spark_settings
+    from dpp.runtime.config import spark_settings
 
     odd = {"spark.dpp.tables.en_odd": '/a b/c, d=e"f\\g/ünï', "spark.dpp.waitTimeout": "7s"}
     with spark_conf(spark, odd):

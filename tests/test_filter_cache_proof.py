@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpp
-from dpp.config import DppConfig
+from dpp.runtime.config import DppConfig
 from tests.conftest import spark_conf
 
 pytestmark = pytest.mark.spark
@@ -243,7 +243,7 @@ def test_a_view_redefined_with_other_reader_options(spark: Any, star: dict[str, 
 ])
 def test_each_value_changing_setting_is_in_the_signature(spark: Any, star: dict[str, Any],
                                                          key: str, value: str) -> None:
-    from dpp.cache_proof import settings_signature
+    from dpp.runtime.cache_proof import settings_signature
 
     df = spark.read.parquet(str(_cal(star["root"], "cal_sig", [1], ["x"])))
     base = settings_signature(df)
@@ -255,7 +255,7 @@ def test_each_value_changing_setting_is_in_the_signature(spark: Any, star: dict[
 
 
 def test_relations_hold_schemas_and_reader_options(spark: Any, star: dict[str, Any]) -> None:
-    from dpp.cache_proof import relations_signature
+    from dpp.runtime.cache_proof import relations_signature
 
     folder = str(_cal(star["root"], "cal_rel", [1], ["x"]))
     plain = relations_signature(spark.read.parquet(folder))

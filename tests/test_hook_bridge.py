@@ -2,7 +2,7 @@
 
 A plan description over 8 KiB left the JVM as two socket writes and waited ~40 ms for
 Python's delayed ACK on every optimizer run (py4j's Nagle issue). The JVM now sends it in
-parts (``DppHook.send``) and ``dpp.hook_bridge`` joins them. What must hold: the parts join to
+parts (``DppHook.send``) and ``dpp.frontends.hook.bridge`` joins them. What must hold: the parts join to
 the very message (multi-byte characters, surrogate pairs and py4j's escapes included), each
 part fits one write, and a plan large enough to be cut is pruned with Spark's own rows.
 """
@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpp.enable import session_of
-from dpp.hook_bridge import LAST, PART, Parts
+from dpp.frontends.hook.bridge import LAST, PART, Parts
 from tests.adversarial_support import OFF, enabled
 from tests.conftest import spark_conf
 
@@ -51,7 +51,7 @@ def _wire_bytes(s: str) -> int:
 
 
 def test_the_jvm_cuts_a_message_into_parts_that_join_to_it(spark: Any) -> None:
-    from dpp.jvm_build import load_into
+    from dpp.runtime.jvm_build import load_into
 
     hook = load_into(spark)
     rng = random.Random(7)

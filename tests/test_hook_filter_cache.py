@@ -159,7 +159,7 @@ def test_a_function_defined_again_under_its_name_is_a_miss(spark: Any, star: dic
 
 
 def test_a_sql_text_build_query_that_calls_an_unknown_function_is_not_cached() -> None:
-    from dpp.sql_functions import calls_unknown_function
+    from dpp.analysis.functions import calls_unknown_function
 
     assert calls_unknown_function("SELECT d.k AS dpp_key FROM d WHERE fc_pick(d.tag)")
     assert calls_unknown_function("SELECT d.k AS dpp_key FROM d WHERE d.tag = 'x' AND (")

@@ -18,7 +18,7 @@ import pytest
 
 from dpp.enable import session_of
 from tests.adversarial_support import OFF, enabled
-from dpp.spark_metrics import file_scans
+from dpp.runtime.spark_metrics import file_scans
 from tests.conftest import spark_conf
 
 DAYS, ITEMS, PER_ITEM = 3, 40, 30     # per day one file: items 0..39, 30 rows each

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpp
-from dpp.hook_explain import WHOLE
+from dpp.frontends.hook.explain import WHOLE
 from tests.conftest import spark_conf
 
 pytestmark = pytest.mark.spark

@@ -1,4 +1,4 @@
-"""Jobs as users write them, pruned through the optimizer hook (``dpp.optimizer_hook``).
+"""Jobs as users write them, pruned through the optimizer hook (``dpp.frontends.hook.optimizer_hook``).
 
 Each shape runs with ``dpp.enable(spark)`` on a declared path table and on a catalog table
 over the same folder, in UTC and in America/Los_Angeles (a DATE partition column), and is
@@ -266,7 +266,7 @@ def _file_indexes(df: Any) -> list[str]:
 @pytest.mark.parametrize("setting", ["spark.dpp.enabled", "spark.dpp.optimizerHook"])
 def test_off_leaves_sparks_plan(spark: Any, data: dict[str, Any], setting: str) -> None:
     session = data["session"]
-    from dpp.optimizer_hook import explaining
+    from dpp.frontends.hook.optimizer_hook import explaining
 
     on = spark.table("js_events").join(_cal(spark, data), "day")
     with explaining(spark):   # planned only: no build side started for nothing

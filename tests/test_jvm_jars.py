@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dpp import jvm_build
-from dpp.jvm_build import HookUnavailable
+from dpp.runtime import jvm_build
+from dpp.runtime.jvm_build import HookUnavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,6 +1,8 @@
 """The layers point one way (docs/contributing.md, "Architecture"): ``dpp.core`` at the bottom
 imports nothing else of the project; ``collectors``, ``coordinator`` and ``hive_splits``
-import only ``dpp.core`` of ``dpp``; nothing imports ``tpcds``; no modules form a cycle.
+import only ``dpp.core`` of ``dpp``; inside ``dpp``, ``core`` ← ``analysis`` ← ``runtime`` ←
+the front ends (``frontends.hook``, ``.sql``, ``.connect``, ``.dataframe``) ← the public API
+(the top-level modules); nothing imports ``tpcds``; no modules form a cycle.
 Read from the source (every ``import``, at any depth, so a function-level import cannot hide
 an arrow pointing up, nor an ``if TYPE_CHECKING:`` one a cycle)."""
 from __future__ import annotations
@@ -58,6 +60,68 @@ def test_nothing_below_tpcds_imports_it():
         assert _violations(package, ("dpp", "collectors", "coordinator", "hive_splits")) == []
 
 
+# dpp's own layers, bottom first: a module may import its own layer and those below it
+LAYERS = ("core", "analysis", "runtime", "frontends", "api")
+FRONT_ENDS = ("hook", "sql", "connect", "dataframe")
+# the one arrow between front ends: a DataFrame on Spark Connect is a Connect plan, read by the
+# Connect front end's reader
+FRONT_END_ARROWS = {("dataframe", "connect")}
+
+
+def _layer(module: str) -> tuple[str, str]:
+    """(layer, front end or "") of a ``dpp`` module."""
+    parts = module.split(".")
+    if len(parts) > 1 and parts[1] in ("core", "analysis", "runtime"):
+        return parts[1], ""
+    if len(parts) > 1 and parts[1] == "frontends":
+        return "frontends", parts[2] if len(parts) > 2 else ""
+    return "api", ""
+
+
+def _layer_violations(graph: Mapping[str, set[str]]) -> list[str]:
+    bad = []
+    for module, deps in sorted(graph.items()):
+        (layer, front), rank = _layer(module), LAYERS.index(_layer(module)[0])
+        for dep in sorted(deps):
+            if not dep.startswith("dpp"):
+                continue
+            dlayer, dfront = _layer(dep)
+            if LAYERS.index(dlayer) > rank:
+                bad.append(f"{module} ({layer}) imports {dep} ({dlayer}): an arrow up")
+            elif (layer == dlayer == "frontends" and front and dfront and front != dfront
+                  and (front, dfront) not in FRONT_END_ARROWS):
+                bad.append(f"{module} imports {dep}: one front end into another")
+    return bad
+
+
+def test_dpp_packages_are_layers() -> None:
+    """Every import inside ``dpp`` (function-level and ``TYPE_CHECKING`` ones too) points to
+    its own layer or one below; front ends do not import each other but for the one arrow
+    named above; every module of ``dpp`` sits in a layer package or is public API."""
+    graph = _module_graph(ROOT, ("dpp",))
+    assert _layer_violations(graph) == []
+    # the packages of dpp: the layers, and the interpreter hook ``dpp run`` puts on the path
+    packages = {m.split(".")[1] for m in graph if m.count(".") >= 2}
+    assert packages == {"core", "analysis", "runtime", "frontends", "_autoenable"}
+    fronts = {m.split(".")[2] for m in graph if m.startswith("dpp.frontends.")}
+    assert fronts == set(FRONT_ENDS)
+
+
+def test_the_layer_guard_sees_an_arrow_up_and_a_front_end_crossing() -> None:
+    graph = {"dpp.analysis.rules": {"dpp.runtime.report"},
+             "dpp.runtime.catalog": {"dpp.frontends.sql.planner", "dpp.core.domain"},
+             "dpp.frontends.hook.tables": {"dpp.session", "dpp.frontends.sql.planner"},
+             "dpp.frontends.dataframe.determinism": {"dpp.frontends.connect.proto"},
+             "dpp.session": {"dpp.frontends.hook.optimizer_hook"}}
+    assert _layer_violations(graph) == [
+        "dpp.analysis.rules (analysis) imports dpp.runtime.report (runtime): an arrow up",
+        "dpp.frontends.hook.tables imports dpp.frontends.sql.planner: one front end into "
+        "another",
+        "dpp.frontends.hook.tables (frontends) imports dpp.session (api): an arrow up",
+        "dpp.runtime.catalog (runtime) imports dpp.frontends.sql.planner (frontends): an "
+        "arrow up"]
+
+
 def test_the_guard_sees_a_violation(tmp_path):
     # the guard itself can fail: a function-level import of the session is found
     bad = tmp_path / "bad.py"
@@ -70,7 +134,7 @@ def test_importing_the_core_is_cheap():
     code = ("import sys, dpp.core.domain, dpp.core.codec, dpp.core.reconcile, "
             "dpp.core.spark_rules; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('pyspark','sqlglot','pyarrow','redis') or m in ('dpp.session','dpp.planner')))")
+            "('pyspark','sqlglot','pyarrow','redis') or m in ('dpp.session','dpp.frontends.sql.planner')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -78,7 +142,7 @@ def test_importing_the_core_is_cheap():
 
 def test_the_hooks_road_never_loads_sqlglot():
     # the optimizer hook reads Spark's analysed plan; SQL text is the other front end's
-    code = ("import sys, dpp.optimizer_hook, dpp.hook_answers, dpp.hook_tables, dpp.decision; "
+    code = ("import sys, dpp.frontends.hook.optimizer_hook, dpp.frontends.hook.answers, dpp.frontends.hook.tables, dpp.runtime.decision; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sqlglot'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=True)
@@ -177,7 +241,7 @@ def _cycle_report(graph: Mapping[str, set[str]], cycles: list[list[str]]) -> str
 def test_no_import_cycles_inside_the_project() -> None:
     """A cycle, even through a function-level or ``TYPE_CHECKING`` import, ties its modules
     into one: none can be read, tested or moved alone. The lower module declares a
-    ``Protocol`` of what it uses instead (``dpp.hook_bridge.Hook``, ``dpp.session_parts.SessionParts``)."""
+    ``Protocol`` of what it uses instead (``dpp.frontends.hook.bridge.Hook``, ``dpp.runtime.session_parts.SessionParts``)."""
     graph = _module_graph(ROOT, PROJECT)
     assert len(graph) > 50
     cycles = _cycles(graph)

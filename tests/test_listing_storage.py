@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dpp.config import DppConfig
+from dpp.runtime.config import DppConfig
 from dpp.core.domain import INT, STRING, Domain, TupleDomain
 from dpp.core.errors import ConfigError, LayoutError
 from hive_splits import DynamicFilter, SplitLoader, table_from_path, to_dataframe

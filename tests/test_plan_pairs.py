@@ -1,4 +1,4 @@
-"""dpp.plan_pairs on plan descriptions as the JVM rule sends them (no Spark needed)."""
+"""dpp.analysis.plan_pairs on plan descriptions as the JVM rule sends them (no Spark needed)."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import json
 from typing import Any, Optional
 
 from dpp.core.refusals import Code, Refusal
-from dpp.plan_pairs import find_prunes
+from dpp.analysis.plan_pairs import find_prunes
 
 
 class _Plan:
@@ -386,7 +386,7 @@ def test_a_sort_decides_a_limit_above_the_join_never_a_sample() -> None:
 
 
 def test_every_front_ends_facts_meet_one_rule() -> None:
-    from dpp.rules import decided_by_sort, unrepeatable
+    from dpp.analysis.rules import decided_by_sort, unrepeatable
 
     assert unrepeatable("GlobalLimit") == "GlobalLimit"
     assert unrepeatable("Limit", "rand()") == "Limit"        # the operator names it first

@@ -1,4 +1,4 @@
-"""The plan wire contract (``dpp.plan_wire``) from both sides: what the JVM describer sends for
+"""The plan wire contract (``dpp.analysis.plan_wire``) from both sides: what the JVM describer sends for
 real plans of every shape passes Python's check, and a message of another version, or with a
 field missing or mistyped, is refused naming the field — and the query then runs with Spark's
 plan, its rows unchanged."""
@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpp.plan_wire import WIRE_VERSION, WireError, check_plan
+from dpp.analysis.plan_wire import WIRE_VERSION, WireError, check_plan
 
 
 def _message() -> dict[str, Any]:
@@ -106,7 +106,7 @@ def tables(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any
 def test_every_message_the_describer_sends_is_on_the_contract(spark: Any, tables: Any,
                                                               monkeypatch: Any,
                                                               shape: str) -> None:
-    from dpp.optimizer_hook import OptimizerHook
+    from dpp.frontends.hook.optimizer_hook import OptimizerHook
 
     seen: list[dict[str, Any]] = []
     original = OptimizerHook.on_plan
@@ -127,14 +127,14 @@ def test_a_message_of_another_version_leaves_sparks_plan(spark: Any, tables: Any
                                                          monkeypatch: Any, caplog: Any) -> None:
     """The Python side refuses (the bridge logs why), the rule keeps Spark's plan: the same
     rows, nothing pruned."""
-    import dpp.plan_wire as wire
+    import dpp.analysis.plan_wire as wire
     from tests.conftest import spark_conf
 
     with spark_conf(spark, {"spark.dpp.enabled": "false"}):
         want = sorted(spark.sql(SHAPES["join"]).collect())
     monkeypatch.setattr(wire, "WIRE_VERSION", WIRE_VERSION + 1)
     tables.last_report = None
-    with caplog.at_level(logging.WARNING, logger="dpp.optimizer_hook"):
+    with caplog.at_level(logging.WARNING, logger="dpp.frontends.hook.optimizer_hook"):
         got = sorted(spark.sql(SHAPES["join"]).collect())
     assert got == want
     assert tables.last_report is None
@@ -180,7 +180,7 @@ def test_a_well_formed_list_answer_passes_both_sides(spark: Any, tables: Any,
                                                      kind: str) -> None:
     import json
 
-    from dpp.plan_wire import check_list_answer
+    from dpp.analysis.plan_wire import check_list_answer
 
     answer = _answers()[kind]
     check_list_answer(answer)
@@ -196,7 +196,7 @@ def test_a_list_answer_off_the_contract_is_refused_on_both_sides(spark: Any, tab
     side refuses it (the index then reads Spark's own listing)."""
     import json
 
-    from dpp.plan_wire import check_list_answer
+    from dpp.analysis.plan_wire import check_list_answer
 
     kind, change = ANSWER_BREAKS[name]
     answer = _answers()[kind]
@@ -211,7 +211,7 @@ def test_a_malformed_answer_reads_sparks_listing_and_the_report_says_why(
         spark: Any, tables: Any, monkeypatch: Any) -> None:
     """dpp's encoder breaks the contract (a file entry loses its time): the scan reads
     Spark's own listing, the rows are Spark's, and the report names the broken field."""
-    import dpp.optimizer_hook as hook
+    import dpp.frontends.hook.optimizer_hook as hook
     from tests.conftest import spark_conf
 
     with spark_conf(spark, {"spark.dpp.enabled": "false"}):

@@ -21,7 +21,7 @@ import pytest
 import sqlglot
 
 from dpp.core.domain import DataType, Domain
-from dpp.planner import PruningPlan, TableInfo, analyze, rewrite
+from dpp.frontends.sql.planner import PruningPlan, TableInfo, analyze, rewrite
 from tpcds.generate import FACT_PARTITIONS, TABLES
 from tpcds.queries import Query, load_queries
 from tpcds.reference import DuckDBReference, compare_rows

@@ -1,5 +1,5 @@
 """Predicates carried into derived tables, UNION branches, GROUP BY keys, windows and CTE uses
-(dpp.pushdown): rows equal to Spark with all pruning off, on path and catalog tables, and
+(dpp.frontends.sql.pushdown): rows equal to Spark with all pruning off, on path and catalog tables, and
 pruning exactly where a sound push reaches a partition column — never where it must stop
 (aggregate outputs, LIMIT, EXCEPT's right side, window ORDER BY keys, non-deterministic
 expressions, the preserved side of an outer join, grouping sets).
@@ -175,7 +175,7 @@ def test_predicates_stop_where_pushing_is_unsound(spark, facts, kind):
 
 def test_explain_says_where_a_predicate_came_from():
     from dpp.core.domain import DataType
-    from dpp.planner import TableInfo, analyze
+    from dpp.frontends.sql.planner import TableInfo, analyze
 
     infos = {"f": TableInfo("f", {"p": DataType.parse("int"), "v": DataType.parse("int")},
                             ("p",)),
@@ -196,7 +196,7 @@ def test_explain_says_where_a_predicate_came_from():
 
 def test_not_pushed_past_an_aggregate_output_or_limit_is_explained():
     from dpp.core.domain import DataType
-    from dpp.planner import TableInfo, analyze
+    from dpp.frontends.sql.planner import TableInfo, analyze
 
     infos = {"f": TableInfo("f", {"p": DataType.parse("int"), "v": DataType.parse("int")},
                             ("p",))}
@@ -211,7 +211,7 @@ def test_not_pushed_past_an_aggregate_output_or_limit_is_explained():
 
 def _plan(query: str) -> Any:
     from dpp.core.domain import DataType
-    from dpp.planner import TableInfo, analyze
+    from dpp.frontends.sql.planner import TableInfo, analyze
 
     i = DataType.parse("int")
     infos = {"pd_sales": TableInfo("pd_sales", {"v": i, "item": i, "p": i}, ("p",)),

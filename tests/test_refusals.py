@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dpp.core.refusals import ENTRIES, KEY, TABLE, Code, Refusal, refusals_markdown
-from dpp.report import JobReport, ReportError
+from dpp.runtime.report import JobReport, ReportError
 
 ROOT = Path(__file__).resolve().parent.parent
 

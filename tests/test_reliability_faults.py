@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpp.config import DppConfig
+from dpp.runtime.config import DppConfig
 from tests.conftest import free_port
 from tests.reliability_helpers import (DATE_SCHEMA, JOIN_Q, date_rows, only_filter, reference,
                                             register_star, rows, table_report, wait_until,
@@ -109,7 +109,7 @@ def test_build_task_retried_still_prunes_and_is_right(spark, star, redis_server,
         from pyspark.sql import SparkSession
         from pyspark.sql.types import IntegerType
         from dpp import DppSession
-        from dpp.config import DppConfig
+        from dpp.runtime.config import DppConfig
         from tests.reliability_helpers import register_star, reference, rows
         from pathlib import Path
 

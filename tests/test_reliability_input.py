@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpp.config import DppConfig
+from dpp.runtime.config import DppConfig
 from dpp.core.errors import ConfigError, LayoutError
 from hive_splits.naming import escape_path_name
 from tests.conftest import make_partitioned_table, write_parquet

@@ -6,7 +6,7 @@ import json
 import threading
 from collections import Counter
 
-from dpp.config import DppConfig
+from dpp.runtime.config import DppConfig
 from tests.reliability_helpers import N_DAYS, register_star, wait_until, write_star
 
 THREADS = 16

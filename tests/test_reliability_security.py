@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dpp.core.codec import decode, encode
-from dpp.config import DppConfig
+from dpp.runtime.config import DppConfig
 from dpp.core.domain import (BIGINT, DATE, INT, STRING, Domain, TupleDomain, decimal_type)
 from dpp.core.errors import CodecError
 from tests.reliability_helpers import (JOIN_Q, only_filter, reference, register_star, rows,

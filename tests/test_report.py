@@ -22,11 +22,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpp.report import (FILTER_KINDS, FILTER_OUTCOMES, QUERY_TEXT_LIMIT, SCHEMA_VERSION,
+from dpp.runtime.report import (FILTER_KINDS, FILTER_OUTCOMES, QUERY_TEXT_LIMIT, SCHEMA_VERSION,
                         FilterReport, JobReport, ReportError, TableReport, append_jsonl,
                         human_bytes, log_report, read_jsonl)
 from dpp.report_cli import main as report_main
-from dpp.report_summary import QUERY_WIDTH, query_label
+from dpp.runtime.report_summary import QUERY_WIDTH, query_label
 
 GiB = 1024 ** 3
 
@@ -513,7 +513,7 @@ def test_cli_html_names_every_job_with_one_chart_each(tmp_path: Path,
 
 
 def test_html_of_no_jobs_is_still_a_page(tmp_path: Path):
-    from dpp.report_html import render_html
+    from dpp.runtime.report_html import render_html
 
     page = _Page()
     page.feed(render_html([]))
@@ -521,7 +521,7 @@ def test_html_of_no_jobs_is_still_a_page(tmp_path: Path):
 
 
 def test_reports_are_not_changed_by_rendering(tmp_path: Path):
-    from dpp.report_html import render_html
+    from dpp.runtime.report_html import render_html
 
     r = star_report(1)
     before = copy.deepcopy(r)

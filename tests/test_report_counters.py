@@ -39,7 +39,7 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def env(spark, layout):
     from dpp import DppSession
-    from dpp.config import DppConfig
+    from dpp.runtime.config import DppConfig
 
     spark.read.parquet(str(layout["dim"])).createOrReplaceTempView("cnt_dim")
     dpp = DppSession(spark, config=DppConfig(filter_cache=False, wait_timeout=60.0))
@@ -109,7 +109,7 @@ def test_static_and_dynamic_counted_apart(env, layout):
 
 def test_timed_out_filter_means_no_pruning_reported(spark, layout, tmp_path):
     from dpp import DppSession
-    from dpp.config import DppConfig
+    from dpp.runtime.config import DppConfig
 
     marker = tmp_path / "slow-once"
     marker.write_text("")
@@ -142,7 +142,7 @@ def test_timed_out_filter_means_no_pruning_reported(spark, layout, tmp_path):
 
 def test_cache_hit_on_second_run_and_counters_repeat(spark, layout):
     from dpp import DppSession
-    from dpp.config import DppConfig
+    from dpp.runtime.config import DppConfig
 
     dpp = DppSession(spark, config=DppConfig(filter_cache=True, wait_timeout=60.0))
     dpp.register_table("cnt_fact", str(layout["fact"]), partition_types={"k": "int"})
@@ -171,8 +171,8 @@ def test_query_with_no_opportunity(env):
 
 def test_report_file_gets_one_json_line_per_job(spark, layout, tmp_path):
     from dpp import DppSession
-    from dpp.config import DppConfig
-    from dpp.report import read_jsonl
+    from dpp.runtime.config import DppConfig
+    from dpp.runtime.report import read_jsonl
 
     path = tmp_path / "reports" / "jobs.jsonl"
     dpp = DppSession(spark, config=DppConfig(report_path=str(path), filter_cache=False))
@@ -201,7 +201,7 @@ def test_the_jvm_plan_walk_reads_what_the_py4j_walk_reads(spark, layout, spark_d
     node-by-node py4j walk it replaced stays as the fallback, and both give the same scans, in
     the same order, on a plan with AQE stages, a reused exchange, a scalar subquery and (with
     Spark's DPP on) a pruning subquery."""
-    from dpp import spark_metrics as M
+    from dpp.runtime import spark_metrics as M
     from tests.conftest import spark_conf
 
     spark.read.parquet(str(layout["fact"])).createOrReplaceTempView("cnt_walk_fact")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dpp.core.refusals import Code, Refusal
-from dpp.report import FilterReport, JobReport, ReportError, TableReport, append_jsonl, read_jsonl
+from dpp.runtime.report import FilterReport, JobReport, ReportError, TableReport, append_jsonl, read_jsonl
 
 
 def _report(i: int, kept: int = 7, total: int = 40) -> JobReport:

@@ -1,4 +1,4 @@
-"""A join's values reach Parquet's row groups (``dpp.row_groups``): a fact with no partition
+"""A join's values reach Parquet's row groups (``dpp.runtime.row_groups``): a fact with no partition
 column (TPC-DS ``inventory``: one file, one date per row group), registered by path or in
 Spark's catalog, joined on a data column to a filtered dimension. Every case is checked
 against Spark with every pruning off, on the same files: same rows; the report names the
@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpp import DppSession
-from dpp.spark_metrics import file_scans
+from dpp.runtime.spark_metrics import file_scans
 from tests.conftest import spark_conf
 
 DAYS = 40

@@ -10,9 +10,9 @@ from typing import Optional
 import pytest
 
 from dpp.core.domain import BIGINT, INT, STRING
-from dpp.decision import _is_fact, decide
-from dpp.planner import TableInfo, analyze
-from dpp.row_groups import MAX_RANGES, _runs
+from dpp.runtime.decision import _is_fact, decide
+from dpp.frontends.sql.planner import TableInfo, analyze
+from dpp.runtime.row_groups import MAX_RANGES, _runs
 from hive_splits import PartitionColumn, Table
 
 INV = Table(name="inv", location="/data/inv", columns=(("day", "int"), ("item", "int"),

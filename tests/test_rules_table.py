@@ -1,9 +1,9 @@
-"""The rules table (``dpp.rules``, ``docs/rules.md``) held against every front end.
+"""The rules table (``dpp.analysis.rules``, ``docs/rules.md``) held against every front end.
 
 For every join type and both positions of the fact, each front end must prune the fact
 exactly when the table says that side may be pruned: the typed plan the optimizer hook's
-rule describes (:func:`dpp.plan_pairs.find_prunes`), SQL text (:func:`dpp.planner.analyze`),
-the Spark Connect plan (:func:`dpp.connect_frames.find_fact_joins`), and — with a real Spark
+rule describes (:func:`dpp.analysis.plan_pairs.find_prunes`), SQL text (:func:`dpp.frontends.sql.planner.analyze`),
+the Spark Connect plan (:func:`dpp.frontends.connect.frames.find_fact_joins`), and — with a real Spark
 session — the hook on real plans and ``dpp.join``, each checked against Spark with pruning
 off. Then how a key passes through operators, and the determinism rules, on each front end
 that has the operator.
@@ -18,10 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpp.core.refusals import Code, Refusal
-from dpp import rules
-from dpp.plan_pairs import find_prunes
-from dpp.planner import TableInfo, analyze
-from dpp.rules import JoinType, may_prune
+from dpp.analysis import rules
+from dpp.analysis.plan_pairs import find_prunes
+from dpp.frontends.sql.planner import TableInfo, analyze
+from dpp.analysis.rules import JoinType, may_prune
 from tests.adversarial_support import OFF
 
 EQUI_JOINS = [JoinType.INNER, JoinType.LEFT_OUTER, JoinType.RIGHT_OUTER, JoinType.FULL_OUTER,
@@ -42,7 +42,7 @@ def test_the_docs_show_the_rules_the_code_reads() -> None:
     doc = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
     text = doc.read_text()
     assert rules.rules_markdown() in text, "docs/rules.md is stale: regenerate it with " \
-                                           "python -m dpp.rules > docs/rules.md"
+                                           "python -m dpp.analysis.rules > docs/rules.md"
 
 
 def test_the_table_itself() -> None:
@@ -193,7 +193,7 @@ def _fact_of(read: Any) -> Optional[tuple[str, set[str], set[str]]]:
 
 @pytest.mark.parametrize("jt,side", CASES)
 def test_connect_plan_front_end(jt: JoinType, side: str) -> None:
-    from dpp.connect_frames import find_fact_joins
+    from dpp.frontends.connect.frames import find_fact_joins
 
     found = find_fact_joins(_proto_join(jt, side), _fact_of)
     pruned = any(fr.name == "f" and fr.pairs for fr in found)
@@ -303,7 +303,7 @@ def test_connect_wants_a_build_side_that_filters(condition: Optional[str], prune
                                                  ) -> None:
     import pyspark.sql.connect.proto as proto
 
-    from dpp.connect_frames import find_fact_joins
+    from dpp.frontends.connect.frames import find_fact_joins
 
     root = _proto_join(JoinType.INNER, "left")
     dim = root.join.right
@@ -348,7 +348,7 @@ def test_sql_text_refuses_a_build_side_calling(fn: str) -> None:
 def test_connect_refuses_a_build_side_calling(fn: str) -> None:
     import pyspark.sql.connect.proto as proto
 
-    from dpp.connect_frames import deterministic_relation
+    from dpp.frontends.connect.frames import deterministic_relation
 
     rel = proto.Relation()
     rel.filter.input.read.named_table.unparsed_identifier = "d"
@@ -440,7 +440,7 @@ def test_dpp_join(spark: Any, star: dict[str, Any], jt: JoinType) -> None:
 
 # a build side filtered by a window's value: the value of a row may depend on the order in
 # which tied rows arrive (row_number, an aggregate over a ROWS frame), so another run may keep
-# other keys; rank and RANGE frames give ties one value. One rule (dpp.rules.tie_order) over
+# other keys; rank and RANGE frames give ties one value. One rule (dpp.analysis.rules.tie_order) over
 # what each front end records.
 TIE_CASES = [("row_number", None, False), ("rank", None, True), ("sum", "rows", False),
              ("sum", "range", True)]
@@ -508,7 +508,7 @@ def _proto_window_dim(fn: str, frame: Optional[str]) -> Any:
 @pytest.mark.parametrize("fn,frame,pruned", TIE_CASES)
 def test_connect_window_tie_order(fn: str, frame: Optional[str], pruned: bool) -> None:
     """The Connect plan, through its typed translation and as a DataFrame build side."""
-    from dpp.connect_frames import deterministic_relation, find_fact_joins
+    from dpp.frontends.connect.frames import deterministic_relation, find_fact_joins
 
     root = _proto_window_dim(fn, frame)
     found = find_fact_joins(root, _fact_of)

@@ -103,7 +103,7 @@ def dpp_env(request, spark, star):
     runs them again with ``statsPruning=auto`` (the default), where files may also be skipped
     by statistics on data columns."""
     from dpp import DppSession
-    from dpp.config import DppConfig
+    from dpp.runtime.config import DppConfig
 
     # reference views: Spark over the same folders, every dynamic pruning off
     for name, path in star.items():
@@ -265,12 +265,12 @@ def test_a_query_with_no_table_to_prune_skips_the_analysis(spark, dpp_env, monke
     """Only temp views (and a CTE named like a registered table): nothing can be pruned, so
     the analysis, which resolves every relation through Spark, is not run at all; the rows
     are Spark's and the report says why."""
-    import dpp.planner
+    import dpp.frontends.sql.planner
 
     def broken(sql, resolve, **kw):
         raise RuntimeError("analyzer called")
 
-    monkeypatch.setattr(dpp.planner, "analyze", broken)
+    monkeypatch.setattr(dpp.frontends.sql.planner, "analyze", broken)
     for q in ("SELECT d.d_year, count(*) FROM ref_sales s JOIN ref_date_dim d "
               "ON s.ss_sold_date_sk = d.d_date_sk WHERE d.d_moy = 2 GROUP BY d.d_year",
               "WITH sales AS (SELECT * FROM ref_sales WHERE ss_sold_date_sk = 105) "
@@ -290,12 +290,12 @@ def test_a_query_with_no_table_to_prune_skips_the_analysis(spark, dpp_env, monke
 
 def test_analysis_failure_runs_unpruned_with_reason(spark, dpp_env, monkeypatch):
     """If the analyzer itself breaks, the query still runs, unpruned, and the report says so."""
-    import dpp.planner
+    import dpp.frontends.sql.planner
 
     def broken(sql, resolve, **kw):  # **kw: the session's rules (issue 18)
         raise RuntimeError("analyzer bug")
 
-    monkeypatch.setattr(dpp.planner, "analyze", broken)
+    monkeypatch.setattr(dpp.frontends.sql.planner, "analyze", broken)
     q = "SELECT count(*) FROM sales WHERE ss_sold_date_sk = 105"
     assert Counter(tuple(r) for r in dpp_env.collect(q)) == Counter(_reference(spark, q))
     rep = dpp_env.last_report.to_dict()
@@ -327,7 +327,7 @@ def test_explain_names_reasons(dpp_env):
 
 
 def test_disabled_is_plain_spark_sql(spark, dpp_env):
-    from dpp.config import DppConfig
+    from dpp.runtime.config import DppConfig
     from dpp import DppSession
 
     off = DppSession(spark, config=DppConfig(enabled=False))

@@ -1,4 +1,4 @@
-"""The SQL-text front end translates, :func:`dpp.plan_pairs.find_prunes` decides: a build
+"""The SQL-text front end translates, :func:`dpp.analysis.plan_pairs.find_prunes` decides: a build
 query's determinism is asked of the typed build side made of the same FROM items and
 conjuncts; USING / NATURAL joins are the equalities Spark makes of them (a full outer join's
 USING column is ``coalesce(l, r)``, no key); an expression key over a partition column is
@@ -11,12 +11,12 @@ from typing import Optional
 import pytest
 import sqlglot
 
-import dpp.sql_build
+import dpp.frontends.sql.build
 from dpp.core.refusals import Code, Refusal
-from dpp.plan_pairs import find_prunes
-from dpp.planner import TableInfo, analyze
-from dpp.sql_scopes import Tables
-from dpp.sql_typed import translate
+from dpp.analysis.plan_pairs import find_prunes
+from dpp.frontends.sql.planner import TableInfo, analyze
+from dpp.frontends.sql.scopes import Tables
+from dpp.frontends.sql.typed import translate
 
 
 def _resolve(name: str) -> Optional[TableInfo]:
@@ -36,7 +36,7 @@ SNOW = "SELECT f.v FROM f JOIN d ON f.k = d.k JOIN e ON d.x = e.y WHERE d.x > 0 
 
 
 def test_the_written_gate_is_gone() -> None:
-    assert not hasattr(dpp.sql_build, "repeatable")
+    assert not hasattr(dpp.frontends.sql.build, "repeatable")
 
 
 def test_a_filtered_neighbour_is_read_by_the_build_query() -> None:
@@ -151,8 +151,8 @@ def test_using_joins_that_give_no_key(sql: str) -> None:
     ("SELECT 1 FROM e NATURAL JOIN d", [""]),                         # no common column
 ])
 def test_the_equalities_spark_makes_of_using(sql: str, equalities: list) -> None:
-    from dpp.sql_scopes import join_on
-    from dpp.sql_using import expand_using
+    from dpp.frontends.sql.scopes import join_on
+    from dpp.frontends.sql.using import expand_using
 
     tree = sqlglot.parse_one(sql, read="spark")
     notes: list[str] = []

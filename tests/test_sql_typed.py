@@ -1,5 +1,5 @@
-"""dpp.sql_typed: SQL text as the typed plan the optimizer hook describes, whose pairs
-:func:`dpp.plan_pairs.find_prunes` decides for the SQL front end too."""
+"""dpp.frontends.sql.typed: SQL text as the typed plan the optimizer hook describes, whose pairs
+:func:`dpp.analysis.plan_pairs.find_prunes` decides for the SQL front end too."""
 from __future__ import annotations
 
 from typing import Optional
@@ -8,11 +8,11 @@ import pytest
 import sqlglot
 
 from dpp.core.refusals import Code, Refusal
-from dpp.plan_pairs import Prune, find_prunes
-from dpp.plan_wire import WIRE_VERSION, check_plan
-from dpp.planner import TableInfo
-from dpp.sql_scopes import Tables
-from dpp.sql_typed import Typed, translate
+from dpp.analysis.plan_pairs import Prune, find_prunes
+from dpp.analysis.plan_wire import WIRE_VERSION, check_plan
+from dpp.frontends.sql.planner import TableInfo
+from dpp.frontends.sql.scopes import Tables
+from dpp.frontends.sql.typed import Typed, translate
 
 
 def _resolve(name: str) -> Optional[TableInfo]:
@@ -210,7 +210,7 @@ def test_unknown_tables_get_the_columns_the_query_uses() -> None:
      True),
 ])
 def test_the_planner_takes_find_prunes_answers(sql: str, pruned: bool) -> None:
-    from dpp.planner import analyze
+    from dpp.frontends.sql.planner import analyze
 
     plan = analyze(sql, _resolve)
     (ref,) = [r for r in plan.refs if r.table == "f"]

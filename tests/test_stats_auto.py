@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpp.core.refusals import Code, Refusal
-from dpp.config import DppConfig
+from dpp.runtime.config import DppConfig
 from dpp.core.domain import BIGINT, Domain
 from dpp.core.errors import ConfigError
-from dpp.decision import decide
-from dpp.planner import analyze
+from dpp.runtime.decision import decide
+from dpp.frontends.sql.planner import analyze
 from hive_splits import DynamicFilter, FooterCache, SplitLoader, table_from_path
 from hive_splits.listing import LocalLister
 from hive_splits.profile import (MIN_ROW_GROUPS, SPREAD_LIMIT, key_profile, profile_column,

@@ -171,7 +171,7 @@ def test_no_dpp_mode_no_breakdown_and_two_kinds_get_a_run_total() -> None:
 
 def test_reads_a_real_job_report_dict() -> None:
     """The keys read are the schema's: a JobReport as the bench stores it (``to_dict``)."""
-    from dpp.report import JobReport
+    from dpp.runtime.report import JobReport
 
     rep = JobReport.start("select 1", "sql", {}, enabled=True)
     rep.phases.update(analysis=0.01, build=0.4, wait=0.3, handoff=0.1, total=0.6)

@@ -1,4 +1,4 @@
-"""Catalog tables read whole through the split loader's listing (``dpp.whole_tables``).
+"""Catalog tables read whole through the split loader's listing (``dpp.frontends.sql.whole_tables``).
 
 A partitioned catalog table that a query reads with none of its partition columns named is
 listed by dpp and handed to Spark in place of Spark's metastore fetch and listing job. Checked
@@ -214,7 +214,7 @@ def _std_notes(dpp: DppSession, table: str) -> list[str]:
 @pytest.mark.parametrize("query", [q.replace("wc_fact", "wc_std") for q in WHOLE])
 def test_a_standard_table_read_whole_is_listed_by_spark_once(spark, standard, query,
                                                              monkeypatch):
-    import dpp.whole_tables as whole_module
+    import dpp.frontends.sql.whole_tables as whole_module
 
     monkeypatch.setattr(whole_module, "SplitLoader", _NoLoader)
     expected = _expected(spark, query)

@@ -235,7 +235,7 @@ class Runner:
         """A DppSession with the optimizer hook installed on the bench's SparkSession."""
         if self._hook is None:
             from dpp import DppSession
-            from dpp.optimizer_hook import OptimizerHook
+            from dpp.frontends.hook.optimizer_hook import OptimizerHook
 
             session = DppSession(self.spark)
             session.optimizer_hook = OptimizerHook(session)
@@ -275,7 +275,7 @@ class Runner:
             if mode in DPP_MODES or mode == TEXT:
                 dpp = self.dpp_session()
                 # the facts, inventory included: unpartitioned, its joins on inv_date_sk
-                # filter its row groups (dpp.row_groups)
+                # filter its row groups (dpp.runtime.row_groups)
                 facts = [t for t in tables if t in FACT_PARTITIONS or t in UNPARTITIONED_FACTS]
                 for t in facts:
                     dpp.register_table(t, str(Path(self.data_dir) / t))

@@ -1,7 +1,7 @@
 """Benchmark: pruning-plan analysis time over the 99 TPC-DS queries (no Spark needed).
 
 ``python -m tpcds.bench_analysis [--repeat N]`` translates the queries to Spark SQL, analyzes
-each ``N`` times with :func:`dpp.planner.analyze` against the TPC-DS schema (fact tables
+each ``N`` times with :func:`dpp.frontends.sql.planner.analyze` against the TPC-DS schema (fact tables
 partitioned as in DESIGN), and prints median / p90 / max milliseconds per query and how many
 queries get pruning. Targets: median under 20 ms, p90 under 60 ms (pushing predicates into
 derived tables, UNION branches and CTE uses included).
@@ -14,7 +14,7 @@ import time
 from typing import Optional
 
 from dpp.core.domain import DataType
-from dpp.planner import TableInfo, analyze
+from dpp.frontends.sql.planner import TableInfo, analyze
 
 PARTITIONED = {
     "store_sales": "ss_sold_date_sk", "store_returns": "sr_returned_date_sk",

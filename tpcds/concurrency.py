@@ -1103,7 +1103,7 @@ class ClassicFront(Front):
 
     def _hook(self) -> Any:
         from dpp import DppSession
-        from dpp.optimizer_hook import OptimizerHook
+        from dpp.frontends.hook.optimizer_hook import OptimizerHook
 
         session = DppSession(self.spark)
         session.optimizer_hook = OptimizerHook(session)

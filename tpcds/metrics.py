@@ -1,6 +1,6 @@
 """Per-query metrics of the benchmark, taken the same way in every mode.
 
-The plan walker and the status-store window are the runtime's own (:mod:`dpp.spark_metrics`,
+The plan walker and the status-store window are the runtime's own (:mod:`dpp.runtime.spark_metrics`,
 which also fills ``JobReport.spark_scan``), so the benchmark and the job report cannot
 disagree on what a scan read. This module adds what only the benchmark needs: which scans read
 a *fact* table (by catalog name or by root path under the data folder) and the per-query sums.
@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from dpp.spark_metrics import JobWindow, ScanInfo, file_scans
+from dpp.runtime.spark_metrics import JobWindow, ScanInfo, file_scans
 
 log = logging.getLogger(__name__)
 

@@ -178,7 +178,7 @@ class ScaleRunner:
     def hook_session(self) -> Any:
         if self._hook is None:
             from dpp import DppSession
-            from dpp.optimizer_hook import OptimizerHook
+            from dpp.frontends.hook.optimizer_hook import OptimizerHook
 
             session = DppSession(self.spark)
             session.optimizer_hook = OptimizerHook(session)

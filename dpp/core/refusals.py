@@ -1,7 +1,7 @@
 """Why dpp did not prune, as data: a code and the thing it is about.
 
 Every front end (the optimizer hook's plan, SQL text, a Connect DataFrame, ``dpp.join``) and
-the typed core (:func:`dpp.plan_pairs.find_prunes`) say *what* they refused (a
+the typed core (:func:`dpp.analysis.plan_pairs.find_prunes`) say *what* they refused (a
 :class:`Code`) and *about what* (the subject: a key, a table, a column, with the few values
 the words need). Only the report turns a refusal into words (:meth:`Refusal.words`), and the
 manual's **Why didn't it prune?** tables are generated from :data:`ENTRIES`, so every reason

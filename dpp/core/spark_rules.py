@@ -38,7 +38,7 @@ def broadcast_threshold(raw: Optional[str]) -> int:
     is bytes; ``k``/``m``/``g``/``t`` suffixes are binary); Spark's default, 10 MB, where the
     setting is unset, unreadable or switched off (``-1``). The one answer to "is this
     relation small by Spark's own measure", asked where a small catalog dimension is left to
-    Spark's broadcast (``dpp.catalog``) and where a build side is first collected whole
+    Spark's broadcast (``dpp.runtime.catalog``) and where a build side is first collected whole
     (``collectors.native``)."""
     m = _BYTES.match(raw or "")
     if not m:

@@ -206,7 +206,7 @@ public final class DppHook {
     /** The most bytes of one message part on py4j's wire (its writer's buffer is 8 KiB). */
     static final int PART_BYTES = 7000;
     /** How the parts of a longer message start: {@code <mark><id> <text>} (never JSON's first
-     * character); Python's {@code dpp.hook_bridge} joins them. */
+     * character); Python's {@code dpp.frontends.hook.bridge} joins them. */
     static final String PART = "\u0001part ";
     static final String LAST = "\u0001last ";
 

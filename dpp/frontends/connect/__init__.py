@@ -1,0 +1,1 @@
+"""Spark Connect clients' DataFrame plans (protobuf), read and rewritten on the client."""

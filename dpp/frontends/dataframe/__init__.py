@@ -1,0 +1,1 @@
+"""``DppSession.join`` and whether a DataFrame gives the same rows when run again."""
