@@ -322,7 +322,7 @@ def _hook_run(spark: Any, facts: Sequence[Fact], q: str, dpp: Any
     """``q`` as plain ``spark.sql`` with dpp's optimizer hook installed for this run only."""
     from dpp.frontends.hook.optimizer_hook import OptimizerHook
 
-    dpp.frontends.hook.optimizer_hook = OptimizerHook(dpp)
+    dpp.optimizer_hook = OptimizerHook(dpp)
     views = [f.name for f in facts if f.kind == "path"]
     try:
         dpp.ensure_views(views)   # lazy relations: the hook lists them
@@ -330,10 +330,10 @@ def _hook_run(spark: Any, facts: Sequence[Fact], q: str, dpp: Any
         got = capture(lambda: spark.sql(q).collect())
         return got, _report(dpp)
     finally:
-        hook, dpp.frontends.hook.optimizer_hook = dpp.frontends.hook.optimizer_hook, None
+        hook, dpp.optimizer_hook = dpp.optimizer_hook, None
         hook.close()
         for v in views:
-            dpp.runtime.catalog.views.forget(norm_name(v))
+            dpp.catalog.views.forget(norm_name(v))
 
 
 def run_join(spark: Any, fact: Fact, dim: Callable[[], Any], on: Sequence[tuple[str, str]], *,

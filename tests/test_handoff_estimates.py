@@ -141,19 +141,19 @@ def test_estimates_follow_what_spark_prunes_while_planning(spark):
     r = LoadResult(table="t", partitions_total=100, partitions_kept=5, pruned_static=80,
                    pruned_dynamic=15, bytes_kept=5000)
     try:
-        assert dpp.runtime.handoff.unpruned_estimate(path, r) == 100_000
-        assert dpp.runtime.handoff.unpruned_estimate(catalog, r) == 20_000
+        assert dpp.handoff.unpruned_estimate(path, r) == 100_000
+        assert dpp.handoff.unpruned_estimate(catalog, r) == 20_000
         r.pruned_static, r.pruned_dynamic = 0, 95
         # a dynamic filter on a partition column: Spark infers IS NOT NULL from the join,
         # prunes by it while optimizing and sizes the partitions it admits (all 100 here)
-        assert dpp.runtime.handoff.partition_filtered(catalog, (), ["K"]) is True
-        assert dpp.runtime.handoff.unpruned_estimate(catalog, r, partition_filtered=True) == 100_000
+        assert dpp.handoff.partition_filtered(catalog, (), ["K"]) is True
+        assert dpp.handoff.unpruned_estimate(catalog, r, partition_filtered=True) == 100_000
         # filters on data columns only: the catalog's own figure (none here)
-        assert dpp.runtime.handoff.partition_filtered(catalog, ["v"], ["v"]) is False
-        assert dpp.runtime.handoff.unpruned_estimate(catalog, r) is None
+        assert dpp.handoff.partition_filtered(catalog, ["v"], ["v"]) is False
+        assert dpp.handoff.unpruned_estimate(catalog, r) is None
         with spark_conf(spark, {"spark.sql.constraintPropagation.enabled": "false"}):
-            assert dpp.runtime.handoff.partition_filtered(catalog, (), ["k"]) is False
-            assert dpp.runtime.handoff.partition_filtered(catalog, ["k"], ()) is True
+            assert dpp.handoff.partition_filtered(catalog, (), ["k"]) is False
+            assert dpp.handoff.partition_filtered(catalog, ["k"], ()) is True
     finally:
         dpp.close()
 

@@ -45,11 +45,11 @@ def test_second_query_uses_the_kept_shapes_and_stays_right(spark, tmp_path, dpp)
     try:
         q = Q.format(f="sc_fact")
         first = dpp.collect(q)
-        misses = dpp.runtime.catalog.schemas.misses
+        misses = dpp.catalog.schemas.misses
         second = dpp.collect(q)
         assert first == second and first[0]["n"] == 4 and first[0]["s"] == 10 + 11 + 30 + 31
-        assert dpp.runtime.catalog.schemas.misses == misses          # nothing asked again
-        assert dpp.runtime.catalog.schemas.hits >= 2
+        assert dpp.catalog.schemas.misses == misses          # nothing asked again
+        assert dpp.catalog.schemas.hits >= 2
         assert dpp.last_report.tables[0].partitions_kept == 2
     finally:
         spark.sql("DROP TABLE IF EXISTS sc_fact")
