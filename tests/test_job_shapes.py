@@ -345,6 +345,29 @@ def test_a_query_pyspark_names_no_call_site_for_is_named_by_the_users_line(
 
 
 @pytest.mark.parametrize("fact", ["js_fact", "js_events"])
+def test_a_query_explained_then_run_is_named_by_the_action(
+        spark: Any, data: dict[str, Any], fact: str, capsys: pytest.CaptureFixture) -> None:
+    """A DataFrame explained, then collected, is planned once (at the explain, which starts
+    nothing): its report names it by the action that ran it, not by the explain."""
+    reports: Path = data["reports"]
+    before = reports.read_text().splitlines() if reports.exists() else []
+    df = spark.table(fact).join(_cal(spark, data), "day").select("amount", "item", "day")
+    df.explain()
+    capsys.readouterr()
+    with spark_conf(spark, OFF):
+        expected = sorted(map(tuple, spark.table(fact).join(_cal(spark, data), "day")
+                              .select("amount", "item", "day").collect()), key=repr)
+    assert sorted(map(tuple, df.collect()), key=repr) == expected
+    entries = [json.loads(x) for x in reports.read_text().splitlines()[len(before):]]
+    plans = [e for e in entries if e["kind"] == "plan"
+             and any(t["pruning"] == "applied" for t in e["tables"])]
+    assert len(plans) == 1, entries
+    assert plans[0]["query_text"].startswith("collect at test_job_shapes.py:"), \
+        plans[0]["query_text"]
+    assert "planned during an explain" in " ".join(plans[0]["analysis_notes"])
+
+
+@pytest.mark.parametrize("fact", ["js_fact", "js_events"])
 def test_spark_sql_always_goes_through_the_optimizer_hook(spark: Any, data: dict[str, Any],
                                                          fact: str) -> None:
     """On a classic session with the hook, ``spark.sql`` is pruned by the hook whatever the

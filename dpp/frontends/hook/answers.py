@@ -170,7 +170,8 @@ def build_label(msg: dict[str, Any], p: Prune) -> str:
 
 # Spark's own call site when PySpark set none: the first JVM frame outside Spark, which is
 # dpp's describer asking for it ("getCallSite at PlanDescriber.java:161"), never the user's
-_OWN_SITE = re.compile(r"\bat (PlanDescriber|DppRule|DppHook)\.java:\d+$")
+_OWN_SITE = re.compile(r"\bat (PlanDescriber|DppRule|DppHook|DppFileIndex|StaticPruning|HiveByName|"
+                       r"CatalogByName|KeyEvaluator|RowFilter|PlanScans|DeclaredViews)\.java:\d+$")
 # Python code that is not the user's: the frames between the user's line and the JVM
 _LIBRARY = ("py4j", "pyspark", "dpp", "hive_splits", "collectors", "coordinator")
 _STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
@@ -209,6 +210,11 @@ def python_call_site() -> Optional[str]:
                 break
             f = f.f_back
     return found[0] if len(found) == 1 else None
+
+
+def users_site(site: Optional[str]) -> bool:
+    """Whether Spark's call site names the user's code (not a frame of dpp's or PySpark's)."""
+    return bool(site) and not _OWN_SITE.search(site or "")
 
 
 def plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:

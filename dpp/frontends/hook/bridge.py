@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from typing import Any, Protocol
+from typing import Any, Optional, Protocol
 
 from dpp.analysis.plan_wire import WIRE_VERSION
 
@@ -67,7 +67,7 @@ class Hook(Protocol):
 
     def on_plan(self, msg: dict[str, Any]) -> dict[str, Any]: ...
 
-    def on_list(self, token: str) -> dict[str, Any]: ...
+    def on_list(self, token: str, call_site: Optional[str] = None) -> dict[str, Any]: ...
 
     def on_end(self, scope: str) -> None: ...
 
@@ -92,7 +92,7 @@ class Bridge:
             if op == "plan":
                 return json.dumps(self.hook.on_plan(msg))
             if op == "list":
-                return json.dumps(self.hook.on_list(msg["token"]))
+                return json.dumps(self.hook.on_list(msg["token"], msg.get("callSite")))
             if op == "end":
                 self.hook.on_end(str(msg["scope"]))
                 return json.dumps({"status": "ok"})

@@ -47,7 +47,7 @@ from dpp.runtime.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.frontends.hook.explain import ExplainListener, explaining, patch_explain
 from dpp.frontends.hook.request import Request
 from dpp.frontends.hook.answers import (build_label, catalog_answer, encode, plan_text, probe_type,
-                              probe_type_of, pruning_text, ruled_out)
+                              probe_type_of, pruning_text, ruled_out, users_site)
 from dpp.frontends.hook.bridge import Bridge
 from dpp.frontends.hook.row_filters import row_filters_for
 from dpp.frontends.hook.sessions import refused_settings_report, served_session
@@ -272,6 +272,8 @@ class OptimizerHook:
         else:
             request.report.analysis_notes.append("planned during an explain: build sides "
                                                  "start on the first scan")
+            request.relabel = lambda site, msg=msg, prunes=prunes: plan_text(
+                {**msg, "callSite": site}, prunes)
         return {"wrap": wrap, "timeout": cfg.wait_timeout, "rowFilters": row_filters,
                 "describe": describe}
 
@@ -467,7 +469,7 @@ class OptimizerHook:
                            files_by_spark=True, **s.runtime.loader_stats(cfg)).load()
 
     # ------------------------------------------------------------------ the index's call
-    def on_list(self, token: str) -> dict[str, Any]:
+    def on_list(self, token: str, call_site: Optional[str] = None) -> dict[str, Any]:
         with self._lock:
             request = self._by_token.get(token)
             kept = self._answers.get(token)
@@ -475,6 +477,12 @@ class OptimizerHook:
             if kept is not None:   # another copy of a relation already listed (not reused)
                 return kept[1]
             return {"status": "none", "version": WIRE_VERSION, "reason": "unknown token"}
+        relabel, request.relabel = request.relabel, None
+        if relabel is not None and users_site(call_site):
+            try:   # planned by an explain, run by this action: named where it ran
+                request.report.query_text = relabel(call_site)
+            except Exception as exc:  # noqa: BLE001 - a name is never worth a failed listing
+                log.debug("dpp: report not renamed: %s", exc)
         request.ensure_started()
         cfg = request.cfg
         table, name = request.tokens[token]

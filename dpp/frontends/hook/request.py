@@ -37,6 +37,9 @@ class Request:
     whole: set[str] = field(default_factory=set)   # tokens of relations read whole
     started: bool = False
     done: bool = False
+    # planned during an explain: the report's name from the action's call site, at the first
+    # listing (the explain's own call site is not where the query ran)
+    relabel: Optional[Callable[[str], str]] = None
     created: float = field(default_factory=time.monotonic)
     lock: threading.RLock = field(default_factory=threading.RLock)
 

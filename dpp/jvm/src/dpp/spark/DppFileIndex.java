@@ -508,6 +508,14 @@ public final class DppFileIndex extends CompatFileIndex {
             ObjectNode msg = JSON.createObjectNode();
             msg.put("op", "list");
             msg.put("token", token);
+            try {   // the action this listing runs for (a plan made by an explain is named by it)
+                String site = session.sparkContext().getCallSite().shortForm();
+                if (site != null && !site.isEmpty()) {
+                    msg.put("callSite", site);
+                }
+            } catch (Throwable t) {
+                // no call site: the report keeps the name it has
+            }
             String answer = DppHook.call(bridge, msg.toString(), timeoutSeconds + 30.0);
             try {
                 if (answer == null) {
