@@ -81,7 +81,8 @@ def _layer(module: str) -> tuple[str, str]:
 def _layer_violations(graph: Mapping[str, set[str]]) -> list[str]:
     bad = []
     for module, deps in sorted(graph.items()):
-        (layer, front), rank = _layer(module), LAYERS.index(_layer(module)[0])
+        layer, front = _layer(module)
+        rank = LAYERS.index(layer)
         for dep in sorted(deps):
             if not dep.startswith("dpp"):
                 continue

@@ -170,8 +170,7 @@ def build_label(msg: dict[str, Any], p: Prune) -> str:
 
 # Spark's own call site when PySpark set none: the first JVM frame outside Spark, which is
 # dpp's describer asking for it ("getCallSite at PlanDescriber.java:161"), never the user's
-_OWN_SITE = re.compile(r"\bat (PlanDescriber|DppRule|DppHook|DppFileIndex|StaticPruning|HiveByName|"
-                       r"CatalogByName|KeyEvaluator|RowFilter|PlanScans|DeclaredViews)\.java:\d+$")
+_OWN_SITE = re.compile(r"\bat (PlanDescriber|DppRule|DppHook)\.java:\d+$")
 # Python code that is not the user's: the frames between the user's line and the JVM
 _LIBRARY = ("py4j", "pyspark", "dpp", "hive_splits", "collectors", "coordinator")
 _STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
@@ -221,7 +220,7 @@ def plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:
     """What the report shows as the query: where the user's code ran it (Spark's call site,
     ``collect at job.py:31: ``) and the optimizer's view, since there may be no text."""
     site = msg.get("callSite")
-    if not site or _OWN_SITE.search(site):
+    if not users_site(site):
         site = python_call_site()
     text = _plan_text(msg, prunes)
     if not site:

@@ -85,6 +85,7 @@ public final class DppFileIndex extends CompatFileIndex {
     private final double timeoutSeconds;
     // what dpp prunes the relation by, as Spark's scan description shows it (null: nothing)
     private final String pruning;
+    private final List<Path> roots;   // the base's, the first described by ``pruning``
     private volatile List<PartitionDirectory> loaded;   // every kept partition, unfiltered
     // what the loader ruled out, for a base index that holds Spark's own listing: folders
     // (relative paths, any level) and, per kept folder, file names skipped by statistics
@@ -104,6 +105,7 @@ public final class DppFileIndex extends CompatFileIndex {
         this.bridge = bridge;
         this.timeoutSeconds = timeoutSeconds;
         this.pruning = pruning == null || pruning.isEmpty() ? null : pruning;
+        this.roots = described(CollectionConverters.asJava(base.rootPaths()), this.pruning);
     }
 
     public FileIndex base() {
@@ -120,7 +122,10 @@ public final class DppFileIndex extends CompatFileIndex {
      * relation by can be read by someone without the driver's reports. */
     @Override
     List<Path> roots() {
-        List<Path> roots = CollectionConverters.asJava(base.rootPaths());
+        return roots;
+    }
+
+    private static List<Path> described(List<Path> roots, String pruning) {
         if (pruning == null || roots.isEmpty()) {
             return roots;
         }
@@ -508,13 +513,11 @@ public final class DppFileIndex extends CompatFileIndex {
             ObjectNode msg = JSON.createObjectNode();
             msg.put("op", "list");
             msg.put("token", token);
-            try {   // the action this listing runs for (a plan made by an explain is named by it)
-                String site = session.sparkContext().getCallSite().shortForm();
-                if (site != null && !site.isEmpty()) {
-                    msg.put("callSite", site);
-                }
-            } catch (Throwable t) {
-                // no call site: the report keeps the name it has
+            // the action this listing runs for, as PySpark names it (a plan made by an explain
+            // is named by it); Spark's own fallback would name this frame, never the user's
+            String site = session.sparkContext().getLocalProperty("callSite.short");
+            if (site != null && !site.isEmpty()) {
+                msg.put("callSite", site);
             }
             String answer = DppHook.call(bridge, msg.toString(), timeoutSeconds + 30.0);
             try {
