@@ -267,7 +267,8 @@ class DppSession:
         if self.runtime.remote and any(is_connect_catalog(t) for t in tables.values()):
             stats = no_stats_on_connect_catalog(stats)
         decision = decide(plan, tables, query_id=report.query_id[:8],
-                          stats_pruning=stats, mentions=self.catalog.mentions)
+                          stats_pruning=stats, mentions=self.catalog.mentions,
+                          broadcast=rules.broadcast)
         report.analysis_notes.extend(decision.notes)
         for ref, why in decision.unpruned:
             if not ref.data_only:   # a table without partitions is reported when filtered

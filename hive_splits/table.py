@@ -91,6 +91,9 @@ class Table:
     # partition column types the table was declared with (``partition_types``): Spark's reader
     # of the folder is given the table's schema then, as a job naming those types does
     given_types: tuple[tuple[str, str], ...] = ()
+    # Spark's size estimate of an unpartitioned catalog table (None: not measured); whether
+    # it is a fact is dpp.analysis.rules.is_fact's call
+    size_bytes: Optional[int] = field(default=None, compare=False)
 
     @property
     def is_catalog(self) -> bool:

@@ -6,7 +6,7 @@ import json
 from typing import Any, Optional
 
 from dpp.core.refusals import Code, Refusal
-from dpp.analysis.plan_pairs import find_prunes
+from dpp.analysis.plan_pairs import find_prunes, relation_nodes
 
 
 class _Plan:
@@ -396,3 +396,31 @@ def test_every_front_ends_facts_meet_one_rule() -> None:
     assert not decided_by_sort("Sample", None, True)
     assert not decided_by_sort("GlobalLimit", "rand()", True)
     assert not decided_by_sort("GlobalLimit", None, False)
+
+
+def test_an_unpartitioned_relation_is_a_fact_only_at_the_broadcast_threshold() -> None:
+    """The describer sends every Parquet relation read by its files with its size; whether an
+    unpartitioned one is a fact (pruned by data-column filters, costly to build from) is
+    dpp.analysis.rules.is_fact's call, at the session's broadcast setting."""
+    def plan(size: int, setting: Optional[str]) -> dict[str, Any]:
+        p = _Plan()
+        f = p.node("LogicalRelation", [], [(1, "v"), (2, "item")],
+                   relation={"kind": "path", "rootPaths": ["file:/f"], "partitionColumns": [],
+                             "sizeInBytes": size})
+        _join(p, f, p.dim(), "INNER", [(p.key(2), p.key(10))])
+        desc = p.desc()
+        if setting is not None:
+            desc["broadcastThreshold"] = setting
+        return desc
+
+    def pruned(desc: dict[str, Any]) -> list[tuple[str, bool]]:
+        return [(x.column, x.data) for x in find_prunes(desc)[0]]
+    big, small = 64 << 20, 1 << 20
+    assert pruned(plan(big, None)) == [("item", True)]
+    assert pruned(plan(small, None)) == []           # Spark broadcasts it: no fact
+    assert pruned(plan(small, "")) == []
+    assert pruned(plan(small, "512k")) == [("item", True)]
+    assert pruned(plan(big, "128MB")) == []
+    assert pruned(plan(small, "-1")) == []            # broadcasts off: Spark's 10 MB default
+    assert relation_nodes(plan(small, None)) == {}
+    assert list(relation_nodes(plan(big, None))) == [0]

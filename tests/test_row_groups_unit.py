@@ -81,10 +81,17 @@ def test_a_fact_is_never_the_build_side_of_a_data_column_filter():
     assert d.filters == () and any("scans fact table sales" in n for n in d.notes), d.notes
 
 
-def test_a_catalog_table_read_by_its_files_is_no_fact_a_registered_one_is():
-    catalog = Table(name="inv", location="/wh/inv", columns=(("day", "int"),),
-                    partition_columns=(), catalog_name="inv")
-    assert not _is_fact(catalog) and _is_fact(INV) and not _is_fact(None)
+def test_an_unpartitioned_table_is_a_fact_when_spark_would_not_broadcast_it():
+    """The hook's rule (a relation Spark sizes at or above the broadcast threshold is a fact)
+    holds for the tables of the SQL-text path too: a catalog table by its estimate, a
+    registered one unmeasured counts as one."""
+    def catalog(size):
+        return Table(name="inv", location="/wh/inv", columns=(("day", "int"),),
+                     partition_columns=(), catalog_name="inv", size_bytes=size)
+    assert _is_fact(catalog(20 << 20), None) and not _is_fact(catalog(5 << 20), None)
+    assert _is_fact(catalog(5 << 20), "4m") and not _is_fact(catalog(20 << 20), "64MB")
+    assert _is_fact(catalog(20 << 20), "-1")     # broadcasts off: Spark's 10 MB default
+    assert _is_fact(INV, None) and not _is_fact(None, None)
 
 
 def test_runs_cover_every_value_and_stay_few():

@@ -22,7 +22,7 @@ from typing import Any, Optional
 from dpp.core.refusals import Code, Refusal
 from dpp.analysis.plan_narrowing import narrowing_above, semi_narrowing
 from dpp.analysis.rules import (KEY_PASSAGE, POSITIONAL_OPERATORS, WindowCall, decided_by_sort,
-                       may_prune, tie_order, unrepeatable)
+                                is_fact, may_prune, tie_order, unrepeatable)
 
 __all__ = ["Prune", "find_prunes", "filters_rows", "relation_nodes", "unstable_relations"]
 
@@ -95,13 +95,24 @@ def _unrepeatable(node: dict[str, Any]) -> Optional[str]:
 
 
 def relation_nodes(desc: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    """Node id -> the relation description of every partitioned relation in the plan."""
-    return {n["id"]: n["relation"] for n in desc["nodes"] if n.get("relation")}
+    """Node id -> the relation description of every fact in the plan (:func:`_fact`)."""
+    return {n["id"]: n["relation"] for n in desc["nodes"] if _fact(desc, n)}
+
+
+def _fact(desc: dict[str, Any], node: dict[str, Any]) -> bool:
+    """Whether a node is a relation that is a fact (:func:`dpp.analysis.rules.is_fact` on the
+    facts its front end recorded): only those are pruned, and only those make a build side
+    costly; any other relation is a leaf like a dimension's."""
+    rel = node.get("relation")
+    return bool(rel) and is_fact(bool(rel["partitionColumns"]), rel.get("sizeInBytes"),
+                                 desc.get("broadcastThreshold"))
 
 
 class _Plan:
     def __init__(self, desc: dict[str, Any]) -> None:
-        self.nodes = {n["id"]: n for n in desc["nodes"]}
+        self.nodes = {n["id"]: n if not n.get("relation") or _fact(desc, n)
+                      else {k: v for k, v in n.items() if k != "relation"}
+                      for n in desc["nodes"]}
         self.outputs = {i: [c[0] for c in n["output"]] for i, n in self.nodes.items()}
         self.parents: dict[int, list[int]] = {}
         for i, n in self.nodes.items():

@@ -11,7 +11,8 @@ The shape, per node: ``id``, ``op`` (Spark's class name), ``children`` (node ids
 ``output`` (``[exprId, name, type]``), and by operator ``joinType`` / ``keys`` (Join),
 ``map`` (``[[output exprId, source exprId]]``, Project and Aggregate), ``partitionSpec``
 (Window), ``inSubqueries`` (Filter), ``selective`` (Filter), ``relation`` (a Parquet
-relation dpp may wrap), ``flagged`` / ``ordered`` / ``windowCalls`` (the facts the determinism
+relation read by its files, with its raw facts: ``dpp.analysis.rules.is_fact`` decides
+which is a fact dpp may wrap), ``flagged`` / ``ordered`` / ``windowCalls`` (the facts the determinism
 rules of :mod:`dpp.analysis.rules` decide on; ``subqueries``, the plans of the subqueries a node's
 expressions evaluate, as the SQL-text translation names them). A key is ``{expr, type,
 sql, deterministic, refs, attr?, cast?, from?}``.
@@ -26,7 +27,7 @@ __all__ = ["WIRE_VERSION", "WireError", "check_plan", "check_list_answer", "Plan
            "PlanNode", "Relation", "Key", "InSubquery", "ListAnswer"]
 
 # bumped whenever a field changes meaning or type; PlanDescriber.WIRE_VERSION is the same
-WIRE_VERSION = 3
+WIRE_VERSION = 4
 
 
 class _KeyRequired(TypedDict):
@@ -56,7 +57,7 @@ class _RelationRequired(TypedDict):
                          # Connect client analysis), "catalog"
     index: str           # the file index's class
     rootPaths: list[str]
-    partitionColumns: list[str]   # empty: an unpartitioned relation worth a build side
+    partitionColumns: list[str]   # empty: an unpartitioned relation read by its files
     bucketed: bool
     partitionFiltered: bool       # a filter of the plan reads a partition column
 
@@ -68,6 +69,8 @@ class Relation(_RelationRequired, total=False):
                             # names read in the session time zone now
     staticallyEmpty: bool   # a catalog table Spark's static partition filters leave empty
     namesToken: str         # its partition names as the rule listed them for this plan
+    sizeInBytes: int        # an unpartitioned relation's size as Spark estimates it
+    #                         (dpp.analysis.rules.is_fact decides whether it is a fact)
 
 
 class _NodeRequired(TypedDict):
@@ -112,6 +115,8 @@ class PlanMessage(_MessageRequired, total=False):
 
     scope: str           # Spark's execution id: the runs of one query
     callSite: str        # where the user's code ran the query ("collect at job.py:31")
+    broadcastThreshold: str   # spark.sql.autoBroadcastJoinThreshold as the session spells
+    #                           it ("" unset): dpp.analysis.rules.is_fact reads it
     session: "ServedSessionWire"   # a session served by a driver-wide hook: its settings
 
 
@@ -136,7 +141,7 @@ _OPTIONAL_NODE = {"joinType": str, "keys": list, "map": list, "partitionSpec": l
 _RELATION = {"kind": str, "index": str, "rootPaths": list, "partitionColumns": list,
              "bucketed": bool, "partitionFiltered": bool}
 _OPTIONAL_RELATION = {"table": str, "root": str, "timestampsAgree": bool,
-                      "staticallyEmpty": bool, "namesToken": str}
+                      "staticallyEmpty": bool, "namesToken": str, "sizeInBytes": int}
 _KEY = {"expr": int, "type": str, "sql": str, "deterministic": bool, "refs": list}
 _OPTIONAL_KEY = {"attr": int, "cast": str, "from": str}
 _KINDS = {"path", "lazy", "catalog"}
@@ -177,7 +182,8 @@ def check_plan(msg: Mapping[str, Any]) -> None:
                         f"version {WIRE_VERSION}: the hook's jar and the dpp package are from "
                         f"different builds (restart the driver to load the jar this package "
                         f"compiles)")
-    _fields("the message", msg, _MESSAGE, {"scope": str, "session": dict, "callSite": str})
+    _fields("the message", msg, _MESSAGE, {"scope": str, "session": dict, "callSite": str,
+                                          "broadcastThreshold": str})
     about = msg.get("session")
     if about is not None:
         _fields("the message's session", about, {"conf": dict}, {"jobTags": str})

@@ -37,6 +37,9 @@ class TableInfo:
     # a table dpp reads itself although it has no partition column (registered, or a catalog
     # table dpp can list): probed too, its joins on data columns filter files and row groups
     data_only: bool = False
+    # an unpartitioned table's size as Spark estimates it (None: not measured):
+    # dpp.analysis.rules.is_fact decides whether it is a fact
+    size_bytes: Optional[int] = None
 
 
 Resolver = Callable[[str], Optional[TableInfo]]

@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Iterable, Optional
 
+from dpp.core.spark_rules import broadcast_threshold
+
 __all__ = ["JoinType", "join_type", "may_prune", "prunable_sides", "output_sides", "KEY_PASSAGE",
            "ROW_DROPPING_OPERATORS", "POSITIONAL_OPERATORS", "NONDETERMINISTIC_FUNCTIONS",
-           "RERUN_FUNCTIONS", "unrepeatable", "decided_by_sort", "rules_markdown"]
+           "RERUN_FUNCTIONS", "unrepeatable", "decided_by_sort", "is_fact", "rules_markdown"]
 
 
 class JoinType(str, Enum):
@@ -166,6 +168,23 @@ def decided_by_sort(op: str, flagged: Optional[str], ordered: bool) -> bool:
     return ordered and op in SORT_DECIDED_OPERATORS and not flagged
 
 
+def is_fact(partitioned: bool, size_bytes: Optional[int], broadcast: Optional[str]) -> bool:
+    """Whether a Parquet relation read by its files is a *fact*: one dpp may prune, and whose
+    scan makes a build side reading it costly. A partitioned relation always is; an
+    unpartitioned one when Spark would not broadcast it (``size_bytes`` at least the
+    session's ``spark.sql.autoBroadcastJoinThreshold``, ``broadcast`` as the session spells
+    it, read by :func:`dpp.core.spark_rules.broadcast_threshold`: 10 MB when unset or off):
+    only then can its joins on data columns skip enough files and row groups to pay a build
+    side. An unpartitioned relation whose size nobody measured (a table registered by path,
+    before it is listed) counts as one. The one answer every front end asks, over the facts
+    it records: the hook's describer (partition schema, Spark's ``sizeInBytes`` and the raw
+    setting, on the plan wire), the SQL-text and Connect analyses (the table's partition
+    columns and catalog estimate) and the runtime's catalog and decision."""
+    if partitioned:
+        return True
+    return size_bytes is None or size_bytes >= broadcast_threshold(broadcast)
+
+
 # functions whose value is drawn per row or per task: moving a filter past them, or reading
 # other files below them, changes which rows they see
 NONDETERMINISTIC_FUNCTIONS: frozenset[str] = frozenset({
@@ -280,6 +299,11 @@ def rules_markdown() -> str:
               "rows only when matched. The optimizer hook and the Connect DataFrame rewrite "
               "build those as left-semi joins; SQL text writes the second as an `IN` "
               "subquery pushed into the derived table.", "",
+              "Facts: a Parquet relation read by its files is a fact — pruned, and costly "
+              "for a build side to scan — when it is partitioned, or when Spark would not "
+              "broadcast it: its size (Spark's estimate) at least "
+              "`spark.sql.autoBroadcastJoinThreshold` (10 MB when unset or off). One rule "
+              "for every front end, on the facts each records.", "",
               RELATIONS_RULE]
     return "\n".join(lines) + "\n"
 

@@ -121,6 +121,7 @@ class SparkRules:
     timestamp_type: str = "timestamp"        # what partition inference gives timestamp texts
     type_inference: bool = True              # partition folder values typed (else strings)
     reading: tuple[tuple[str, str], ...] = ()   # READING_KEYS the session sets, as set
+    broadcast: Optional[str] = None          # BROADCAST_KEY as the session spells it
 
     @classmethod
     def from_conf(cls, get: Callable[[str, str], Optional[str]]) -> "SparkRules":
@@ -139,7 +140,8 @@ class SparkRules:
             type_inference=flag("spark.sql.sources.partitionColumnTypeInference.enabled",
                                 "true"),
             reading=tuple((k, str(v).strip()) for k in READING_KEYS
-                          if (v := get(k, None)) is not None))
+                          if (v := get(k, None)) is not None),
+            broadcast=None if (b := get(BROADCAST_KEY, None)) is None else str(b))
 
     @classmethod
     def from_spark(cls, spark: Any, settings: Optional[Mapping[str, str]] = None

@@ -24,10 +24,11 @@ from pyspark.sql.types import StructType
 from dpp.runtime.config import DppConfig
 from dpp.core.domain import DataType
 from dpp.core.errors import DppError, LayoutError
-from dpp.core.spark_rules import BROADCAST_KEY, SparkRules, broadcast_threshold
+from dpp.core.spark_rules import BROADCAST_KEY, SparkRules
 from dpp.core.refusals import Code, Refusal
 from dpp.runtime.decision import table_columns
 from dpp.analysis.pruning_plan import TableInfo
+from dpp.analysis.rules import is_fact
 from dpp.runtime.remote_catalog import Unprunable, connect_catalog_table
 from dpp.runtime.services import Runtime, first_line
 from dpp.runtime.schema_cache import SchemaCache
@@ -227,13 +228,14 @@ class TableCatalog:
             return None
         if shape.bucketing is not None or not shape.location:
             return None
-        # a dimension Spark broadcasts is not worth a filter
+        # a dimension Spark broadcasts is no fact, not worth a filter
         size = self.estimate(key)
-        if size is None or size < _broadcast_threshold(self.spark):
+        if size is None or not is_fact(False, size, self.spark.conf.get(BROADCAST_KEY, None)):
             return None
         # a path table in all but name: the loader lists its folder, the handoff reads its
         # files with the catalog's schema, sized by the catalog's estimate
-        return dataclasses.replace(shape, catalog_partitions=None, partition_source=None)
+        return dataclasses.replace(shape, catalog_partitions=None, partition_source=None,
+                                   size_bytes=size)
 
     def is_temp_view(self, name: str) -> bool:
         """Whether ``name`` is a temporary view of the user's session."""
@@ -274,7 +276,7 @@ class TableCatalog:
             if t is not None:
                 return TableInfo(name=key, columns=dict(table_columns(t)),
                                  partition_columns=tuple(c.name for c in t.partition_columns),
-                                 data_only=not t.partition_columns)
+                                 data_only=not t.partition_columns, size_bytes=t.size_bytes)
             return self.schemas.get_or_compute(
                 "columns", key, lambda: self.columns_of(key, metas))
 
@@ -313,11 +315,6 @@ class TableCatalog:
                 log.debug("no size estimate for %s: %s", name, exc)
                 return None
         return self.schemas.get_or_compute("estimate", name, compute)
-
-
-def _broadcast_threshold(spark: SparkSession) -> int:
-    """Spark's broadcast threshold of this session (:func:`dpp.core.spark_rules.broadcast_threshold`)."""
-    return broadcast_threshold(spark.conf.get(BROADCAST_KEY, None))
 
 
 def _spark_type_to_domain(dt: SparkDataType) -> Optional[DataType]:

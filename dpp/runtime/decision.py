@@ -25,6 +25,7 @@ from dpp.core.errors import DppError
 from dpp.core.refusals import Code, Refusal
 from dpp.runtime.filter_runs import FilterSpec
 from dpp.analysis.pruning_plan import DynamicFilterSpec, PruningPlan, TableRefPlan
+from dpp.analysis.rules import is_fact
 from dpp.runtime.views import norm_name
 from hive_splits import Table
 
@@ -161,13 +162,15 @@ def lists_whole_catalog_table(enabled: bool, partition_filtered: bool, bucketed:
 
 
 def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id: str,
-           stats_pruning: Stats, mentions: Callable[[str], Iterable[str]]) -> PruningDecision:
+           stats_pruning: Stats, mentions: Callable[[str], Iterable[str]],
+           broadcast: Optional[str] = None) -> PruningDecision:
     """The decision for the SQL-text path's ``plan`` (:func:`plan_loads`, with a filter spec
     per build query). ``tables`` holds every table the analyzer resolved; ``mentions(text)``
     names the registered tables a SQL text refers to (they need their plain view when read
     unpruned, or by a build side); ``stats_pruning`` says, per table and data column, whether
     statistics may prune by it (a constant, or a policy asked at most once per table and
-    column here)."""
+    column here); ``broadcast``: the session's ``spark.sql.autoBroadcastJoinThreshold`` text
+    (which tables a build side reads are facts)."""
     unpruned: list[tuple[TableRefPlan, Refusal]] = [
         (r, r.reason or Refusal(Code.NO_USABLE_PREDICATE)) for r in plan.refs if not r.pruning]
     pruned = [r for r in plan.refs if r.pruning]
@@ -187,7 +190,8 @@ def decide(plan: PruningPlan, tables: Mapping[str, Optional[Table]], *, query_id
                 ProbeKey(build=dyn.build_query, column=dyn.probe_column,
                          data=not _is_partition_column(table, dyn.probe_column),
                          build_facts=tuple(b for b in dyn.build_tables
-                                           if _is_fact(tables.get(norm_name(b)))),
+                                           if _is_fact(tables.get(norm_name(b)),
+                                                       broadcast)),
                          payload=dyn)
                 for dyn in ref.dynamic)))
     loads = plan_loads(probes, stats_pruning)
@@ -266,10 +270,10 @@ def data_filter_verdict(table: Table, column: str, label: str, facts: list[str],
     return bool(ask(table, real_column(table, column) or column)), None
 
 
-def _is_fact(table: Optional[Table]) -> bool:
-    """A partitioned table, or one registered by path: a catalog table with no partition
-    column that dpp reads by its files is a dimension to build from as much as a probe."""
-    return table is not None and (bool(table.partition_columns) or table.catalog_name is None)
+def _is_fact(table: Optional[Table], broadcast: Optional[str]) -> bool:
+    """A table dpp knows that :func:`dpp.analysis.rules.is_fact` calls a fact."""
+    return table is not None and is_fact(bool(table.partition_columns), table.size_bytes,
+                                         broadcast)
 
 
 def _spelled(static: TupleDomain, table: Table) -> TupleDomain:

@@ -161,7 +161,7 @@ class _Analyzer:
         expand_using(self.atree, self.tables, self.notes)
         push_down(self.atree, self.tables, self.notes)
         self.tables.filtering.clear()
-        self.typed = translate(self.atree, self.tables)
+        self.typed = translate(self.atree, self.tables, self.rules.broadcast)
         prunes, self.pair_notes = find_prunes(dict(self.typed.message))
         for pr in prunes:
             self._found(pr)

@@ -29,7 +29,7 @@ def push_down(atree: exp.Expression, tables: Tables, notes: list[str]) -> None:
     """Pushes every SELECT's conjuncts inward, in the analysis copy ``atree``. Outer scopes
     first (sqlglot's scope tree, parents before children), so a conjunct pushed into a
     derived table travels on into the derived tables below it."""
-    if not any(isinstance(s, exp.Subquery) and tables.holds_fact(s.this)
+    if not any(isinstance(s, exp.Subquery) and tables.holds_partitioned(s.this)
                for s in atree.find_all(exp.Subquery)):
         return
     try:
@@ -50,7 +50,7 @@ def _push_from(sel: exp.Select, tables: Tables, notes: list[str]) -> None:
         return
     targets = {a: s for a, s in sc.sources.items()
                if isinstance(s.node, exp.Subquery) and not s.full and not s.semi_right
-               and tables.holds_fact(s.node.this)}
+               and tables.holds_partitioned(s.node.this)}
     if not targets:
         return
     for c in sc.where:
@@ -144,7 +144,7 @@ def _is_fact(s: Source, tables: Tables) -> bool:
     if s.info is not None:
         return bool(s.info.partition_columns)
     body = s.cte if s.cte is not None else s.node.this
-    return tables.holds_fact(body)
+    return tables.holds_partitioned(body)
 
 
 _NULL_AWARE = (exp.Is, exp.Coalesce, exp.Case, exp.If, exp.NullSafeEQ, exp.NullSafeNEQ,

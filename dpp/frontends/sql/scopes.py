@@ -46,7 +46,7 @@ class Tables:
         info = self.info(table_name(t))
         return info is not None and bool(info.partition_columns)
 
-    def holds_fact(self, body: exp.Expression) -> bool:
+    def holds_partitioned(self, body: exp.Expression) -> bool:
         """Does a query read a partitioned table (the only thing worth pruning) anywhere?"""
         return any(self.partitioned(t) for t in body.find_all(exp.Table)
                    if t.name.lower() not in self.ctes or t.args.get("db"))

@@ -89,10 +89,13 @@ class Typed:
     notes: dict[int, list[tuple[int, int, Refusal]]] = field(default_factory=dict)
 
 
-def translate(atree: exp.Expression, tables: Tables) -> Typed:
+def translate(atree: exp.Expression, tables: Tables, broadcast: Optional[str] = None) -> Typed:
     """The typed plan of the analysis tree: its query, then every SELECT not reached from it
-    (a scalar subquery's), each a root."""
+    (a scalar subquery's), each a root. ``broadcast``: the session's
+    ``spark.sql.autoBroadcastJoinThreshold`` text (which relations are facts)."""
     t = _Translator(tables)
+    if broadcast is not None:
+        t.typed.message["broadcastThreshold"] = broadcast
     roots = [t.query(atree)[0]]
     for sel in atree.find_all(exp.Select):
         if id(sel) not in t.done and not inside_pushed_query(sel):
@@ -274,6 +277,8 @@ class _Select(SemiJoins):
             rel = {"kind": "lazy", "index": "sql-text", "rootPaths": [],
                    "partitionColumns": list(info.partition_columns), "bucketed": False,
                    "partitionFiltered": False, "table": info.name}
+            if not info.partition_columns and info.size_bytes is not None:
+                rel["sizeInBytes"] = info.size_bytes
         nid = t.node("LogicalRelation", [], list((i, c) for c, i in cols.items()),
                      relation=rel)
         if rel is not None and src.prunable and self.reg:

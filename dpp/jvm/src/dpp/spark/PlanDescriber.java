@@ -115,9 +115,11 @@ final class PlanDescriber {
         }
     }
 
-    /** The HadoopFsRelation of a Parquet relation dpp may wrap, or null: a partitioned one,
-     * or an unpartitioned one too large for Spark to broadcast (its joins on data columns may
-     * skip files and row groups; a smaller one is not worth a build side). */
+    /** The HadoopFsRelation of a Parquet relation read by its files, or null: partitioned,
+     * or unpartitioned outside the catalog's index. Which of them is a fact dpp may prune is
+     * not decided here: the relation goes on the wire with its raw facts (partition columns,
+     * Spark's {@code sizeInBytes}) and the session's broadcast setting as Spark spells it,
+     * and Python's {@code dpp.analysis.rules.is_fact} decides. */
     static HadoopFsRelation candidate(LogicalPlan p) {
         if (!(p instanceof LogicalRelation)) {
             return null;
@@ -131,23 +133,26 @@ final class PlanDescriber {
                 || !(rel.fileFormat() instanceof ParquetFileFormat)) {
             return null;
         }
-        if (rel.partitionSchema().isEmpty()
-                && (rel.location() instanceof CatalogFileIndex
-                    || rel.sizeInBytes() < unpartitionedMinBytes())) {
+        if (rel.partitionSchema().isEmpty() && rel.location() instanceof CatalogFileIndex) {
             return null;
         }
         return rel;
     }
 
-    /** Spark's broadcast threshold (10 MB when broadcasts are off): the smallest
-     * unpartitioned relation described. */
-    static long unpartitionedMinBytes() {
-        long t = org.apache.spark.sql.internal.SQLConf.get().autoBroadcastJoinThreshold();
-        return t > 0 ? t : 10L * 1024 * 1024;
+    /** The session's {@code spark.sql.autoBroadcastJoinThreshold} as it is spelled (Spark's
+     * default text when unset, empty when unreadable): Python reads it, once, for every
+     * front end. */
+    static String broadcastSetting(SparkSession session) {
+        try {
+            return Compat.sessionState(session).conf()
+                .getConfString("spark.sql.autoBroadcastJoinThreshold");
+        } catch (Throwable t) {
+            return "";
+        }
     }
 
     /** The plan wire contract's version ({@code dpp/plan_wire.py}: the same number). */
-    static final int WIRE_VERSION = 3;
+    static final int WIRE_VERSION = 4;
 
     String describe(String request, boolean explaining, String scope) {
         return describe(request, explaining, scope, false);
@@ -166,6 +171,7 @@ final class PlanDescriber {
             msg.put("scope", scope);
         }
         msg.put("timeZone", Compat.sessionState(session).conf().sessionLocalTimeZone());
+        msg.put("broadcastThreshold", broadcastSetting(session));
         try {   // where the user's code ran the query ("collect at job.py:31"), for the report
             String site = session.sparkContext().getCallSite().shortForm();
             if (site != null && !site.isEmpty()) {
@@ -510,6 +516,15 @@ final class PlanDescriber {
         return null;
     }
 
+    /** Spark's size estimate of the relation's files (a BigInt-backed long, capped). */
+    private static long sizeOf(HadoopFsRelation rel) {
+        try {
+            return rel.sizeInBytes();
+        } catch (Throwable t) {
+            return Long.MAX_VALUE;
+        }
+    }
+
     private void describeRelation(LogicalRelation lr, ObjectNode n) {
         HadoopFsRelation rel = candidate(lr);
         if (rel == null) {
@@ -544,6 +559,9 @@ final class PlanDescriber {
             parts.add(f.name());
         }
         r.put("bucketed", rel.bucketSpec().isDefined());
+        if (rel.partitionSchema().isEmpty()) {   // a fact only when Spark would not broadcast it
+            r.put("sizeInBytes", sizeOf(rel));
+        }
         boolean partitionFiltered = false;
         java.util.Set<String> partNames = new java.util.HashSet<>();
         for (org.apache.spark.sql.types.StructField f : rel.partitionSchema().fields()) {
