@@ -35,8 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dpp.runtime.jvm_build import (SPARK_LINES, hook_sources, jar_name,  # noqa: E402
-                           sources_digest)
+from dpp.runtime.jvm_build import (SPARK_LINES, WIRE_SCHEMA_JAVA, hook_sources,  # noqa: E402
+                                   jar_name, sources_digest, wire_schema_java)
 
 
 def cache_dir() -> Path:
@@ -185,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [x for x in lines if x not in SPARK_LINES]
     if unknown:
         ap.error(f"unknown Spark line(s) {unknown}; known: {list(SPARK_LINES)}")
+    current = WIRE_SCHEMA_JAVA.read_text() if WIRE_SCHEMA_JAVA.exists() else ""
+    if current != wire_schema_java():
+        WIRE_SCHEMA_JAVA.write_text(wire_schema_java())
+        print(f"build_hook_jars: wrote {WIRE_SCHEMA_JAVA.name} from wire_schema.json", flush=True)
     build(args.out, lines)
     return 0
 

@@ -42,17 +42,26 @@ def test_a_well_formed_message_passes() -> None:
 @pytest.mark.parametrize("change,named", [
     (lambda m: m.pop("version"), "version None"),
     (lambda m: m.__setitem__("version", WIRE_VERSION + 1), f"version {WIRE_VERSION + 1}"),
-    (lambda m: m["nodes"][0].pop("output"), "node 0 has no field 'output'"),
+    (lambda m: m["nodes"][0].pop("output"), "nodes[0] has no field 'output'"),
     (lambda m: m["nodes"][0]["relation"].pop("partitionColumns"),
-     "node 0 relation has no field 'partitionColumns'"),
-    (lambda m: m["nodes"][0]["relation"].__setitem__("kind", "s3"), "relation kind 's3'"),
+     "nodes[0].relation has no field 'partitionColumns'"),
+    (lambda m: m["nodes"][0]["relation"].__setitem__("kind", "s3"),
+     "nodes[0].relation.kind is 's3' (str), expected one of ['catalog', 'lazy', 'path']"),
     (lambda m: m["nodes"][3]["keys"][0][1].__setitem__("expr", "1"),
-     "node 3 join key field 'expr' is '1' (str), expected int"),
-    (lambda m: m["nodes"][3]["keys"][0][0].__setitem__("refs", ["2"]), "non-integer"),
-    (lambda m: m["nodes"][2].__setitem__("selective", "yes"), "field 'selective'"),
-    (lambda m: m["nodes"][1]["output"].append([11, "x"]), "is not [exprId, name, type]"),
+     "nodes[3].keys[0][1].expr is '1' (str), expected integer"),
+    (lambda m: m["nodes"][3]["keys"][0][0].__setitem__("refs", ["2"]),
+     "nodes[3].keys[0][0].refs[0] is '2' (str), expected integer"),
+    (lambda m: m["nodes"][2].__setitem__("selective", "yes"),
+     "nodes[2].selective is 'yes' (str), expected boolean"),
+    (lambda m: m["nodes"][1]["output"].append([11, "x"]),
+     "nodes[1].output[1] is [11, 'x'], not [exprId, name, type]"),
     (lambda m: m["nodes"][3].__setitem__("children", [0, 7]), "children [7]"),
-    (lambda m: m["nodes"][0].__setitem__("id", True), "field 'id' is True"),
+    (lambda m: m["nodes"][0].__setitem__("id", True),
+     "nodes[0].id is True (bool), expected integer"),
+    (lambda m: m.__setitem__("session", {"conf": {"a": 1}}),
+     "session.conf.a is 1 (int), expected string"),
+    (lambda m: m["nodes"][0]["relation"].__setitem__("sizeInBytes", 1.5),
+     "nodes[0].relation.sizeInBytes is 1.5 (float), expected integer"),
 ])
 def test_a_message_off_the_contract_is_refused_naming_the_field(change: Any, named: str) -> None:
     msg = copy.deepcopy(_message())
@@ -231,3 +240,122 @@ def test_a_malformed_answer_reads_sparks_listing_and_the_report_says_why(
     reasons = [t.reason or "" for t in tables.last_report.tables]
     assert any("wire contract" in r and "[uri, bytes, mtime ms]" in r for r in reasons), reasons
     assert all(t.pruning == "none" for t in tables.last_report.tables)
+
+
+# ------------------------------------------------------------------ one schema, both sides
+
+
+def test_the_jars_schema_is_the_schema_python_reads() -> None:
+    """WireSchema.java is wire_schema.json, written by scripts/build_hook_jars.py: a schema
+    edited without rebuilding would let the two sides disagree."""
+    from dpp.runtime.jvm_build import WIRE_SCHEMA_JAVA, wire_schema_java
+
+    assert WIRE_SCHEMA_JAVA.read_text() == wire_schema_java(), \
+        "WireSchema.java is stale: run scripts/build_hook_jars.py"
+
+
+def _plan_answers() -> dict[str, Any]:
+    good = {"wrap": {"0": "t1"}, "timeout": 60.0, "describe": {"0": "dpp: k IN d.k"},
+            "rowFilters": {"0": [{"attr": 2, "type": "int", "in": ["1", "2"]},
+                                 {"attr": 1, "type": "date",
+                                  "ranges": [["2001-01-01", "2001-02-01"]]}]}}
+    return {
+        "good": (good, None),
+        "none": ({"status": "none", "version": WIRE_VERSION, "wrap": {}, "reason": "x"}, None),
+        "no wrap": ({k: v for k, v in good.items() if k != "wrap"}, "has no field 'wrap'"),
+        "token as number": ({**good, "wrap": {"0": 7}}, "wrap.0 is 7"),
+        "row filter attr as text": (
+            {**good, "rowFilters": {"0": [{"attr": "2", "type": "int", "in": ["1"]}]}},
+            "rowFilters.0[0].attr is"),
+        "range of one bound": (
+            {**good, "rowFilters": {"0": [{"attr": 2, "type": "int", "ranges": [["1"]]}]}},
+            "rowFilters.0[0].ranges[0] is"),
+        "timeout as text": ({**good, "timeout": "60"}, "timeout is"),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_plan_answers()))
+def test_both_sides_read_a_plan_answer_alike(spark: Any, tables: Any, name: str) -> None:
+    import json
+
+    from dpp.analysis.plan_wire import check
+
+    answer, named = _plan_answers()[name]
+    jvm = spark.sparkContext._jvm.dpp.spark.WireCheck.problemOf("planAnswer", json.dumps(answer))
+    if named is None:
+        check("planAnswer", answer)
+        assert jvm is None
+        return
+    with pytest.raises(WireError) as err:
+        check("planAnswer", answer)
+    assert named in str(err.value), str(err.value)
+    assert jvm is not None and named.split(" is")[0] in jvm, jvm
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_jvm_reads_every_plan_it_sends_as_python_does(spark: Any, tables: Any,
+                                                          monkeypatch: Any, shape: str) -> None:
+    """The describer's own messages pass the JVM's check of the schema too; one broken on
+    the way is refused by both, at the same field."""
+    import json
+
+    from dpp.frontends.hook.optimizer_hook import OptimizerHook
+
+    seen: list[dict[str, Any]] = []
+    original = OptimizerHook.on_plan
+
+    def recording(self: Any, msg: dict[str, Any]) -> dict[str, Any]:
+        seen.append(copy.deepcopy(msg))
+        return original(self, msg)
+
+    monkeypatch.setattr(OptimizerHook, "on_plan", recording)
+    spark.sql(SHAPES[shape]).collect()
+    check_jvm = spark.sparkContext._jvm.dpp.spark.WireCheck.problemOf
+    assert seen
+    for msg in seen:
+        assert check_jvm("plan", json.dumps(msg)) is None
+        broken = copy.deepcopy(msg)
+        broken["nodes"][0]["output"] = [[1, "v"]]
+        with pytest.raises(WireError) as err:
+            check_plan(broken)
+        assert "nodes[0].output[0]" in str(err.value)
+        assert "nodes[0].output[0]" in check_jvm("plan", json.dumps(broken))
+
+
+@pytest.mark.parametrize("side", ["python", "jvm"])
+def test_a_plan_answer_off_the_contract_keeps_sparks_plan_and_the_report_says_why(
+        spark: Any, tables: Any, monkeypatch: Any, side: str) -> None:
+    """dpp's answer to the rule breaks the contract (a row filter's column number as text):
+    caught before it is sent (``python``), or — Python's check switched off — refused by the
+    rule (``jvm``). Either way Spark's plan runs, the rows are Spark's, and the query's
+    report names the broken field."""
+    import time
+
+    import dpp.frontends.hook.bridge as bridge
+    from dpp.frontends.hook.optimizer_hook import OptimizerHook
+    from tests.conftest import spark_conf
+
+    with spark_conf(spark, {"spark.dpp.enabled": "false"}):
+        want = sorted(spark.sql(SHAPES["join"]).collect())
+    original = OptimizerHook.on_plan
+
+    def broken(self: Any, msg: dict[str, Any]) -> dict[str, Any]:
+        answer = original(self, msg)
+        if answer.get("wrap"):
+            answer["describe"] = {k: 5 for k in answer["wrap"]}
+        return answer
+
+    monkeypatch.setattr(OptimizerHook, "on_plan", broken)
+    if side == "jvm":
+        monkeypatch.setattr(bridge, "check", lambda *a, **k: None)
+    tables.last_report = None
+    got = sorted(spark.sql(SHAPES["join"]).collect())
+    assert got == want and got
+    deadline = time.monotonic() + 30
+    while tables.last_report is None and time.monotonic() < deadline:
+        time.sleep(0.1)   # the report is written once its relations are accounted for
+    report = tables.last_report
+    assert report is not None
+    reasons = [t.reason or "" for t in report.tables]
+    assert any("wire contract" in r and "describe." in r for r in reasons), reasons
+    assert all(t.pruning == "none" for t in report.tables)

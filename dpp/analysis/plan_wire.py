@@ -1,33 +1,51 @@
-"""The plan the optimizer hook's rule sends Python: a versioned, typed wire contract.
+"""The wire between the optimizer hook's JVM part and Python: versioned, typed, one schema.
 
-``PlanDescriber.java`` writes it, :mod:`dpp.analysis.plan_pairs` reads it. The two sides are built
-from one source tree but loaded separately (a jar cached by source digest, a Python package
-that may be upgraded under a running driver), so every message carries
-:data:`WIRE_VERSION` and :func:`check_plan` refuses one of another version, or one missing a
-field or holding a value of the wrong type, naming the node and the field: the query then
-runs with Spark's own plan, and the log says why — never a guess at what a field meant.
+``wire_schema.json`` defines every message in both directions — the plan the rule sends
+(``PlanDescriber.java`` writes it, :mod:`dpp.analysis.plan_pairs` reads it), Python's answer
+(what the rule wraps), a wrapped index's list call and its answer, a query's end — in a
+subset of JSON Schema. Python checks what it receives and what it sends with :func:`check`;
+the JVM checks the same text (``WireCheck.java``, the schema compiled into the jar as
+``WireSchema.java``). The two sides are built from one source tree but loaded separately (a
+jar cached by source digest, a Python package that may be upgraded under a running
+driver), so every message carries :data:`WIRE_VERSION`; one of another version, or missing
+a field, or holding a value of the wrong type is refused naming the field: the query then
+runs with Spark's own plan or listing, and the log and the report say why — never a guess
+at what a field meant.
 
-The shape, per node: ``id``, ``op`` (Spark's class name), ``children`` (node ids),
+The plan, per node: ``id``, ``op`` (Spark's class name), ``children`` (node ids),
 ``output`` (``[exprId, name, type]``), and by operator ``joinType`` / ``keys`` (Join),
 ``map`` (``[[output exprId, source exprId]]``, Project and Aggregate), ``partitionSpec``
 (Window), ``inSubqueries`` (Filter), ``selective`` (Filter), ``relation`` (a Parquet
 relation read by its files, with its raw facts: ``dpp.analysis.rules.is_fact`` decides
-which is a fact dpp may wrap), ``flagged`` / ``ordered`` / ``windowCalls`` (the facts the determinism
-rules of :mod:`dpp.analysis.rules` decide on; ``subqueries``, the plans of the subqueries a node's
-expressions evaluate, as the SQL-text translation names them). A key is ``{expr, type,
-sql, deterministic, refs, attr?, cast?, from?}``.
+which is a fact dpp may wrap), ``flagged`` / ``ordered`` / ``windowCalls`` (the facts the
+determinism rules of :mod:`dpp.analysis.rules` decide on; ``subqueries``, the plans of the
+subqueries a node's expressions evaluate, as the SQL-text translation names them). A key
+is ``{expr, type, sql, deterministic, refs, attr?, cast?, from?}``.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, TypedDict
+import json
+from importlib import resources
+from typing import Any, Callable, Mapping, Optional, TypedDict
 
 from dpp.core.errors import DppError
 
-__all__ = ["WIRE_VERSION", "WireError", "check_plan", "check_list_answer", "PlanMessage",
-           "PlanNode", "Relation", "Key", "InSubquery", "ListAnswer"]
+__all__ = ["WIRE_VERSION", "SCHEMA", "WireError", "check", "check_plan", "check_list_answer",
+           "PlanMessage", "PlanNode", "Relation", "Key", "InSubquery", "ListAnswer"]
 
-# bumped whenever a field changes meaning or type; PlanDescriber.WIRE_VERSION is the same
-WIRE_VERSION = 4
+SCHEMA_FILE = "wire_schema.json"
+
+
+def _load_schema() -> dict[str, Any]:
+    with resources.files("dpp.analysis").joinpath(SCHEMA_FILE).open("rb") as f:
+        return json.load(f)
+
+
+#: The wire contract, both directions (``wire_schema.json``; the JVM checks the same text)
+SCHEMA: dict[str, Any] = _load_schema()
+# bumped whenever a field changes meaning or type (the JVM's PlanDescriber.WIRE_VERSION is
+# checked equal to it by tests/test_plan_wire.py)
+WIRE_VERSION: int = SCHEMA["version"]
 
 
 class _KeyRequired(TypedDict):
@@ -128,102 +146,97 @@ class ServedSessionWire(TypedDict, total=False):
 
 
 class WireError(DppError):
-    """A plan message this Python side cannot read as the contract says."""
+    """A message this side cannot read as the contract says."""
 
 
-_MESSAGE = {"op": str, "request": str, "explain": bool, "timeZone": str, "roots": list,
-            "nodes": list, "version": int}
-_NODE = {"id": int, "op": str, "children": list, "output": list}
-_OPTIONAL_NODE = {"joinType": str, "keys": list, "map": list, "partitionSpec": list,
-                  "inSubqueries": list, "selective": bool, "relation": dict,
-                  "flagged": str, "ordered": bool, "windowCalls": list, "byName": bool,
-                  "subqueries": list, "source": str}
-_RELATION = {"kind": str, "index": str, "rootPaths": list, "partitionColumns": list,
-             "bucketed": bool, "partitionFiltered": bool}
-_OPTIONAL_RELATION = {"table": str, "root": str, "timestampsAgree": bool,
-                      "staticallyEmpty": bool, "namesToken": str, "sizeInBytes": int}
-_KEY = {"expr": int, "type": str, "sql": str, "deterministic": bool, "refs": list}
-_OPTIONAL_KEY = {"attr": int, "cast": str, "from": str}
-_KINDS = {"path", "lazy", "catalog"}
+_TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
 
 
-def _fields(where: str, obj: Any, required: Mapping[str, type],
-            optional: Mapping[str, type]) -> None:
-    if not isinstance(obj, dict):
-        raise WireError(f"plan wire: {where} is {type(obj).__name__}, not an object")
-    for name, typ in required.items():
-        if name not in obj:
-            raise WireError(f"plan wire: {where} has no field {name!r}")
-        _typed(where, name, obj[name], typ)
-    for name, typ in optional.items():
-        if name in obj and obj[name] is not None:
-            _typed(where, name, obj[name], typ)
+def _resolve(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    while "$ref" in schema:
+        schema = SCHEMA["$defs"][schema["$ref"].rsplit("/", 1)[-1]]
+    return schema
 
 
-def _typed(where: str, name: str, value: Any, typ: type) -> None:
-    ok = isinstance(value, typ) and not (typ is int and isinstance(value, bool))
-    if not ok:
-        raise WireError(f"plan wire: {where} field {name!r} is {value!r} "
-                        f"({type(value).__name__}), expected {typ.__name__}")
+def _problem(schema: Mapping[str, Any], value: Any, path: str) -> Optional[tuple[str, str]]:
+    """(path, what is wrong) for the first place ``value`` breaks ``schema``, or None. The
+    subset of JSON Schema ``wire_schema.json`` uses; ``prefixItems`` is a tuple of exactly
+    those items. ``WireCheck.java`` reads the same subset the same way."""
+    schema = _resolve(schema)
+    if "not" in schema:
+        return path, "is not expected here"
+    if "anyOf" in schema:
+        found = [_problem(b, value, path) for b in schema["anyOf"]]
+        if any(f is None for f in found):
+            return None
+        return max(found, key=lambda f: len(f[0]))   # type: ignore[arg-type,return-value]
+    shown = f"{value!r} ({type(value).__name__})"
+    if "const" in schema and value != schema["const"]:
+        return path, f"is {shown}, expected {schema['const']!r}"
+    if "enum" in schema and value not in schema["enum"]:
+        return path, f"is {shown}, expected one of {sorted(schema['enum'])}"
+    kinds = schema.get("type")
+    if kinds is not None:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not any(_TYPES[k](value) for k in kinds):
+            return path, f"is {shown}, expected {' or '.join(kinds)}"
+    what = schema.get("description", "")
+    if "prefixItems" in schema:
+        items = schema["prefixItems"]
+        if not isinstance(value, list) or len(value) != len(items):
+            return path, f"is {value!r}, not {what or f'a list of {len(items)}'}"
+        for i, (sub, v) in enumerate(zip(items, value)):
+            found = _problem(sub, v, f"{path}[{i}]")
+            if found:
+                return found
+    if isinstance(value, list) and "items" in schema:
+        for i, v in enumerate(value):
+            found = _problem(schema["items"], v, f"{path}[{i}]")
+            if found:
+                return found
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for name in schema.get("required", []):
+            if name not in value:
+                return path, f"has no field {name!r}"
+        for name, v in value.items():
+            sub = props.get(name, schema.get("additionalProperties"))
+            if sub is not None:
+                found = _problem(sub, v, f"{path}.{name}" if path else name)
+                if found:
+                    return found
+    return None
 
 
-def _key(where: str, key: Any) -> None:
-    _fields(where, key, _KEY, _OPTIONAL_KEY)
-    if not all(isinstance(r, int) for r in key["refs"]):
-        raise WireError(f"plan wire: {where} field 'refs' holds a non-integer: {key['refs']!r}")
+def check(message: str, value: Any, where: str = "wire") -> None:
+    """Raises :class:`WireError` naming the field unless ``value`` is a ``message`` (one of
+    the schema's ``messages``) of the contract."""
+    found = _problem(SCHEMA["messages"][message], value, "")
+    if found is not None:
+        path, what = found
+        raise WireError(f"{where}: {path or 'the message'} {what}")
 
 
 def check_plan(msg: Mapping[str, Any]) -> None:
     """Raises :class:`WireError` unless ``msg`` is a plan message of this version whose every
-    node holds the fields its operator needs, of the contract's types."""
+    node holds the fields its operator needs, of the contract's types, and names only nodes
+    the message holds."""
     version = msg.get("version") if isinstance(msg, dict) else None
     if version != WIRE_VERSION:
         raise WireError(f"plan wire version {version!r} from the JVM part, this Python reads "
                         f"version {WIRE_VERSION}: the hook's jar and the dpp package are from "
                         f"different builds (restart the driver to load the jar this package "
                         f"compiles)")
-    _fields("the message", msg, _MESSAGE, {"scope": str, "session": dict, "callSite": str,
-                                          "broadcastThreshold": str})
-    about = msg.get("session")
-    if about is not None:
-        _fields("the message's session", about, {"conf": dict}, {"jobTags": str})
-        bad = [k for k, v in about["conf"].items() if not isinstance(v, str)]
-        if bad:
-            raise WireError(f"plan wire: session conf {bad[0]!r} is not text")
-    ids = set()
-    for n in msg["nodes"]:
-        where = f"node {n.get('id') if isinstance(n, dict) else '?'}"
-        _fields(where, n, _NODE, _OPTIONAL_NODE)
-        ids.add(n["id"])
-        for col in n["output"]:
-            if not (isinstance(col, list) and len(col) == 3 and isinstance(col[0], int)
-                    and isinstance(col[1], str) and isinstance(col[2], str)):
-                raise WireError(f"plan wire: {where} output column {col!r} is not "
-                                f"[exprId, name, type]")
-        for pair in n.get("keys", []):
-            if not (isinstance(pair, list) and len(pair) == 2):
-                raise WireError(f"plan wire: {where} join key {pair!r} is not a pair")
-            for k in pair:
-                _key(f"{where} join key", k)
-        for m in n.get("map", []):
-            if not (isinstance(m, list) and len(m) == 2 and all(isinstance(x, int) for x in m)):
-                raise WireError(f"plan wire: {where} map entry {m!r} is not [exprId, exprId]")
-        for call in n.get("windowCalls", []):
-            if not (isinstance(call, list) and len(call) == 5 and isinstance(call[0], str)
-                    and all(isinstance(x, bool) for x in call[1:])):
-                raise WireError(f"plan wire: {where} window call {call!r} is not [name, "
-                                f"aggregate, rows, whole, ordered]")
-        for sub in n.get("inSubqueries", []):
-            _fields(f"{where} IN subquery", sub, {"query": int, "value": dict,
-                                                   "queryKey": dict}, {})
-            _key(f"{where} IN subquery value", sub["value"])
-            _key(f"{where} IN subquery key", sub["queryKey"])
-        rel = n.get("relation")
-        if rel is not None:
-            _fields(f"{where} relation", rel, _RELATION, _OPTIONAL_RELATION)
-            if rel["kind"] not in _KINDS:
-                raise WireError(f"plan wire: {where} relation kind {rel['kind']!r} is none "
-                                f"of {sorted(_KINDS)}")
+    check("plan", msg, "plan wire")
+    ids = {n["id"] for n in msg["nodes"]}
     for n in msg["nodes"]:
         below = list(n["children"]) + [s["query"] for s in n.get("inSubqueries", [])] + \
             list(n.get("subqueries", []))
@@ -234,14 +247,9 @@ def check_plan(msg: Mapping[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The other direction: Python's answer to a wrapped index's "list" call (DppFileIndex.load
-# checks the same contract, and reads Spark's own listing where it does not hold).
-#
-#   {"status": "none", "version": 1, "reason": str}                      Spark's own listing
-#   {"status": "ok", "version": 1, "prunedFolders": [str], "droppedFiles": {folder: [name]},
-#    "partitions": [{"values": {column: str | null}, "files": [[uri, bytes, mtime ms]]}]}
-#   {"status": "ok", "version": 1, "prunedFolders": [], "droppedFiles": {},
-#    "catalog": {"kept": [{column: str | null}] | null, "dropped": [[uri, bytes, mtime ms]]}}
+# The other direction: Python's answer to a wrapped index's "list" call (wire_schema.json's
+# listAnswer; DppFileIndex.load checks the same schema, and reads Spark's own listing where
+# it does not hold).
 
 
 class ListAnswer(TypedDict, total=False):
@@ -254,18 +262,6 @@ class ListAnswer(TypedDict, total=False):
     catalog: dict[str, Any]
 
 
-def _file_entry(where: str, f: Any) -> None:
-    if not (isinstance(f, list) and len(f) == 3 and isinstance(f[0], str)
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in f[1:])):
-        raise WireError(f"list answer: {where} file {f!r} is not [uri, bytes, mtime ms]")
-
-
-def _values(where: str, v: Any) -> None:
-    if not (isinstance(v, dict) and all(isinstance(k, str) and (x is None or isinstance(x, str))
-                                        for k, x in v.items())):
-        raise WireError(f"list answer: {where} values {v!r} are not {{column: text or null}}")
-
-
 def check_list_answer(answer: Mapping[str, Any]) -> None:
     """Raises :class:`WireError` unless ``answer`` is a list answer of this version whose
     fields are all there and of the contract's types: an answer that lost its partitions
@@ -275,39 +271,4 @@ def check_list_answer(answer: Mapping[str, Any]) -> None:
     if answer.get("version") != WIRE_VERSION:
         raise WireError(f"list answer version {answer.get('version')!r}, expected "
                         f"{WIRE_VERSION}")
-    status = answer.get("status")
-    if status == "none":
-        return
-    if status != "ok":
-        raise WireError(f"list answer status {status!r} is neither 'ok' nor 'none'")
-    folders, dropped = answer.get("prunedFolders"), answer.get("droppedFiles")
-    if not (isinstance(folders, list) and all(isinstance(f, str) for f in folders)):
-        raise WireError(f"list answer: prunedFolders {folders!r} is not a list of folders")
-    if not (isinstance(dropped, dict) and all(
-            isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
-            for k, v in dropped.items())):
-        raise WireError(f"list answer: droppedFiles {dropped!r} is not {{folder: [names]}}")
-    has_parts, has_catalog = "partitions" in answer, "catalog" in answer
-    if has_parts == has_catalog:
-        raise WireError("list answer: exactly one of partitions and catalog is expected")
-    if has_parts:
-        parts = answer["partitions"]
-        if not isinstance(parts, list):
-            raise WireError(f"list answer: partitions {parts!r} is not a list")
-        for i, p in enumerate(parts):
-            if not (isinstance(p, dict) and isinstance(p.get("files"), list)):
-                raise WireError(f"list answer: partition {i} is not {{values, files}}")
-            _values(f"partition {i}", p.get("values"))
-            for f in p["files"]:
-                _file_entry(f"partition {i}", f)
-        return
-    cat = answer["catalog"]
-    if not (isinstance(cat, dict) and "kept" in cat and isinstance(cat.get("dropped"), list)):
-        raise WireError(f"list answer: catalog {cat!r} is not {{kept, dropped}}")
-    if cat["kept"] is not None:
-        if not isinstance(cat["kept"], list):
-            raise WireError(f"list answer: catalog kept {cat['kept']!r} is not a list")
-        for i, spec in enumerate(cat["kept"]):
-            _values(f"kept partition {i}", spec)
-    for f in cat["dropped"]:
-        _file_entry("catalog dropped", f)
+    check("listAnswer", answer, "list answer")

@@ -90,6 +90,26 @@ def compat_line(spark_version: str) -> str:
     return "spark35" if spark_version.split(".")[0] == "3" else "spark4"
 
 
+WIRE_SCHEMA_JAVA = _SOURCES / "dpp" / "spark" / "WireSchema.java"
+
+
+def wire_schema_java() -> str:
+    """``WireSchema.java``: the wire schema (``dpp/analysis/wire_schema.json``) as a Java
+    string, so the jar checks the very text Python checks (``WireCheck.java``). Written by
+    ``scripts/build_hook_jars.py``; ``tests/test_plan_wire.py`` fails when it is stale."""
+    text = json.dumps(json.loads((_PACKAGE / "analysis" / "wire_schema.json").read_text()),
+                      separators=(",", ":"), sort_keys=True)
+    chunks = [text[i:i + 90] for i in range(0, len(text), 90)]
+    body = "\n        + ".join(json.dumps(c) for c in chunks)
+    return ("package dpp.spark;\n\n"
+            "/** dpp/analysis/wire_schema.json, compact: written by scripts/build_hook_jars.py "
+            "(do not edit). */\n"
+            "final class WireSchema {\n"
+            "    private WireSchema() {\n    }\n\n"
+            f"    static final String TEXT = {body};\n"
+            "}\n")
+
+
 def hook_sources(spark_version: str) -> list[Path]:
     """The hook's Java sources for Spark ``spark_version``: ``dpp/jvm/src`` (one source for
     every line) and the line's shim."""

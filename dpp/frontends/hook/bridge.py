@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Optional, Protocol
 
-from dpp.analysis.plan_wire import WIRE_VERSION
+from dpp.analysis.plan_wire import WIRE_VERSION, WireError, check
 
 __all__ = ["Bridge", "Hook", "Parts", "PART", "LAST"]
 
@@ -63,13 +63,15 @@ class Parts:
 class Hook(Protocol):
     """What the bridge calls of the hook it serves: :class:`~dpp.frontends.hook.optimizer_hook.OptimizerHook`
     implements it. Declared here, not imported from there, so the import arrow points one
-    way: the hook makes its bridge, the bridge knows only these three calls."""
+    way: the hook makes its bridge, the bridge knows only these four calls."""
 
     def on_plan(self, msg: dict[str, Any]) -> dict[str, Any]: ...
 
     def on_list(self, token: str, call_site: Optional[str] = None) -> dict[str, Any]: ...
 
     def on_end(self, scope: str) -> None: ...
+
+    def on_refused(self, tokens: list[str], reason: str) -> None: ...
 
 
 class Bridge:
@@ -88,13 +90,18 @@ class Bridge:
                     return ""
                 message = whole
             msg = json.loads(message)
-            op = msg.get("op")
-            if op == "plan":
-                return json.dumps(self.hook.on_plan(msg))
+            op = msg.get("op") if isinstance(msg, dict) else None
+            if op == "plan":   # checked by the hook, which reports a plan it cannot read
+                return json.dumps(self._answer(msg))
+            if op in ("list", "end", "refused"):
+                check(op, msg, f"{op} message")
             if op == "list":
                 return json.dumps(self.hook.on_list(msg["token"], msg.get("callSite")))
             if op == "end":
-                self.hook.on_end(str(msg["scope"]))
+                self.hook.on_end(msg["scope"])
+                return json.dumps({"status": "ok"})
+            if op == "refused":
+                self.hook.on_refused(msg["tokens"], msg["reason"])
                 return json.dumps({"status": "ok"})
             return json.dumps({"status": "none", "version": WIRE_VERSION,
                                "reason": f"unknown op {op!r}"})
@@ -103,6 +110,22 @@ class Bridge:
                         exc_info=True)
             return json.dumps({"status": "none", "version": WIRE_VERSION, "wrap": {},
                                "reason": str(exc)[:300]})
+
+    def _answer(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The hook's answer to a plan, checked before it is sent: one off the contract is
+        never sent (the rule would refuse it); the relations it named are reported unpruned,
+        saying why, and Spark's plan runs."""
+        answer = self.hook.on_plan(msg)
+        try:
+            check("planAnswer", answer, "plan answer")
+        except WireError as exc:
+            log.warning("dpp: %s", exc)
+            wrap = answer.get("wrap") if isinstance(answer, dict) else None
+            tokens = [t for t in (wrap.values() if isinstance(wrap, dict) else [])
+                      if isinstance(t, str)]
+            self.hook.on_refused(tokens, str(exc))
+            return {"wrap": {}}
+        return answer
 
     class Java:
         implements = ["java.util.function.Function"]

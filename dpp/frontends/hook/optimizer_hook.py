@@ -540,6 +540,23 @@ class OptimizerHook:
             request.report.add_table_unpruned(name, None, Refusal(Code.NEVER_LISTED))
             self._listed(request, token)
 
+    def on_refused(self, tokens: list[str], reason: str) -> None:
+        """The answer naming ``tokens`` broke the wire contract (the rule refused it, or it
+        was never sent): Spark's plan runs, those relations are never listed, and the
+        query's report says why."""
+        for token in tokens:
+            with self._lock:
+                request = self._by_token.get(token)
+            if request is None or token not in request.tokens:
+                continue
+            with request.lock:
+                if token in request.listed:
+                    continue
+            _table, name = request.tokens[token]
+            request.report.add_table_unpruned(name, None,
+                                              Refusal.of(Code.WIRE_BROKEN, error=reason))
+            self._listed(request, token)
+
     def _listed(self, request: Request, token: str) -> None:
         with request.lock:
             request.listed.add(token)

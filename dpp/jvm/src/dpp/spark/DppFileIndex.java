@@ -568,8 +568,10 @@ public final class DppFileIndex extends CompatFileIndex {
     }
 
     /**
-     * Why {@code a} is not a list answer of this wire version (dpp/plan_wire.py,
-     * {@code check_list_answer}: the same contract), or null: every field there, of its type.
+     * Why {@code a} is not a list answer of this wire version (the schema's {@code
+     * listAnswer}, {@link WireCheck}: Python checks the same before it answers), or a catalog
+     * index's answer without its catalog part, a folder index's without its partitions; or
+     * null.
      */
     public static String malformedAnswer(String json, boolean catalog) {
         try {
@@ -580,86 +582,19 @@ public final class DppFileIndex extends CompatFileIndex {
     }
 
     static String malformed(JsonNode a, boolean catalog) {
-        if (!a.path("version").isInt() || a.path("version").asInt() != PlanDescriber.WIRE_VERSION) {
-            return "version " + a.path("version") + ", expected " + PlanDescriber.WIRE_VERSION;
+        if (!a.path("version").isInt() || a.path("version").asInt() != WireCheck.VERSION) {
+            return "version " + a.path("version") + ", expected " + WireCheck.VERSION;
         }
-        if (!a.path("prunedFolders").isArray() || !a.path("droppedFiles").isObject()) {
-            return "prunedFolders or droppedFiles missing";
+        String bad = WireCheck.problem("listAnswer", a);
+        if (bad != null) {
+            return bad;
         }
-        for (JsonNode f : a.path("prunedFolders")) {
-            if (!f.isTextual()) {
-                return "a pruned folder is not text";
-            }
+        if (!"ok".equals(a.path("status").asText())) {
+            return null;
         }
-        Iterator<Map.Entry<String, JsonNode>> it = a.path("droppedFiles").fields();
-        while (it.hasNext()) {
-            JsonNode names = it.next().getValue();
-            if (!names.isArray()) {
-                return "droppedFiles holds a non-list";
-            }
-            for (JsonNode n : names) {
-                if (!n.isTextual()) {
-                    return "a dropped file name is not text";
-                }
-            }
-        }
-        if (a.has("partitions") == a.has("catalog")) {
-            return "not exactly one of partitions and catalog";
-        }
-        if (catalog) {
-            JsonNode c = a.path("catalog");
-            if (!c.isObject() || !c.has("kept") || !c.path("dropped").isArray()) {
-                return "no catalog {kept, dropped}";
-            }
-            JsonNode kept = c.path("kept");
-            if (!kept.isNull() && !kept.isArray()) {
-                return "catalog kept is neither null nor a list";
-            }
-            for (JsonNode spec : kept) {
-                String why = valuesMalformed(spec);
-                if (why != null) {
-                    return "catalog kept: " + why;
-                }
-            }
-            return filesMalformed(c.path("dropped"));
-        }
-        JsonNode parts = a.path("partitions");
-        if (!parts.isArray()) {
-            return "no partitions list";
-        }
-        for (JsonNode p : parts) {
-            String why = valuesMalformed(p.path("values"));
-            if (why == null) {
-                why = p.path("files").isArray() ? filesMalformed(p.path("files")) : "no files";
-            }
-            if (why != null) {
-                return "partition: " + why;
-            }
-        }
-        return null;
-    }
-
-    private static String valuesMalformed(JsonNode v) {
-        if (!v.isObject()) {
-            return "values are not an object";
-        }
-        Iterator<Map.Entry<String, JsonNode>> it = v.fields();
-        while (it.hasNext()) {
-            JsonNode x = it.next().getValue();
-            if (!x.isNull() && !x.isTextual()) {
-                return "a value is neither text nor null";
-            }
-        }
-        return null;
-    }
-
-    private static String filesMalformed(JsonNode files) {
-        for (JsonNode f : files) {
-            if (!f.isArray() || f.size() != 3 || !f.get(0).isTextual()
-                    || !f.get(1).canConvertToLong() || !f.get(2).canConvertToLong()
-                    || !f.get(1).isIntegralNumber() || !f.get(2).isIntegralNumber()) {
-                return "a file is not [uri, bytes, mtime ms]";
-            }
+        if (catalog != a.has("catalog")) {
+            return catalog ? "a catalog table's answer has no catalog part"
+                : "a folder listing's answer has no partitions";
         }
         return null;
     }

@@ -148,6 +148,20 @@ final class DppRule extends Rule<LogicalPlan> {
                 return plan;
             }
             JsonNode a = JSON.readTree(answer);
+            String bad = WireCheck.problem("planAnswer", a);
+            if (bad == null) {
+                bad = unknownNodes(a, d);
+            }
+            if (bad != null) {
+                // Spark's plan, never a guess at what the answer meant; Python's report of
+                // the query says why (its relations were planned, never wrapped)
+                final String why = bad;
+                final String id = request;
+                logWarning(() -> "dpp: the answer to plan " + id + " breaks the wire "
+                    + "contract (" + why + "); Spark's plan is kept");
+                refused(bridge, a, why);
+                return plan;
+            }
             JsonNode wrap = a.get("wrap");
             if (wrap == null || wrap.size() == 0) {
                 return plan;
@@ -190,6 +204,45 @@ final class DppRule extends Rule<LogicalPlan> {
             if (request != null) {
                 DppHook.forget(request);
             }
+        }
+    }
+
+    /** Why the answer names a node the plan it answers does not hold, or null. */
+    private static String unknownNodes(JsonNode a, PlanDescriber d) {
+        for (String field : new String[] {"wrap", "describe", "rowFilters"}) {
+            Iterator<String> ids = a.path(field).fieldNames();
+            while (ids.hasNext()) {
+                String id = ids.next();
+                try {
+                    if (d.node(Integer.parseInt(id)) != null) {
+                        continue;
+                    }
+                } catch (RuntimeException e) {
+                    // not a node number
+                }
+                return field + "." + id + " names no node of the plan";
+            }
+        }
+        return null;
+    }
+
+    /** Tells Python the answer was refused: the tokens it gave are never listed. */
+    private static void refused(Function<String, String> bridge, JsonNode a, String why) {
+        try {
+            com.fasterxml.jackson.databind.node.ObjectNode msg = JSON.createObjectNode();
+            msg.put("op", "refused");
+            msg.put("reason", why);
+            com.fasterxml.jackson.databind.node.ArrayNode tokens = msg.putArray("tokens");
+            Iterator<JsonNode> it = a.path("wrap").elements();
+            while (it.hasNext()) {
+                JsonNode t = it.next();
+                if (t.isTextual()) {
+                    tokens.add(t.asText());
+                }
+            }
+            DppHook.call(bridge, msg.toString(), 30.0);
+        } catch (Throwable t) {
+            // the report then says the relation was never listed
         }
     }
 

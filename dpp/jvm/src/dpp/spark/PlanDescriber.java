@@ -151,8 +151,8 @@ final class PlanDescriber {
         }
     }
 
-    /** The plan wire contract's version ({@code dpp/plan_wire.py}: the same number). */
-    static final int WIRE_VERSION = 4;
+    /** The wire contract's version ({@code dpp/analysis/wire_schema.json}). */
+    static final int WIRE_VERSION = WireCheck.VERSION;
 
     String describe(String request, boolean explaining, String scope) {
         return describe(request, explaining, scope, false);
