@@ -21,8 +21,8 @@ from typing import Any, Optional
 
 from dpp.core.refusals import Code, Refusal
 from dpp.analysis.plan_narrowing import narrowing_above, semi_narrowing
-from dpp.analysis.rules import (KEY_PASSAGE, POSITIONAL_OPERATORS, WindowCall, decided_by_sort,
-                                is_fact, may_prune, tie_order, unrepeatable)
+from dpp.analysis.rules import (KEY_PASSAGE, POSITIONAL_OPERATORS, build_side_unrepeatable,
+                                decided_by_sort, is_fact, may_prune, unrepeatable)
 
 __all__ = ["Prune", "find_prunes", "filters_rows", "relation_nodes", "unstable_relations"]
 
@@ -162,10 +162,7 @@ class _Plan:
         if node in self._within:   # every pair with this build side asks again
             return self._within[node]
         n = self.nodes[node]
-        ties = tie_order(WindowCall(*c) for c in n.get("windowCalls", []))
-        why = _unrepeatable(n)
-        if why is None and ties:
-            why = f"{n['op']} ({ties})"
+        why = build_side_unrepeatable([n])
         if why is None:
             why = next((w for w in (self.unstable_within(c, depth + 1)
                                     for c in self.below(node) + n.get("subqueries", []))

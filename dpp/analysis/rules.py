@@ -31,7 +31,8 @@ from dpp.core.spark_rules import broadcast_threshold
 
 __all__ = ["JoinType", "join_type", "may_prune", "prunable_sides", "output_sides", "KEY_PASSAGE",
            "ROW_DROPPING_OPERATORS", "POSITIONAL_OPERATORS", "NONDETERMINISTIC_FUNCTIONS",
-           "RERUN_FUNCTIONS", "unrepeatable", "decided_by_sort", "is_fact", "rules_markdown"]
+           "RERUN_FUNCTIONS", "unrepeatable", "node_unrepeatable", "build_side_unrepeatable",
+           "decided_by_sort", "is_fact", "rules_markdown"]
 
 
 class JoinType(str, Enum):
@@ -237,6 +238,33 @@ def tie_order(calls: Iterable[WindowCall]) -> Optional[str]:
             return name
         if c.aggregate and c.ordered and c.rows_frame and not c.whole_frame:
             return f"{name} over a ROWS frame"
+    return None
+
+
+def node_unrepeatable(op: str, flagged: Optional[str] = None,
+                      calls: Iterable[WindowCall] = ()) -> Optional[str]:
+    """Why one node of a *build side* may give other rows when the build side runs again:
+    :func:`unrepeatable`, or a window function whose value depends on the order of ties
+    (:func:`tie_order`). The per-node decision of a build side's determinism, on the facts
+    every front end records (``op``, ``flagged``, its window calls): the typed plan's
+    (:mod:`dpp.analysis.plan_pairs`), a classic DataFrame's (the describer's node facts) and
+    a Connect DataFrame's (its protobuf plan) all ask it."""
+    why = unrepeatable(op, flagged)
+    if why is None:
+        ties = tie_order(calls)
+        why = f"{op} ({ties})" if ties else None
+    return why
+
+
+def build_side_unrepeatable(nodes: Iterable[dict]) -> Optional[str]:
+    """The first reason :func:`node_unrepeatable` gives for a node of a build side, given as
+    the plan wire's node facts (``op``, ``flagged``, ``windowCalls``); None when every node
+    gives the same rows again."""
+    for n in nodes:
+        why = node_unrepeatable(n["op"], n.get("flagged"),
+                                (WindowCall(*c) for c in n.get("windowCalls") or []))
+        if why is not None:
+            return why
     return None
 
 

@@ -11,15 +11,21 @@ from typing import Any, Iterator, Optional
 
 from dpp.analysis import rules as prune_rules
 
-__all__ = ["all_relations", "relation_children", "node_nondeterminism", "window_calls",
+__all__ = ["SPARK_OPS", "all_relations", "relation_children", "node_nondeterminism", "window_calls",
            "deterministic_relation", "reference", "conjuncts", "equalities", "selective",
            "sql_filters"]
 
-# relations whose rows depend on the run
-_UNREPEATABLE = frozenset({"sample", "limit", "offset", "tail", "sample_by",
-                           "map_partitions", "group_map", "co_group_map",
-                           "common_inline_user_defined_table_function",
-                           "common_inline_user_defined_data_source", "extension", "unknown"})
+# relations that run code the plan does not show, or draw rows per run outside an operator
+# of Spark's own name (sample_by: a filter on rand): recorded as the node's ``flagged`` fact
+_RUNS_UNSEEN = frozenset({"sample_by", "map_partitions", "group_map", "co_group_map",
+                          "common_inline_user_defined_table_function",
+                          "common_inline_user_defined_data_source", "extension", "unknown"})
+# Connect relations that pass their input through, by Spark's operator names (what the
+# rules read: a limit or a sample is decided by its name, dpp.analysis.rules)
+SPARK_OPS = {"filter": "Filter", "sort": "Sort", "hint": "ResolvedHint",
+             "repartition": "Repartition", "repartition_by_expression": "RepartitionByExpression",
+             "limit": "GlobalLimit", "offset": "Offset", "tail": "Tail", "sample": "Sample",
+             "deduplicate": "Deduplicate", "subquery_alias": "SubqueryAlias"}
 
 
 def _nested(msg: Any) -> Iterator[Any]:
@@ -103,7 +109,7 @@ def node_nondeterminism(rel: Any) -> Optional[str]:
     rows when run again: a sample or limit, a function drawn per run (by name, or inside SQL
     text: ``where("rand() < 0.5")``), a nondeterministic UDF; or None."""
     kind = rel.WhichOneof("rel_type")
-    if kind in _UNREPEATABLE:
+    if kind in _RUNS_UNSEEN:
         return kind
     if kind == "sql" and not _sql_deterministic(rel.sql.query, query=True):
         return "sql"
@@ -187,11 +193,16 @@ def dataframe_nondeterminism(df: Any) -> Optional[str]:
 
 def deterministic_relation(rel: Any) -> bool:
     """Whether the plan ``rel`` gives the same rows when run again (a build side is run
-    once more, on its own, for the filter): no node of it is nondeterministic
-    (:func:`node_nondeterminism`), and no window function's value depends on the order of
-    tied rows (:func:`dpp.analysis.rules.tie_order`)."""
-    return not any(node_nondeterminism(r) or prune_rules.tie_order(window_calls(r))
-                   for r in all_relations(rel))
+    once more, on its own, for the filter): each relation's facts — Spark's name of its
+    operator, what :func:`node_nondeterminism` found drawn per run, its window calls — and
+    :func:`dpp.analysis.rules.build_side_unrepeatable` decides."""
+    return prune_rules.build_side_unrepeatable(_facts(r) for r in all_relations(rel)) is None
+
+
+def _facts(rel: Any) -> dict[str, Any]:
+    kind = rel.WhichOneof("rel_type")
+    return {"op": SPARK_OPS.get(kind, kind), "flagged": node_nondeterminism(rel),
+            "windowCalls": [c.wire() for c in window_calls(rel)]}
 
 
 # ====================================================================== names

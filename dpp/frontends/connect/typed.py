@@ -30,8 +30,9 @@ from typing import Any, Callable, Optional
 
 from dpp.frontends.connect import setops as connect_setops
 from dpp.analysis import rules as prune_rules
-from dpp.frontends.connect.proto import (equalities, node_nondeterminism, reference, relation_children,
-                               selective, sql_filters, window_calls)
+from dpp.frontends.connect.proto import (SPARK_OPS, equalities, node_nondeterminism, reference,
+                                         relation_children, selective, sql_filters,
+                                         window_calls)
 from dpp.frontends.connect.nodes import Col, Node
 from dpp.analysis.plan_wire import WIRE_VERSION, PlanMessage, check_plan
 
@@ -41,10 +42,7 @@ __all__ = ["TypedPlan", "translate"]
 _JOIN_TYPES = {1: "INNER", 2: "FULL OUTER", 3: "LEFT OUTER", 4: "RIGHT OUTER",
                5: "LEFT ANTI", 6: "LEFT SEMI", 7: "CROSS"}
 # relations that pass every column of their input through unchanged, as the rules name them
-_PASS = {"filter": "Filter", "sort": "Sort", "hint": "ResolvedHint",
-         "repartition": "Repartition", "repartition_by_expression": "RepartitionByExpression",
-         "limit": "GlobalLimit", "offset": "Offset", "tail": "Tail", "sample": "Sample",
-         "deduplicate": "Deduplicate", "subquery_alias": "SubqueryAlias"}
+_PASS = SPARK_OPS
 FactOf = Callable[[Any], Optional[tuple[str, set[str], set[str]]]]
 
 

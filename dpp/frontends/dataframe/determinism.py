@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from dpp.analysis.rules import WindowCall, tie_order, unrepeatable
+from dpp.analysis.rules import build_side_unrepeatable, unrepeatable
 
 __all__ = ["nondeterminism"]
 
@@ -40,14 +40,7 @@ def _classic(jdf: Any) -> Optional[str]:
 
     hook = loaded_hook()
     if hook is not None:   # the describer's facts, node by node; dpp.analysis.rules decides
-        for node in json.loads(hook.nodeFacts(plan)):
-            why = unrepeatable(node["op"], node.get("flagged"))
-            if why is None:
-                tie = tie_order(WindowCall(*c) for c in node.get("windowCalls", []))
-                why = f"{node['op']} ({tie})" if tie else None
-            if why is not None:
-                return why
-        return None
+        return build_side_unrepeatable(json.loads(hook.nodeFacts(plan)))
     # no JVM part (no JDK to build it): Spark's expression flags and the positional operators
     if not plan.deterministic():
         return "a nondeterministic expression"
