@@ -1,5 +1,5 @@
-"""The differential fuzzer (``tests/fuzz``) in the suite: a fixed seed for a few minutes, and
-its self-test — with a deliberate bug that drops one kept partition from every load, it must
+"""The differential fuzzer (``tests/fuzz``) in the suite: a fixed seed for a few minutes (on
+the optimizer hook, and on the SQL-text analysis for half that), and its self-test — with a deliberate bug that drops one kept partition from every load, it must
 report wrong rows in at least 90% of the pruned cases where the bug dropped one (it drops a
 kept partition holding rows, the build side's values first; a fuzzer that cannot fail proves
 nothing).
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hive_splits.loader import DROP_KEPT_SWITCH
-from tests.fuzz.check import classic_backend
+from tests.fuzz.check import classic_backend, sql_text_backend
 from tests.fuzz.cli import fuzz, self_test
 
 SEED = 20261128
@@ -47,3 +47,18 @@ def test_the_fuzzer_catches_a_dropped_partition(spark: Any, tmp_path: Path) -> N
     # shows both counts)
     assert st.acted >= 10, st.line()
     assert st.caught >= 0.9 * st.acted, (st.line(), out.getvalue())
+
+
+def test_a_fixed_seed_on_the_sql_text_analysis_finds_no_mismatch(spark: Any,
+                                                                  tmp_path: Path) -> None:
+    """The SQL-text analysis (a session without the optimizer hook) over the same generated
+    relations and queries, its SQL cases: the same rows as Spark, and something pruned."""
+    out = io.StringIO()
+    with sql_text_backend(spark, tmp_path) as b:
+        tally = fuzz(b, SEED + 2, SECONDS / 2, tmp_path, shrink_s=60.0,
+                     regressions=tmp_path / "regressions", out=out)
+    print(out.getvalue())
+    print(tally.line())
+    assert tally.cases >= 5, (tally.line(), out.getvalue())
+    assert tally.pruned > 0, tally.line()
+    assert tally.mismatches == 0, out.getvalue()

@@ -35,6 +35,46 @@ def classic_backend(spark: Any, workdir: Path) -> Iterator[Backend]:
             spark.conf.set("spark.dpp.report.path", old)
 
 
+class SqlTextBackend(Backend):
+    """A classic session enabled without the optimizer hook: every ``spark.sql`` query takes
+    the SQL-text analysis (the path a session without the hook's jar, and a Spark Connect
+    client of a plain server, take). Only cases written as SQL exercise it."""
+
+    name = "sqltext"
+
+    def supports(self, case: Case) -> bool:
+        return case.query.api == "sql"
+
+
+@contextlib.contextmanager
+def sql_text_backend(spark: Any, workdir: Path) -> Iterator[Backend]:
+    """``dpp.enable`` on ``spark`` with ``spark.dpp.optimizerHook=false`` (a session enabled
+    with the hook is disabled for the while, and enabled again after, as it was)."""
+    import dpp
+    from dpp.enable import session_of
+
+    was_enabled = session_of(spark) is not None
+    if was_enabled:
+        dpp.disable(spark)
+    saved = {k: spark.conf.get(k, None) for k in ("spark.dpp.report.path",
+                                                   "spark.dpp.optimizerHook")}
+    spark.conf.set("spark.dpp.report.path", str(workdir / "reports.jsonl"))
+    spark.conf.set("spark.dpp.optimizerHook", "false")
+    dpp.enable(spark)
+    try:
+        assert session_of(spark).optimizer_hook is None   # type: ignore[union-attr]
+        yield SqlTextBackend(spark, workdir / "reports.jsonl")
+    finally:
+        dpp.disable(spark)
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+        if was_enabled:
+            dpp.enable(spark)
+
+
 def run_case(backend: Backend, case: Case, workdir: Path) -> Result:
     n = next(_COUNTER)
     return CaseRun(backend, case, workdir / f"case-{n}", n).run()

@@ -1,5 +1,7 @@
-"""The fuzzer's command: a session (classic, or a client of a ``dpp connect-server`` it
-starts), cases drawn from the seed until the time is up, mismatches shrunk and written out.
+"""The fuzzer's command: a session (classic; a client of a ``dpp connect-server`` it starts;
+or a classic session without the optimizer hook, whose ``spark.sql`` takes the SQL-text
+analysis), cases drawn from the seed until the time is up, mismatches shrunk and written
+out.
 
 The last line printed is ``fuzz: <N> cases, <W> mismatches, <P> pruned``; the exit status is
 1 on any mismatch, 2 when no case could run at all.
@@ -69,12 +71,12 @@ def backend(kind: str, workdir: Path) -> Iterator[Backend]:
         with connect_backend(workdir) as b:
             yield b
         return
-    from tests.fuzz.check import classic_backend
+    from tests.fuzz.check import classic_backend, sql_text_backend
 
     spark = classic_session(workdir)
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        with classic_backend(spark, workdir) as b:
+        with (sql_text_backend if kind == "sqltext" else classic_backend)(spark, workdir) as b:
             yield b
     finally:
         spark.stop()
@@ -198,7 +200,10 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__)
     ap.add_argument("--minutes", type=float, default=5.0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--backend", choices=("classic", "connect"), default="classic")
+    ap.add_argument("--backend", choices=("classic", "connect", "sqltext"), default="classic",
+                    help="classic: the optimizer hook; connect: Connect clients of dpp "
+                         "connect-server; sqltext: the SQL-text analysis (a classic session "
+                         "enabled without the hook; SQL cases only)")
     ap.add_argument("--shrink-seconds", type=float, default=180.0)
     ap.add_argument("--regressions", type=Path, default=None,
                     help="where shrunk cases are written as tests (tests/fuzz_regressions)")
