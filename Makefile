@@ -42,7 +42,7 @@ demo: venv
 # The differential fuzzer (tests/fuzz): generated cases, each with dpp and with Spark alone,
 # until MINUTES are up; a mismatch is shrunk and written to tests/fuzz_regressions. Last line:
 # "fuzz: <N> cases, <W> mismatches, <P> pruned"; non-zero exit on any mismatch. `make test`
-# runs a fixed seed for a few minutes (tests/test_fuzz.py); `fuzz-long` is both roads, longer.
+# runs a fixed seed for a few minutes (tests/test_fuzz.py); `fuzz-long` is every road, longer.
 MINUTES ?= 5
 SEED ?= 1
 BACKEND ?= classic
@@ -52,6 +52,7 @@ fuzz: venv system
 fuzz-long: venv system
 	$(PYTHON) -m tests.fuzz --minutes 30 --seed $(SEED) --backend classic
 	$(PYTHON) -m tests.fuzz --minutes 30 --seed $(SEED) --backend connect
+	$(PYTHON) -m tests.fuzz --minutes 30 --seed $(SEED) --backend sqltext
 
 # The compatibility tier: per Spark line a venv of its own (.venv-compat/<line>, pinned by
 # constraints/spark-<line>.txt) and a compact suite in it (scripts/test_compat.sh: job shapes,
