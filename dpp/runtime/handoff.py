@@ -31,6 +31,8 @@ __all__ = ["Handoff", "full_dataframe"]
 
 # Spark's storage requests are counted JVM-wide: one table's handoff at a time while counting
 _HANDOFF_COUNT_LOCK = threading.Lock()
+# past this many kept partitions of a one-column catalog table, one IN list, not ORs
+_MAX_OR_TERMS = 200
 
 
 class Handoff:
@@ -79,6 +81,47 @@ class Handoff:
                 result.handoff_head_calls = after[1] - before[1]
         result.handoff_seconds = time.perf_counter() - th
         return df
+
+    def catalog_kept(self, table: Table, result: LoadResult) -> DataFrame:
+        """A catalog table as Spark defines it — ``spark.table``, its catalog index, the
+        metastore's partitions, locations and values cast by Spark — narrowed to the
+        partitions dpp kept by a predicate on their catalog values (``col <=> CAST(text AS
+        type)``, Spark's own reading of a partition's text). Spark prunes by it as by any
+        partition filter; dpp never re-reads the table's folders or values itself (a folder
+        name read back as a DECIMAL(10,2) by a reader gave 0.15 for the metastore's 1.5)."""
+        F = functions_for(self.spark)
+        df = self.spark.table(quote_table(table.catalog_name or table.name))
+        if not result.partitions:
+            return df.where(F.lit(False))
+        cols = table.partition_columns
+
+        def col(name: str):   # noqa: ANN202 - a Column of whichever session kind
+            return F.col("`" + name.replace("`", "``") + "`")
+
+        def value(kp: object, name: str) -> Optional[str]:
+            texts = getattr(kp, "texts", None)
+            if texts is not None:
+                return texts.get(name)
+            v = kp.values.get(name)   # type: ignore[attr-defined]
+            return None if v is None else str(v)
+
+        if len(cols) == 1 and len(result.partitions) > _MAX_OR_TERMS:
+            c = cols[0]
+            texts = {value(kp, c.name) for kp in result.partitions}
+            typed = [F.lit(t).cast(c.type.simple_string()) for t in sorted(
+                x for x in texts if x is not None)]
+            pred = col(c.name).isin(*typed) if typed else F.lit(False)
+            if None in texts:
+                pred = pred | col(c.name).isNull()
+            return df.where(pred)
+        pred = None
+        for kp in result.partitions:
+            term = None
+            for c in cols:
+                t = col(c.name).eqNullSafe(F.lit(value(kp, c.name)).cast(c.type.simple_string()))
+                term = t if term is None else term & t
+            pred = term if pred is None else pred | term
+        return df.where(pred)
 
     def partition_filtered(self, table: Table, static: Iterable[str],
                            joined: Iterable[str]) -> bool:
