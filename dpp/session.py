@@ -410,12 +410,12 @@ class DppSession:
         result = SplitLoader(g.table, g.static, dyn, wait_timeout=cfg.wait_timeout,
                              rules=rules, lister=self.runtime.lister(g.table.location, cfg),
                              **stats).load()
+        filtered = self.handoff.partition_filtered(
+            g.table, () if g.static.is_none() else g.static.columns,
+            [d.probe_column for d, _ in g.filters])
         if catalog:
-            df = self.handoff.catalog_kept(g.table, result)
+            df = self.handoff.catalog_kept(g.table, result, filtered)
         else:
-            filtered = self.handoff.partition_filtered(
-                g.table, () if g.static.is_none() else g.static.columns,
-                [d.probe_column for d, _ in g.filters])
             df = self.handoff.dataframe(g.table, result, filtered, report)
         return result, (self.handoff.row_group_filter(df, result) if cfg.row_group_filter else df)
 

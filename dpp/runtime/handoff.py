@@ -82,15 +82,38 @@ class Handoff:
         result.handoff_seconds = time.perf_counter() - th
         return df
 
-    def catalog_kept(self, table: Table, result: LoadResult) -> DataFrame:
+    def catalog_kept(self, table: Table, result: LoadResult,
+                     partition_filtered: bool = False) -> DataFrame:
         """A catalog table as Spark defines it — ``spark.table``, its catalog index, the
         metastore's partitions, locations and values cast by Spark — narrowed to the
         partitions dpp kept by a predicate on their catalog values (``col <=> CAST(text AS
         type)``, Spark's own reading of a partition's text). Spark prunes by it as by any
         partition filter; dpp never re-reads the table's folders or values itself (a folder
-        name read back as a DECIMAL(10,2) by a reader gave 0.15 for the metastore's 1.5)."""
-        F = functions_for(self.spark)
-        df = self.spark.table(quote_table(table.catalog_name or table.name))
+        name read back as a DECIMAL(10,2) by a reader gave 0.15 for the metastore's 1.5).
+        Sized as Spark sizes the table it stands for (:meth:`unpruned_estimate`): the
+        relation is made in a sibling session whose compression factor scales the kept
+        files' bytes to that size, as :func:`hive_splits.spark_io.to_dataframe` does."""
+        from hive_splits.spark_io import _fs_relation_of, _rehome, _sibling
+
+        df = self._catalog_kept(self.spark, table, result)
+        estimate = self.unpruned_estimate(table, result, partition_filtered)
+        if estimate is None or result.bytes_kept <= 0 or estimate <= result.bytes_kept:
+            return df
+        # Spark sizes a pruned catalog relation by its kept files, from its catalog stats:
+        # the index Spark's own partition pruning made, owned by a sibling session whose
+        # compression factor scales it to the table's size, stands for it instead
+        sibling = _sibling(self.spark, float(estimate) / float(result.bytes_kept))
+        rel = _fs_relation_of(df._jdf.queryExecution().optimizedPlan()) \
+            if sibling is not None else None
+        if rel is None:
+            return df
+        moved = _rehome(self.spark, sibling, rel)
+        return moved.select(*["`" + n.replace("`", "``") + "`" for n, _ in table.all_columns()])
+
+    def _catalog_kept(self, spark: SparkSession, table: Table, result: LoadResult
+                      ) -> DataFrame:
+        F = functions_for(spark)
+        df = spark.table(quote_table(table.catalog_name or table.name))
         if not result.partitions:
             return df.where(F.lit(False))
         cols = table.partition_columns
