@@ -403,13 +403,20 @@ class DppSession:
         if is_connect_catalog(g.table):
             return self.connect.catalog_load(g.table, g.static, dyn, cfg, rules,
                                              sized=report is not None)
+        stats = self.runtime.loader_stats(cfg)
+        catalog = g.table.is_catalog
+        if catalog:   # Spark's catalog relation narrowed by partitions: no file is skipped
+            stats["stats_pruning"] = False
         result = SplitLoader(g.table, g.static, dyn, wait_timeout=cfg.wait_timeout,
                              rules=rules, lister=self.runtime.lister(g.table.location, cfg),
-                             **self.runtime.loader_stats(cfg)).load()
+                             **stats).load()
         filtered = self.handoff.partition_filtered(
             g.table, () if g.static.is_none() else g.static.columns,
             [d.probe_column for d, _ in g.filters])
-        df = self.handoff.dataframe(g.table, result, filtered, report)
+        if catalog:
+            df = self.handoff.catalog_kept(g.table, result, filtered)
+        else:
+            df = self.handoff.dataframe(g.table, result, filtered, report)
         return result, (self.handoff.row_group_filter(df, result) if cfg.row_group_filter else df)
 
     def _run_rewritten(self, query: str, plan: PruningPlan, decision: PruningDecision,

@@ -651,7 +651,16 @@ class SplitLoader:
                     children.append((e.path, values, rel, texts, e.name, parsed[1]))
             # values of this level are known; wait (bounded) for this column's filters
             test = self._tester(depth)
-            tested = [test(raw, path) for path, _v, _r, _t, _n, raw in children]
+            tested, readable = [], []
+            for child in children:
+                try:
+                    tested.append(test(child[5], child[0]))
+                except LayoutError:
+                    if self._data_file_below(child[0]) is not None:
+                        raise
+                    continue   # holds no file: Spark's discovery passes it over, so do we
+                readable.append(child)
+            children = readable
             verdicts = [v for _value, v in tested]
             all_texts = [{**texts, pc.name: raw} for _p, _v, _r, texts, _n, raw in children]
             if self._expressions:
@@ -676,23 +685,31 @@ class SplitLoader:
         one with no file anywhere below contributes nothing and is passed over; one holding a
         file makes Spark refuse the table (conflicting directory structures or partition
         column names), so it is an error here too, naming the folder and the file."""
-        t = self.table
+        found = self._data_file_below(path)
+        if found is not None:
+            what = ("is not a key=value folder" if parsed is None else
+                    f"is a partition of column {parsed[0]!r}")
+            raise LayoutError(
+                f"table {self.table.name}: folder {path!r} {what}, expected column {column!r} "
+                f"at this level, and holds data file {found!r} (Spark's partition discovery "
+                f"rejects such a layout too)")
+
+    def _data_file_below(self, path: str) -> Optional[str]:
+        """The first file anywhere below the folder ``path``, or None: a folder that holds
+        none is no partition to Spark's discovery (its value, readable or not, contributes
+        nothing)."""
         pending = [path]
         while pending:
             try:
                 listings = self._scan_many(pending)
             except FileNotFoundError:
-                return   # removed meanwhile: it holds nothing now
+                return None   # removed meanwhile: it holds nothing now
             pending = []
             for dirs, files in listings:
                 if files:
-                    what = ("is not a key=value folder" if parsed is None else
-                            f"is a partition of column {parsed[0]!r}")
-                    raise LayoutError(
-                        f"table {t.name}: folder {path!r} {what}, expected column {column!r} "
-                        f"at this level, and holds data file {files[0].path!r} (Spark's "
-                        f"partition discovery rejects such a layout too)")
+                    return files[0].path
                 pending.extend(d.path for d in dirs)
+        return None
 
     def _files_needed(self) -> bool:
         """Whether a catalog table's kept partitions must be listed here: always, unless

@@ -171,7 +171,16 @@ def folder_sql(table: Table) -> str:
 def _fs_relation(df: Any) -> Any:
     """The ``HadoopFsRelation`` a plain file read's plan is over, or None."""
     try:
-        plan = df._jdf.queryExecution().analyzed()
+        return _fs_relation_of(df._jdf.queryExecution().analyzed())
+    except Exception as exc:
+        log.debug("no file relation in the plan (%s)", exc)
+        return None
+
+
+def _fs_relation_of(plan: Any) -> Any:
+    """The ``HadoopFsRelation`` of a plan's one leaf (analyzed, or optimized: a catalog
+    relation's index as Spark's partition pruning narrowed it), or None."""
+    try:
         leaves = plan.collectLeaves()
         if int(leaves.size()) != 1:
             return None

@@ -322,6 +322,23 @@ def test_bad_layouts_raise_layout_error_naming_path_and_column(tmp_path, folders
     assert culprit in msg and repr(column) in msg
 
 
+@pytest.mark.parametrize("empty", ["d=1.50", "d=3000000000", "d=1.50/e=2"])
+def test_a_folder_holding_no_file_is_passed_over_whatever_its_value(tmp_path: Path,
+                                                                    empty: str) -> None:
+    """Spark's discovery infers ``d`` from the folders that hold files (int here) and ignores
+    an empty one; its value, unreadable as int, must not fail the listing either."""
+    root = _mk(tmp_path / "t", "d=3", "d=7")
+    (root / empty).mkdir(parents=True)
+    t = table_from_path(str(root))
+    assert t.partition_columns[0].type.simple_string() == "int"
+    res = SplitLoader(t, TupleDomain.of({"d": Domain.values(t.partition_columns[0].type,
+                                                             [3])})).load()
+    assert [s.partition_values["d"] for s in res.splits] == [3]
+    (root / empty / "part-0.parquet").write_bytes((root / "d=3" / "part-0.parquet").read_bytes())
+    with pytest.raises(LayoutError, match=empty.split("/")[0]):
+        SplitLoader(table_from_path(str(root), partition_types={"d": "int"})).load()
+
+
 def test_value_of_wrong_type_raises_even_when_a_filter_is_waiting(tmp_path: Path) -> None:
     root = _mk(tmp_path / "t", "d=1", "d=2020-01-01")
     t = table_from_path(str(root), partition_types={"d": "date"})

@@ -32,17 +32,28 @@ def _ref(sql: str, table: str = "f"):
     return plan, ref
 
 
-SNOW = "SELECT f.v FROM f JOIN d ON f.k = d.k JOIN e ON d.x = e.y WHERE d.x > 0 AND "
+SNOW = "SELECT f.v FROM f JOIN d ON f.k = d.k JOIN e ON d.x = e.y WHERE "
 
 
 def test_the_written_gate_is_gone() -> None:
     assert not hasattr(dpp.frontends.sql.build, "repeatable")
 
 
-def test_a_filtered_neighbour_is_read_by_the_build_query() -> None:
+def test_a_build_side_that_filters_is_read_alone() -> None:
+    """``d`` filters on its own: its keys are the build side (the smallest that filters, as
+    find_prunes narrows it on every front end), whatever its neighbours filter."""
+    _plan, ref = _ref(SNOW + "d.x > 0 AND e.z = 3")
+    (flt,) = ref.dynamic
+    assert flt.build_query == "SELECT d.k AS dpp_key FROM d AS d WHERE d.x > 0"
+
+
+def test_a_filtered_neighbour_narrows_a_build_side_that_filters_nothing() -> None:
+    """``d`` filters nothing, ``e`` does: the build side is ``d``'s rows some ``e`` row
+    matches on the join above (find_prunes' narrowing), written as an IN subquery."""
     _plan, ref = _ref(SNOW + "e.z = 3")
     (flt,) = ref.dynamic
-    assert "JOIN e" in flt.build_query and "e.z = 3" in flt.build_query
+    assert flt.build_query == ("SELECT d.k AS dpp_key FROM d AS d WHERE d.x IN "
+                               "(SELECT e.y AS dpp_key FROM e AS e WHERE e.z = 3)")
 
 
 @pytest.mark.parametrize("neighbour", [
@@ -50,21 +61,25 @@ def test_a_filtered_neighbour_is_read_by_the_build_query() -> None:
     SNOW + "e.z < datediff(current_date(), DATE'2000-01-01')",   # run again another day
     SNOW + "e.z > (SELECT z FROM e ORDER BY y LIMIT 1)",         # a limit over ties
     "SELECT f.v FROM f JOIN d ON f.k = d.k JOIN (SELECT * FROM e WHERE z = 3 LIMIT 2) e "
-    "ON d.x = e.y WHERE d.x > 0",                                 # a limit in a derived table
+    "ON d.x = e.y",                                               # a limit in a derived table
     "SELECT f.v FROM f JOIN d ON f.k = d.k JOIN (SELECT * FROM e WHERE z = 3 "
-    "ORDER BY rand() LIMIT 2) e ON d.x = e.y WHERE d.x > 0",
+    "ORDER BY rand() LIMIT 2) e ON d.x = e.y",
 ])
 def test_an_unrepeatable_neighbour_of_the_build_side_is_refused_by_find_prunes(
         neighbour: str) -> None:
-    # ``d`` alone filters (d.x > 0) and is repeatable: find_prunes used to narrow the build
-    # side to it, while the build query written joins ``e`` too
+    # ``d`` filters nothing: only a narrowing by ``e`` would make it a build side, and ``e``
+    # may give other rows when run again, so find_prunes does not narrow by it (on every
+    # front end): the pair is refused, its build side filtering nothing
     _plan, ref = _ref(neighbour)
     assert ref.dynamic == [] and not ref.pruning
-    assert any(r.code is Code.BUILD_NONDETERMINISTIC for r in ref.refusals), ref.notes
+    assert any(r.code is Code.BUILD_FILTERS_NOTHING for r in ref.refusals), ref.notes
     typed = translate(sqlglot.parse_one(neighbour, read="spark"), Tables(_resolve))
     prunes, notes = find_prunes(dict(typed.message))
     assert not [p for p in prunes if p.relation in typed.relations]
-    assert any(n.code is Code.BUILD_NONDETERMINISTIC for n in notes), notes
+    assert any(n.code is Code.BUILD_FILTERS_NOTHING for n in notes), notes
+    # the same neighbour, repeatable, narrows it
+    _plan, ref = _ref(SNOW + "e.z = 3")
+    assert ref.pruning and ref.dynamic
 
 
 def test_the_typed_build_side_is_what_the_build_query_reads() -> None:
@@ -77,7 +92,11 @@ def test_the_typed_build_side_is_what_the_build_query_reads() -> None:
     def leaves(i: int) -> int:
         n = nodes[i]
         return (n["op"] == "LogicalRelation") + sum(leaves(c) for c in n["children"])
-    assert leaves(p.build_node) == 2         # d and e, not d alone
+    assert leaves(p.build_node) == 1         # d, narrowed by e: both read by the query
+    assert p.build_semi is not None and leaves(p.build_semi[0]) == 1
+    _plan, ref = _ref(sql)
+    (flt,) = ref.dynamic
+    assert flt.build_tables == ("d", "e")
 
 
 def test_a_limit_of_a_global_aggregate_in_a_scalar_subquery_limits_nothing() -> None:
@@ -88,7 +107,7 @@ def test_a_limit_of_a_global_aggregate_in_a_scalar_subquery_limits_nothing() -> 
     assert ref.pruning and len(ref.dynamic) == 1
 
 
-def test_a_random_semi_join_pushed_into_a_derived_table_is_refused_there() -> None:
+def test_a_random_build_side_of_a_key_traced_into_a_derived_table_is_refused() -> None:
     _plan, ref = _ref("SELECT x.v FROM (SELECT v, k FROM f) x JOIN d ON x.k = d.k "
                       "WHERE d.x > 0 AND d.x + rand() > 1")
     assert not ref.dynamic
@@ -107,7 +126,8 @@ def test_a_random_in_subquery_is_refused() -> None:
     ("SELECT v FROM f JOIN d USING (k) WHERE d.x = 1", "FROM d AS d WHERE d.x = 1"),
     ("SELECT v FROM f NATURAL JOIN d WHERE d.x = 1", "FROM d AS d WHERE d.x = 1"),
     ("SELECT v FROM f RIGHT JOIN d USING (k) WHERE d.x = 1", "FROM d AS d WHERE d.x = 1"),
-    ("SELECT v FROM f LEFT SEMI JOIN (SELECT k FROM d WHERE x = 1) s USING (k)", "AS s"),
+    ("SELECT v FROM f LEFT SEMI JOIN (SELECT k FROM d WHERE x = 1) s USING (k)",
+     "FROM d AS d WHERE x = 1"),   # the derived table's own filtered item
     # the left of a later USING is the merged column: the left's for left joins ...
     ("SELECT v FROM d LEFT JOIN g USING (k) JOIN f USING (k) WHERE d.x = 1",
      "FROM d AS d WHERE d.x = 1"),

@@ -24,7 +24,7 @@ from dpp.analysis.plan_narrowing import narrowing_above, semi_narrowing
 from dpp.analysis.rules import (KEY_PASSAGE, POSITIONAL_OPERATORS, build_side_unrepeatable,
                                 decided_by_sort, is_fact, may_prune, unrepeatable)
 
-__all__ = ["Prune", "find_prunes", "filters_rows", "relation_nodes", "unstable_relations"]
+__all__ = ["Prune", "find_prunes", "relation_nodes", "unstable_relations"]
 
 # operators a key passes through (dpp.analysis.rules): the unary ones, traced below
 _ROW_PRESERVING = set(KEY_PASSAGE) - {"Join"}
@@ -484,12 +484,6 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                 if data:
                     add(data, build, sub["queryKey"], "IN subquery")
     return out, notes
-
-
-def filters_rows(desc: dict[str, Any], node: int) -> bool:
-    """Whether the subtree at ``node`` filters anything: the test a build side passes
-    (for a front end deciding whether a build side is worth writing at all)."""
-    return _Plan(desc).selective(node)
 
 
 def unstable_relations(desc: dict[str, Any]) -> dict[int, str]:

@@ -149,15 +149,10 @@ class WireError(DppError):
     """A message this side cannot read as the contract says."""
 
 
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
+# the Python types JSON decodes each schema type to (exact: a bool is no integer)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,), "array": (list,), "string": (str,), "integer": (int,),
+    "number": (int, float), "boolean": (bool,), "null": (type(None),)}
 
 
 def _resolve(schema: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -166,62 +161,128 @@ def _resolve(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     return schema
 
 
-def _problem(schema: Mapping[str, Any], value: Any, path: str) -> Optional[tuple[str, str]]:
-    """(path, what is wrong) for the first place ``value`` breaks ``schema``, or None. The
-    subset of JSON Schema ``wire_schema.json`` uses; ``prefixItems`` is a tuple of exactly
-    those items. ``WireCheck.java`` reads the same subset the same way."""
+# A compiled check: None, or (the path's segments from the fault upward, what is wrong). The
+# subset of JSON Schema wire_schema.json uses; ``prefixItems`` is a tuple of exactly those
+# items; ``anyOf`` reports the branch that got furthest. WireCheck.java reads the same subset
+# the same way. Compiled once per schema node: a plan of hundreds of nodes is checked on
+# every optimizer run, so nothing is formatted unless something is wrong.
+_Check = Callable[[Any], Optional[tuple[list[str], str]]]
+_COMPILED: dict[int, _Check] = {}
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return f"{text if len(text) <= 80 else text[:77] + '...'} ({type(value).__name__})"
+
+
+def _compile(schema: Mapping[str, Any]) -> _Check:
     schema = _resolve(schema)
+    key = id(schema)
+    if key in _COMPILED:
+        return _COMPILED[key]
     if "not" in schema:
-        return path, "is not expected here"
+        def refuse(_v: Any) -> Optional[tuple[list[str], str]]:
+            return [], "is not expected here"
+        _COMPILED[key] = refuse
+        return refuse
     if "anyOf" in schema:
-        found = [_problem(b, value, path) for b in schema["anyOf"]]
-        if any(f is None for f in found):
-            return None
-        return max(found, key=lambda f: len(f[0]))   # type: ignore[arg-type,return-value]
-    shown = f"{value!r} ({type(value).__name__})"
-    if "const" in schema and value != schema["const"]:
-        return path, f"is {shown}, expected {schema['const']!r}"
-    if "enum" in schema and value not in schema["enum"]:
-        return path, f"is {shown}, expected one of {sorted(schema['enum'])}"
-    kinds = schema.get("type")
-    if kinds is not None:
-        kinds = [kinds] if isinstance(kinds, str) else kinds
-        if not any(_TYPES[k](value) for k in kinds):
-            return path, f"is {shown}, expected {' or '.join(kinds)}"
+        branches = [_compile(b) for b in schema["anyOf"]]
+
+        def any_of(v: Any) -> Optional[tuple[list[str], str]]:
+            found = []
+            for b in branches:
+                f = b(v)
+                if f is None:
+                    return None
+                found.append(f)
+            return max(found, key=lambda f: len(f[0]))
+        _COMPILED[key] = any_of
+        return any_of
+    steps: list[_Check] = []
+    if "const" in schema:
+        const = schema["const"]
+        steps.append(lambda v: None if v == const else
+                     ([], f"is {_shown(v)}, expected {const!r}"))
+    if "enum" in schema:
+        enum = schema["enum"]
+        steps.append(lambda v: None if v in enum else
+                     ([], f"is {_shown(v)}, expected one of {sorted(enum)}"))
+    if "type" in schema:
+        kinds = [schema["type"]] if isinstance(schema["type"], str) else schema["type"]
+        allowed = frozenset(t for k in kinds for t in _TYPES[k])
+        steps.append(lambda v: None if type(v) in allowed else
+                     ([], f"is {_shown(v)}, expected {' or '.join(kinds)}"))
     what = schema.get("description", "")
     if "prefixItems" in schema:
-        items = schema["prefixItems"]
-        if not isinstance(value, list) or len(value) != len(items):
-            return path, f"is {value!r}, not {what or f'a list of {len(items)}'}"
-        for i, (sub, v) in enumerate(zip(items, value)):
-            found = _problem(sub, v, f"{path}[{i}]")
-            if found:
-                return found
-    if isinstance(value, list) and "items" in schema:
-        for i, v in enumerate(value):
-            found = _problem(schema["items"], v, f"{path}[{i}]")
-            if found:
-                return found
-    if isinstance(value, dict):
-        props = schema.get("properties", {})
-        for name in schema.get("required", []):
-            if name not in value:
-                return path, f"has no field {name!r}"
-        for name, v in value.items():
-            sub = props.get(name, schema.get("additionalProperties"))
-            if sub is not None:
-                found = _problem(sub, v, f"{path}.{name}" if path else name)
-                if found:
-                    return found
-    return None
+        tuple_checks = [_compile(x) for x in schema["prefixItems"]]
+        shape = what or f"a list of {len(tuple_checks)}"
+
+        def items_of_tuple(v: Any) -> Optional[tuple[list[str], str]]:
+            if not isinstance(v, list) or len(v) != len(tuple_checks):
+                return [], f"is {v!r}, not {shape}"
+            for i, (c, x) in enumerate(zip(tuple_checks, v)):
+                f = c(x)
+                if f is not None:
+                    f[0].append(f"[{i}]")
+                    return f
+            return None
+        steps.append(items_of_tuple)
+    if "items" in schema:
+        each = _compile(schema["items"])
+
+        def items(v: Any) -> Optional[tuple[list[str], str]]:
+            if not isinstance(v, list):
+                return None
+            for i, x in enumerate(v):
+                f = each(x)
+                if f is not None:
+                    f[0].append(f"[{i}]")
+                    return f
+            return None
+        steps.append(items)
+    if "properties" in schema or "required" in schema or "additionalProperties" in schema:
+        props = {n: _compile(x) for n, x in schema.get("properties", {}).items()}
+        other = (_compile(schema["additionalProperties"])
+                 if isinstance(schema.get("additionalProperties"), Mapping) else None)
+        required = list(schema.get("required", []))
+
+        def fields(v: Any) -> Optional[tuple[list[str], str]]:
+            if not isinstance(v, dict):
+                return None
+            for n in required:
+                if n not in v:
+                    return [], f"has no field {n!r}"
+            for n, x in v.items():
+                c = props.get(n, other)
+                if c is not None:
+                    f = c(x)
+                    if f is not None:
+                        f[0].append(f".{n}")
+                        return f
+            return None
+        steps.append(fields)
+
+    if len(steps) == 1:
+        _COMPILED[key] = steps[0]
+        return steps[0]
+
+    def check_all(v: Any) -> Optional[tuple[list[str], str]]:
+        for step in steps:
+            f = step(v)
+            if f is not None:
+                return f
+        return None
+    _COMPILED[key] = check_all
+    return check_all
 
 
 def check(message: str, value: Any, where: str = "wire") -> None:
     """Raises :class:`WireError` naming the field unless ``value`` is a ``message`` (one of
     the schema's ``messages``) of the contract."""
-    found = _problem(SCHEMA["messages"][message], value, "")
+    found = _compile(SCHEMA["messages"][message])(value)
     if found is not None:
-        path, what = found
+        segments, what = found
+        path = "".join(reversed(segments)).lstrip(".")
         raise WireError(f"{where}: {path or 'the message'} {what}")
 
 

@@ -12,7 +12,7 @@ Four questions decide whether a join key may prune a relation:
   may move below an operator only when the operator neither invents the column's values nor
   decides which rows come out by rows a filter would remove (a limit, a sample).
 * **Whether a build side is worth a job**: it must filter something (see
-  :func:`rules_markdown`; :func:`dpp.analysis.plan_pairs.filters_rows` asks it of the typed plan).
+  :func:`rules_markdown`; :func:`dpp.analysis.plan_pairs.find_prunes` asks it of the typed plan).
 * **Whether a side is repeatable** (:data:`NONDETERMINISTIC_FUNCTIONS`,
   :data:`ROW_DROPPING_OPERATORS`): a build side is run again (in a clone of the session, at
   another instant) for its keys, so it must give the same keys; a fact read below a
@@ -325,8 +325,8 @@ def rules_markdown() -> str:
               "that its own column reaches unchanged (q2's calendar inside a weekly "
               "aggregate, matched to one year's weeks), where that join keeps its side's "
               "rows only when matched. The optimizer hook and the Connect DataFrame rewrite "
-              "build those as left-semi joins; SQL text writes the second as an `IN` "
-              "subquery pushed into the derived table.", "",
+              "build those as left-semi joins; SQL text writes them as `key IN (the filtered "
+              "side's keys)` (one key pair; a narrowing by several is not written).", "",
               "Facts: a Parquet relation read by its files is a fact — pruned, and costly "
               "for a build side to scan — when it is partitioned, or when Spark would not "
               "broadcast it: its size (Spark's estimate) at least "

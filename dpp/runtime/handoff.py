@@ -31,6 +31,8 @@ __all__ = ["Handoff", "full_dataframe"]
 
 # Spark's storage requests are counted JVM-wide: one table's handoff at a time while counting
 _HANDOFF_COUNT_LOCK = threading.Lock()
+# past this many kept partitions of a one-column catalog table, one IN list, not ORs
+_MAX_OR_TERMS = 200
 
 
 class Handoff:
@@ -79,6 +81,70 @@ class Handoff:
                 result.handoff_head_calls = after[1] - before[1]
         result.handoff_seconds = time.perf_counter() - th
         return df
+
+    def catalog_kept(self, table: Table, result: LoadResult,
+                     partition_filtered: bool = False) -> DataFrame:
+        """A catalog table as Spark defines it — ``spark.table``, its catalog index, the
+        metastore's partitions, locations and values cast by Spark — narrowed to the
+        partitions dpp kept by a predicate on their catalog values (``col <=> CAST(text AS
+        type)``, Spark's own reading of a partition's text). Spark prunes by it as by any
+        partition filter; dpp never re-reads the table's folders or values itself (a folder
+        name read back as a DECIMAL(10,2) by a reader gave 0.15 for the metastore's 1.5).
+        Sized as Spark sizes the table it stands for (:meth:`unpruned_estimate`): the
+        relation is made in a sibling session whose compression factor scales the kept
+        files' bytes to that size, as :func:`hive_splits.spark_io.to_dataframe` does."""
+        from hive_splits.spark_io import _fs_relation_of, _rehome, _sibling
+
+        df = self._catalog_kept(self.spark, table, result)
+        estimate = self.unpruned_estimate(table, result, partition_filtered)
+        if estimate is None or result.bytes_kept <= 0 or estimate <= result.bytes_kept:
+            return df
+        # Spark sizes a pruned catalog relation by its kept files, from its catalog stats:
+        # the index Spark's own partition pruning made, owned by a sibling session whose
+        # compression factor scales it to the table's size, stands for it instead
+        sibling = _sibling(self.spark, float(estimate) / float(result.bytes_kept))
+        rel = _fs_relation_of(df._jdf.queryExecution().optimizedPlan()) \
+            if sibling is not None else None
+        if rel is None:
+            return df
+        moved = _rehome(self.spark, sibling, rel)
+        return moved.select(*["`" + n.replace("`", "``") + "`" for n, _ in table.all_columns()])
+
+    def _catalog_kept(self, spark: SparkSession, table: Table, result: LoadResult
+                      ) -> DataFrame:
+        F = functions_for(spark)
+        df = spark.table(quote_table(table.catalog_name or table.name))
+        if not result.partitions:
+            return df.where(F.lit(False))
+        cols = table.partition_columns
+
+        def col(name: str):   # noqa: ANN202 - a Column of whichever session kind
+            return F.col("`" + name.replace("`", "``") + "`")
+
+        def value(kp: object, name: str) -> Optional[str]:
+            texts = getattr(kp, "texts", None)
+            if texts is not None:
+                return texts.get(name)
+            v = kp.values.get(name)   # type: ignore[attr-defined]
+            return None if v is None else str(v)
+
+        if len(cols) == 1 and len(result.partitions) > _MAX_OR_TERMS:
+            c = cols[0]
+            texts = {value(kp, c.name) for kp in result.partitions}
+            typed = [F.lit(t).cast(c.type.simple_string()) for t in sorted(
+                x for x in texts if x is not None)]
+            pred = col(c.name).isin(*typed) if typed else F.lit(False)
+            if None in texts:
+                pred = pred | col(c.name).isNull()
+            return df.where(pred)
+        pred = None
+        for kp in result.partitions:
+            term = None
+            for c in cols:
+                t = col(c.name).eqNullSafe(F.lit(value(kp, c.name)).cast(c.type.simple_string()))
+                term = t if term is None else term & t
+            pred = term if pred is None else pred | term
+        return df.where(pred)
 
     def partition_filtered(self, table: Table, static: Iterable[str],
                            joined: Iterable[str]) -> bool:

@@ -80,11 +80,14 @@ def run_case(backend: Backend, case: Case, workdir: Path) -> Result:
     return CaseRun(backend, case, workdir / f"case-{n}", n).run()
 
 
-def assert_same_rows(spark: Any, tmp_path: Path, case: Union[str, dict, Case]) -> None:
-    """A regression test's body: the case gives Spark's rows through dpp."""
+def assert_same_rows(spark: Any, tmp_path: Path, case: Union[str, dict, Case],
+                     backend: str = "classic") -> None:
+    """A regression test's body: the case gives Spark's rows through dpp (``sqltext``: on a
+    session without the optimizer hook, the SQL-text analysis)."""
     if isinstance(case, dict):
         case = json.dumps(case)
     c = Case.from_json(case) if isinstance(case, str) else case
-    with classic_backend(spark, tmp_path) as b:
+    road = sql_text_backend if backend == "sqltext" else classic_backend
+    with road(spark, tmp_path) as b:
         res = run_case(b, c, tmp_path)
     assert res.mismatch is None, f"{c.label()}\n{res.mismatch}"

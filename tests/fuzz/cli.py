@@ -133,7 +133,7 @@ def fuzz(b: Backend, seed: int, seconds: float, workdir: Path, *, shrink_s: floa
             small = shrink(case, fails, shrink_s)
             again = run_case(b, small, workdir)
             why = again.mismatch or res.mismatch
-            path = write_regression(small, why, regressions)
+            path = write_regression(small, why, regressions, getattr(b, "name", "classic"))
             print(f"  shrunk to {small.label()}\n    {why}\n  written: {path}",
                   file=out, flush=True)
             tally.found.append((small, why, path))

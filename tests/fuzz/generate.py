@@ -94,7 +94,8 @@ def draw_case(rng: random.Random, seed: int, *, connect: bool = False) -> Case:
 PRUNABLE = ("inner", "in", "exists", "semi", "comma", "right")
 SELECTIVE = ("lt", "in")
 DIRECT = ("eq", "plus0", "cast_dim", "two_level", "func")
-PLAIN = ("none", "agg", "union_all", "cte", "view", "write", "window", "distinct")
+PLAIN = ("none", "agg", "union_all", "cte", "view", "write", "window", "distinct",
+         "derived_fact", "neighbour")
 
 
 def _pick(rng: random.Random, options: tuple, likely: tuple, p: float = 0.87) -> str:

@@ -22,7 +22,10 @@ JOIN_SHAPES = ("inner", "in", "exists", "semi", "left", "right", "full", "anti",
 KEYS = ("eq", "plus0", "cast_str", "cast_dim", "func", "collate", "two_level", "data_col")
 DIM_FILTERS = ("lt", "in", "none", "empty", "rand", "limit", "order_limit", "window_tie")
 EXTRAS = ("none", "agg", "window", "order_limit", "limit_count", "union", "union_all", "cte",
-          "fact_rand", "view", "write", "distinct", "sample", "order_sample")
+          "fact_rand", "view", "write", "distinct", "sample", "order_sample",
+          # SQL only: the fact read through a derived table (a key traced out of it), and the
+          # build side unfiltered, joined to a filtered neighbour that narrows it
+          "derived_fact", "neighbour")
 # extras that draw rows at random above the join: Spark's own dynamic pruning changes what
 # they draw (it reads fewer files below them), so dpp's run has it off too
 SAMPLED = ("sample", "order_sample")

@@ -60,10 +60,16 @@ def sql_text(case: Case, fact: str, dim: str) -> str:
     pairs = key_pairs(case)
     cond = " AND ".join(f"{a} = {b}" for a, b in pairs)
     fact_src = f"(SELECT * FROM {fact} WHERE rand(3) < 0.8)" if q.extra == "fact_rand" else fact
+    if q.extra == "derived_fact":
+        fact_src = f"(SELECT DISTINCT * FROM {fact})"
     src = "dd" if q.extra == "cte" else f"({dim_source(case, dim)})"
+    s = q.shape
+    # a neighbour: the build side unfiltered, the filter on another row set joined to it
+    neighbour = q.extra == "neighbour" and s in ("inner", "left", "right", "full", "comma")
+    if neighbour:
+        src = f"(SELECT * FROM {dim})"
     fcols = "f.*"
     jcols = "f.*, d.a AS da, d.ks AS dks"
-    s = q.shape
     if s in ("in", "not_in") and len(pairs) == 1:
         neg = "NOT " if s == "not_in" else ""
         base = (f"SELECT {fcols} FROM {fact_src} f WHERE {pairs[0][0]} {neg}IN "
@@ -77,11 +83,15 @@ def sql_text(case: Case, fact: str, dim: str) -> str:
     elif s == "anti":
         base = f"SELECT {fcols} FROM {fact_src} f LEFT ANTI JOIN {src} d ON {cond}"
     elif s == "comma":
-        base = f"SELECT {jcols} FROM {fact_src} f, {src} d WHERE {cond}"
+        near = f", ({dim_source(case, dim)}) e" if neighbour else ""
+        base = (f"SELECT {jcols} FROM {fact_src} f, {src} d{near} WHERE {cond}"
+                + (" AND d.a = e.a" if neighbour else ""))
     else:
         how = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN",
                "full": "FULL JOIN"}[s]
         base = f"SELECT {jcols} FROM {fact_src} f {how} {src} d ON {cond}"
+        if neighbour:
+            base += f" JOIN ({dim_source(case, dim)}) e ON d.a = e.a"
     if q.extra == "cte":
         base = f"WITH dd AS ({dim_source(case, dim)}) {base}"
     c0 = case.fact.cols[0].name

@@ -109,22 +109,28 @@ CASE = {case}
 
 
 def test_{name}(spark, tmp_path):
-    assert_same_rows(spark, tmp_path, CASE)
+    assert_same_rows(spark, tmp_path, CASE{backend})
 '''
 
 
-def write_regression(case: Case, why: str, folder: Optional[Path] = None) -> Path:
+def write_regression(case: Case, why: str, folder: Optional[Path] = None,
+                     backend: str = "classic") -> Path:
+    """A test replaying ``case`` on the session road it was found on (``sqltext``: a session
+    without the optimizer hook; a Connect case replays on a classic session)."""
     folder = folder or REGRESSIONS
     folder.mkdir(parents=True, exist_ok=True)
     init = folder / "__init__.py"
     if not init.exists():
         init.write_text('"""Regression tests the differential fuzzer wrote (tests/fuzz)."""\n')
     text = case.to_json()
-    name = "fz_" + hashlib.sha256(text.encode()).hexdigest()[:10]
+    name = ("fz_sqltext_" if backend == "sqltext" else "fz_") + \
+        hashlib.sha256(text.encode()).hexdigest()[:10]
     path = folder / f"test_{name}.py"
     why_text = "\n".join(textwrap.fill(line.strip(), 96, subsequent_indent="    ")
                          for line in why.splitlines())
     literal = pprint.pformat(dataclasses.asdict(case), width=92, sort_dicts=True)
     label = textwrap.fill(case.label(), 80)
-    path.write_text(TEMPLATE.format(label=label, why=why_text, case=literal, name=name))
+    path.write_text(TEMPLATE.format(label=label, why=why_text, case=literal, name=name,
+                                    backend=', backend="sqltext"' if backend == "sqltext"
+                                    else ""))
     return path

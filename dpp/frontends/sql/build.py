@@ -1,158 +1,78 @@
-"""Build sides: the query whose keys prune a probe reference, written as SQL Spark runs on
-its own (``SELECT other.key AS dpp_key FROM other [JOIN filtered neighbours] WHERE ...``).
-
-It must select every key the probe's surviving rows can match, and be worth running: only
-the other side's own conjuncts, and those of inner neighbours joined to it by equalities that
-carry filters of their own (a snowflake); never another fact table (a build side that scans a
-fact whole costs more than it saves). Whether it gives the same keys when Spark evaluates the
-query itself is :func:`dpp.analysis.plan_pairs.find_prunes`' call: the typed plan's build side
-(:mod:`dpp.frontends.sql.typed`) is made of the same FROM items and the same conjuncts
-(:func:`snowflake`, :func:`local_to`).
+"""Build sides as SQL: the build side :func:`dpp.analysis.plan_pairs.find_prunes` chose on
+the typed plan, written as a query Spark runs on its own (``SELECT key AS dpp_key FROM
+<the FROM items of that side, joined as the query joins them> WHERE <their own conjuncts>``),
+narrowed where find_prunes narrowed it (``AND key IN (<the filtered side's keys>)``, by the
+planner). Nothing here decides: which side, whether it filters, whether it is repeatable
+and how it is narrowed are find_prunes' answers; this module only writes them.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Mapping, Optional
 
 from sqlglot import exp
 
-from dpp.frontends.sql.pushdown import ORIGIN, PUSHED_QUERY, outer_columns
 from dpp.analysis.pruning_plan import KEY_ALIAS, REF
-from dpp.frontends.sql.scopes import (Scope, Source, Tables, conjuncts, has_subquery, selective,
-                             table_name)
+from dpp.analysis.rules import JoinType
+from dpp.frontends.sql.pushdown import ORIGIN
+from dpp.frontends.sql.scopes import Source, Tables, conjuncts, table_name
 
-__all__ = ["build_query", "snowflake", "local_to", "with_ctes", "label", "origins",
-           "Filters"]
-
-# does a derived table's query filter its rows (dpp.frontends.sql.typed.query_filters, bound to the
-# analysis' tables)
-Filters = Callable[[exp.Expression], bool]
+__all__ = ["write_side", "with_ctes", "label", "origins"]
 
 
-def build_query(tables: Tables, other: Source, key: exp.Column, sc: Scope,
-                conjuncts_: list[exp.Expression], probe: Source, derived_filters: Filters
-                ) -> Optional[tuple[exp.Select, tuple[str, ...], str]]:
-    """SELECT other.key AS dpp_key FROM other [JOIN filtered neighbours] WHERE locals,
-    as a tree (rendered once, by the caller), with the tables it reads and its label; None
-    when a FROM item cannot be written. (Whether it filters anything is the typed plan's
-    question: :func:`dpp.analysis.plan_pairs.find_prunes`, or :func:`dpp.frontends.sql.typed.query_filters`.)"""
-    members, joins = snowflake(tables, other, sc, conjuncts_, probe, derived_filters)
-    sel = exp.select(exp.alias_(exp.column(key.name, table=other.alias), KEY_ALIAS))
-    for i, m in enumerate(members):
-        item = _source_sql(tables, m)
-        if item is None:
+def write_side(tables: Tables, items: Mapping[int, list[Any]], joins: Mapping[int, Any],
+               nodes: Mapping[int, dict[str, Any]], node: int, key: exp.Column,
+               key_source: Source) -> Optional[tuple[exp.Select, tuple[str, ...], str]]:
+    """The build side find_prunes chose — node ``node`` of the typed plan, a FROM item of a
+    SELECT or a join of its items — as SQL Spark runs on its own: ``SELECT key AS dpp_key
+    FROM <those items, joined as the query joins them> WHERE <their own conjuncts>``, with
+    the tables it reads and its label. ``items`` / ``joins``: what each FROM-tree node reads
+    (:class:`dpp.frontends.sql.typed.Item`, :class:`~dpp.frontends.sql.typed.JoinStep`).
+    None when the node is not such a side (the pair is then not used). Conjuncts above the
+    joins are left out: the query keeps a subset of these keys, never another one."""
+    chain = _chain(items, joins, nodes, node, 0)
+    if chain is None or key_source not in [it.source for it, _s in chain]:
+        return None
+    sel = exp.select(exp.alias_(exp.column(key.name, table=key_source.alias), KEY_ALIAS))
+    where: list[exp.Expression] = []
+    for i, (item, step) in enumerate(chain):
+        sql = _source_sql(tables, item.source)
+        if sql is None:
             return None
         if i == 0:
-            sel = sel.from_(item)
+            sel = sel.from_(sql)
+        elif step.join_type in (JoinType.INNER, JoinType.CROSS):
+            on = [c.copy() for c in step.keys]
+            sel = sel.join(sql, on=exp.and_(*on) if on else None,
+                           join_type="inner" if on else "cross")
         else:
-            sel = sel.join(item, on=joins[i - 1].copy(), join_type="inner")
-    locals_all = [c.copy() for m in members for c in local_to(tables, sc, conjuncts_, m.alias)]
-    if locals_all:
-        sel = sel.where(exp.and_(*locals_all))
-    read = tuple(sorted({t for m in members for t in _tables_of(tables, m)}))
-    return sel, read, f"{other.table or other.alias}.{key.name}"
+            sel = sel.join(sql, on=exp.and_(*[c.copy() for c in step.on]),
+                           join_type=step.join_type.value.lower().replace(" outer", ""))
+        where += [c.copy() for c in item.where]
+    if where:
+        sel = sel.where(exp.and_(*where))
+    read = tuple(sorted({t for it, _s in chain for t in _tables_of(tables, it.source)}))
+    return sel, read, f"{key_source.table or key_source.alias}.{key.name}"
 
 
-def snowflake(tables: Tables, other: Source, sc: Scope, conjuncts_: list[exp.Expression],
-              probe: Optional[Source], derived_filters: Filters
-              ) -> tuple[list[Source], list[exp.Expression]]:
-    """The FROM items a build side over ``other`` reads: ``other``, then (unless an outer
-    join may fill it with NULLs) the inner neighbours joined to it by equalities of
-    ``conjuncts_`` that carry filters of their own, never ``probe`` nor another fact; with
-    the equalities joining them. A neighbour carries filters of its own when a conjunct
-    about it alone is selective, or it is a derived table whose query filters its rows
-    (``derived_filters``: the typed plan's answer, the one find_prunes gives)."""
-    def filtered(src: Source) -> bool:
-        if any(selective(c) for c in local_to(tables, sc, conjuncts_, src.alias)):
-            return True
-        derived = src.node is not None and (isinstance(src.node, exp.Subquery)
-                                             or src.cte is not None)
-        return derived and derived_filters(src.cte if src.cte is not None
-                                           else src.node.this)
-
-    members = [other]
-    joins: list[exp.Expression] = []
-    if not other.null_supplied or other.preserved_outer:
-        # snowflake: inner neighbours joined by equality that carry filters of their own
-        frontier = [other]
-        while frontier and len(members) < 6:
-            cur = frontier.pop()
-            for c in conjuncts_:
-                if not isinstance(c, exp.EQ) or not all(isinstance(x, exp.Column)
-                                                        for x in (c.this, c.expression)):
-                    continue
-                oa, ob = sc.owner(c.this), sc.owner(c.expression)
-                if cur.alias not in (oa, ob):
-                    continue
-                nb_alias = ob if oa == cur.alias else oa
-                nb = sc.sources.get(nb_alias or "")
-                if nb is None or nb is probe or nb in members or nb.null_supplied or \
-                        nb.semi_right:
-                    continue
-                if nb.info is not None and nb.info.partition_columns and nb.prunable:
-                    continue  # never drag another fact table into a build side
-                if not filtered(nb):
-                    continue
-                members.append(nb)
-                joins.append(c)
-                frontier.append(nb)
-    return members, joins
-
-
-def local_to(tables: Tables, sc: Scope, conjuncts_: list[exp.Expression],
-             alias: str) -> list[exp.Expression]:
-    """The conjuncts about the FROM item ``alias`` alone (a subquery in one only when it
-    is self-contained): what a build query filters that item by, in its SQL and in its
-    typed plan alike."""
-    out = []
-    for c in conjuncts_:
-        if id(c) not in sc.about:
-            cols = outer_columns(c)
-            sc.about[id(c)] = frozenset() if has_subquery(c) and not _self_contained(
-                tables, c) else frozenset(sc.owner(col) for col in cols)
-        if sc.about[id(c)] == {alias}:
-            out.append(c)
-    return out
-
-
-def _self_contained(tables: Tables, c: exp.Expression) -> bool:
-    """Every subquery of a conjunct is uncorrelated (a build side carries it whole: a
-    scalar subquery bounding a date range, an IN list pushed in), so it can be copied
-    into a build query. A column inside binds inside when a table there has it."""
-    for sub in c.find_all(exp.Subquery):
-        if sub.meta.get(PUSHED_QUERY):
-            continue
-        if sub.find_ancestor(exp.Subquery) is not None and _below_subquery_of(sub, c):
-            continue            # checked with the outermost one
-        aliases, names = set(), set()
-        for t in sub.find_all(exp.Table):
-            aliases.add((t.alias or t.name).lower())
-            if t.name.lower() in tables.ctes and not t.args.get("db"):
-                names |= {n.lower() for n in tables.ctes[t.name.lower()].named_selects}
-                continue
-            info = tables.info(table_name(t))
-            if info is None:
-                return False
-            names |= {k.lower() for k in info.columns}
-        aliases |= {(s.alias or "").lower() for s in sub.find_all(exp.Subquery)}
-        for q in sub.find_all(exp.Select):
-            names |= {n.lower() for n in q.named_selects}
-        for col in sub.find_all(exp.Column):
-            if col.table:
-                if col.table.lower() not in aliases:
-                    return False
-            elif col.name.lower() not in names:
-                return False
-    return True
-
-
-def _below_subquery_of(sub: exp.Expression, top: exp.Expression) -> bool:
-    """Is ``sub`` nested in another subquery that is itself inside ``top``?"""
-    p = sub.parent
-    while p is not None and p is not top:
-        if isinstance(p, exp.Subquery):
-            return True
-        p = p.parent
-    return False
+def _chain(items: Mapping[int, list[Any]], joins: Mapping[int, Any],
+           nodes: Mapping[int, dict[str, Any]], node: int, depth: int
+           ) -> Optional[list[tuple[Any, Any]]]:
+    """The FROM items under ``node`` in the order the query joins them, each with the join
+    step that brings it in (None for the first); None for any other node."""
+    if depth > 200:
+        return None
+    if node in items:
+        found = items[node]
+        return [(found[0], None)] if len(found) == 1 else None
+    step = joins.get(node)
+    if step is None:
+        return None
+    left, right = nodes[node]["children"]
+    head = _chain(items, joins, nodes, left, depth + 1)
+    tail = items.get(right)
+    if head is None or tail is None or len(tail) != 1:
+        return None
+    return head + [(tail[0], step)]
 
 
 def _tables_of(tables: Tables, src: Source) -> set[str]:

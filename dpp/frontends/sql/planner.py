@@ -44,14 +44,14 @@ from dpp.core.domain import TupleDomain
 from dpp.core.refusals import Code, Refusal
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 from dpp.analysis.plan_pairs import Prune, find_prunes
-from dpp.frontends.sql.pushdown import EMPTY, ORIGIN, inline_ctes, inside_pushed_query
-from dpp.frontends.sql.build import build_query, origins, with_ctes
+from dpp.frontends.sql.pushdown import EMPTY, ORIGIN, inline_ctes
+from dpp.frontends.sql.build import origins, with_ctes, write_side
 from dpp.analysis.pruning_plan import (KEY_ALIAS, REF, ColumnInfo, DynamicFilterSpec, PruningPlan, Resolver,
                           TableInfo, TableRefPlan, first_line, short)
 from dpp.frontends.sql.push import push_down
-from dpp.frontends.sql.scopes import Scope, Source, Tables, has_is_null, join_on, table_name
+from dpp.frontends.sql.scopes import Scope, Source, Tables, has_is_null, table_name
 from dpp.frontends.sql.static import compatible, static_domain
-from dpp.frontends.sql.typed import query_filters, translate
+from dpp.frontends.sql.typed import translate
 from dpp.frontends.sql.using import expand_using
 
 __all__ = ["ColumnInfo", "TableInfo", "Resolver", "DynamicFilterSpec", "TableRefPlan",
@@ -160,14 +160,13 @@ class _Analyzer:
                             for c in self.atree.find_all(exp.CTE)}
         expand_using(self.atree, self.tables, self.notes)
         push_down(self.atree, self.tables, self.notes)
-        self.tables.filtering.clear()
         self.typed = translate(self.atree, self.tables, self.rules.broadcast)
         prunes, self.pair_notes = find_prunes(dict(self.typed.message))
         for pr in prunes:
             self._found(pr)
         for sel in list(self.atree.find_all(exp.Select)):
             sc = self.typed.scopes.get(id(sel))
-            if sc is None or inside_pushed_query(sel):
+            if sc is None:
                 continue
             for p in sc.sources.values():
                 if p.prunable and (p.info.partition_columns  # type: ignore[union-attr]
@@ -177,7 +176,7 @@ class _Analyzer:
         for t in self.atree.find_all(exp.Table):
             ref = t.meta.get(REF)
             name = table_name(t)
-            if ref in self.refs or name.lower() in self.tables.ctes or inside_pushed_query(t):
+            if ref in self.refs or name.lower() in self.tables.ctes:
                 continue
             info = self.tables.info(name)
             if info is not None and info.partition_columns:
@@ -193,7 +192,7 @@ class _Analyzer:
         traced into a derived table prunes there, by the conjunct pushed in)."""
         sc, p = self.typed.relations.get(pr.relation, (None, None))
         origin = self.typed.keys.get(pr.build_expr)
-        if p is None or origin is None or origin.scope is not sc:
+        if p is None or origin is None:
             return
         if pr.fact_expr is not None or (origin.column is None and origin.query is None):
             # an expression key: the loader of the SQL-text path tests a partition column's
@@ -290,10 +289,10 @@ class _Analyzer:
         for note in self.pair_notes:    # pairs refused for determinism, on either side
             if note.code is Code.BUILD_NONDETERMINISTIC:   # named by the build side
                 for src, name in self.typed.partners.get(note.subject, []):
-                    if src is p:
+                    if _holds(src, p):
                         plan.refuse(Refusal(note.code, name, note.values))
             elif note.code is Code.FACT_BELOW_NONDETERMINISTIC:
-                if any(src is p for src, _n in self.typed.partners.get(note.subject, [])):
+                if any(_holds(src, p) for src, _n in self.typed.partners.get(note.subject, [])):
                     plan.refuse(note)
             elif note.code in (Code.BUILD_FILTERS_NOTHING, Code.IN_FILTERS_NOTHING) and \
                     note.subject in self._key_names(p):
@@ -305,6 +304,9 @@ class _Analyzer:
                 if o.source is p and o.column is not None}
 
     def _filter(self, p: Source, sc: Scope, plan: TableRefPlan, pr: Prune) -> None:
+        """A pair of find_prunes as a build query: its build side written as SQL
+        (:func:`dpp.frontends.sql.build.write_side`), narrowed, where find_prunes narrowed
+        it, to the rows a filtered side matches (``key IN (that side's keys)``)."""
         origin = self.typed.keys[pr.build_expr]
         c = origin.conjunct
         if origin.query is not None:            # IN (subquery), EXISTS
@@ -312,23 +314,29 @@ class _Analyzer:
             self._add_dynamic(plan, pr.column.lower(), with_ctes(tree, self.tables.ctes),
                               origin.name, "semi", c.meta.get(ORIGIN))
             return
-        other, b = origin.source, origin.column
-        assert other is not None and b is not None
         kind = _KINDS.get(pr.join, "outer_non_preserved")
-        extra = _join_of(sc, c) if kind == "semi" else []
-        locals_ = sc.where + sc.inner_on + extra
-        if other.null_supplied and not other.preserved_outer:
-            locals_ = list(other.outer_on) + extra
-        if pr.build_semi is not None:
+        # the key's column where find_prunes built it: the build side may be an item inside
+        # the derived table the equality names (the key passes out by the same number)
+        found = self._column_of(pr.build_expr, pr.build_node)
+        if found is None:
             plan.refuse(Refusal.of(Code.NARROWED_BUILD_SQL, pr.build_sql))
             return
-        build = build_query(self.tables, other, b, sc, locals_, p,
-                            lambda body: query_filters(body, self.tables))
+        other, b = found[0], exp.column(found[1])
+        build = self._side(pr.build_node, b, other)
         if build is None:
+            plan.refuse(Refusal.of(Code.NARROWED_BUILD_SQL, pr.build_sql))
             return
         tree, read, name = build
+        if pr.build_semi is not None:
+            semi = self._narrowing(pr.build_semi, pr.build_node)
+            if semi is None:
+                plan.refuse(Refusal.of(Code.NARROWED_BUILD_SQL, pr.build_sql))
+                return
+            column, query, more = semi
+            tree = tree.where(exp.In(this=column, query=exp.Subquery(this=query)))
+            read = tuple(sorted(set(read) | set(more)))
         probe_col = pr.column.lower()
-        q = self._new_query(plan, probe_col, tree, name)
+        q = self._new_query(plan, probe_col, with_ctes(tree, self.tables.ctes), name)
         if q is None:
             return
         btype = None
@@ -340,8 +348,79 @@ class _Analyzer:
                                    probe=f"{p.table}.{probe_col}", probe_type=ptype))
             return
         self._fid += 1
+        traced = narrowed = None
+        if origin.scope is not sc:   # find_prunes followed the key out of a derived table
+            traced = f"key traced from outer {short(origin.conjunct)}"
+        if pr.build_semi is not None:
+            by = self.typed.keys.get(pr.build_semi[1][0][1])
+            narrowed = f"build side narrowed by {short(by.conjunct)}" if by else None
+        found_origins = [o for o in (traced, narrowed, origins(tree)) if o]
         plan.dynamic.append(DynamicFilterSpec(f"f{self._fid}", probe_col, q, name, read,
-                                              kind, btype, origin=origins(tree)))
+                                              kind, btype,
+                                              origin="; ".join(found_origins) or None))
+
+    def _side(self, node: int, key: exp.Column, source: Source
+              ) -> Optional[tuple[exp.Select, tuple[str, ...], str]]:
+        nodes = {n["id"]: n for n in self.typed.message["nodes"]}
+        return write_side(self.tables, self.typed.items, self.typed.joins, nodes, node, key,
+                          source)
+
+    def _narrowing(self, semi: tuple[int, tuple[tuple[int, int], ...]], build_node: int
+                   ) -> Optional[tuple[exp.Column, exp.Select, tuple[str, ...]]]:
+        """The build key a narrowing tests and the query of the filtered side's keys it must
+        be in (one key pair; several would need a row IN, not written)."""
+        node, pairs = semi
+        if len(pairs) != 1:
+            return None
+        mine, theirs = (self._column_of(e, build) for e, build in
+                        ((pairs[0][0], build_node), (pairs[0][1], node)))
+        if mine is None or theirs is None:
+            return None
+        side = self._side(node, exp.column(theirs[1]), theirs[0])
+        if side is None:
+            return None
+        query, read, _name = side
+        return exp.column(mine[1], table=mine[0].alias), query, read
+
+    def _column_of(self, expr: int, node: int) -> Optional[tuple[Source, str]]:
+        """The FROM item under ``node`` and its column that key ``expr`` reads (a key of a
+        join above names the column a derived table passes out, by the same number)."""
+        key = self._key_dicts().get(expr)
+        if key is None or key.get("attr") is None:
+            return None
+        named = self.typed.columns.get(key["attr"], [])
+        for level in self._sources_under(node):   # the outermost item that outputs it
+            found = [(src, name) for src, name in named if any(src is u for u in level)]
+            if found:
+                return found[0] if len(found) == 1 else None
+        return None
+
+    def _key_dicts(self) -> dict[int, dict[str, Any]]:
+        if not hasattr(self, "_keys_by_expr"):
+            self._keys_by_expr = {k["expr"]: k for n in self.typed.message["nodes"]
+                                  for pair in n.get("keys", []) for k in pair}
+        return self._keys_by_expr
+
+    def _sources_under(self, node: int) -> list[list[Source]]:
+        """The FROM items under ``node``, level by level (a derived table before the items
+        of its own query)."""
+        nodes = {n["id"]: n for n in self.typed.message["nodes"]}
+        levels: list[list[Source]] = []
+        frontier = [node]
+        while frontier:
+            level: list[Source] = []
+            below: list[int] = []
+            for n in frontier:
+                found = self.typed.items.get(n)
+                if found:
+                    level += [it.source for it in found]
+                    below += [c for c in nodes[n]["children"]]
+                else:
+                    below += nodes[n]["children"]
+            if level:
+                levels.append(level)
+            frontier = below
+        return levels
 
     def _add_dynamic(self, plan: TableRefPlan, probe_col: str, tree: exp.Expression,
                      name: str, kind: str, origin: Optional[str] = None) -> None:
@@ -374,13 +453,13 @@ class _Analyzer:
 _KINDS = {"INNER": "inner", "CROSS": "inner", "LEFT SEMI": "semi", "IN subquery": "semi"}
 
 
-def _join_of(sc: Scope, c: exp.Expression) -> list[exp.Expression]:
-    """The conjuncts of the join whose ON (or USING) holds ``c``."""
-    for j in sc.sel.args.get("joins") or []:
-        on = join_on(j)
-        if any(x is c for x in on):
-            return on
-    return []
+def _holds(src: Source, p: Source) -> bool:
+    """Whether the FROM item ``src`` is the reference ``p`` or a query holding it (a derived
+    table or a CTE's use reading it, at any depth): a key traced into it prunes ``p``."""
+    if src is p:
+        return True
+    body = src.cte if src.cte is not None else src.node
+    return body is not None and any(n is p.node for n in body.walk())
 
 
 def _unsupported_reference(p: Source) -> Optional[Refusal]:

@@ -30,30 +30,18 @@ from typing import Callable, Optional
 
 from sqlglot import exp
 
-from dpp.analysis.functions import deterministic as text_deterministic
+from dpp.analysis.functions import deterministic
 
-__all__ = ["ORIGIN", "PUSHED_QUERY", "EMPTY", "POSITION", "inline_ctes", "push_into",
-           "outer_columns", "deterministic", "inside_pushed_query"]
+__all__ = ["ORIGIN", "EMPTY", "POSITION", "inline_ctes", "push_into", "outer_columns"]
 
 ORIGIN = "dpp_origin"          # meta of a pushed conjunct: the path it took
-PUSHED_QUERY = "dpp_pushed"    # meta of an IN subquery the analysis added (a build side)
 EMPTY = "dpp_empty"            # meta of a SELECT whose pushed WHERE is false: reads nothing
 POSITION = "dpp_pos"           # meta of a placeholder column: the output column's position
 
 
-def deterministic(node: exp.Expression, names: Optional[frozenset] = None,
-                  pushed: bool = True) -> bool:
-    """:func:`dpp.analysis.functions.deterministic`, with ``pushed=False`` not looking into a
-    build query the analysis pushed in (Spark never runs it as part of the query; its own
-    determinism is asked where it is a build side)."""
-    def skip(n: exp.Expression) -> bool:
-        return not pushed and n is not node and bool(n.meta.get(PUSHED_QUERY))
-    return text_deterministic(node, names, skip)
-
-
 def outer_columns(node: exp.Expression) -> list[exp.Column]:
     """The columns of a conjunct that belong to its own scope: not those inside a subquery
-    (an IN subquery the analysis pushed names its own tables, whatever their aliases)."""
+    (a subquery names its own tables, whatever their aliases)."""
     out: list[exp.Column] = []
     stack = [node]
     while stack:
@@ -65,16 +53,6 @@ def outer_columns(node: exp.Expression) -> list[exp.Column]:
             continue
         stack.extend(n.iter_expressions())
     return out
-
-
-def inside_pushed_query(node: exp.Expression) -> bool:
-    """Is ``node`` part of a build query the analysis pushed in (not a scope to analyse)?"""
-    p = node.parent
-    while p is not None:
-        if p.meta.get(PUSHED_QUERY):
-            return True
-        p = p.parent
-    return False
 
 
 # ---------------------------------------------------------------------- CTE inlining

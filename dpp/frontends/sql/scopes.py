@@ -7,7 +7,7 @@ the build sides and the push inward read the flags and never the join's spelling
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 from sqlglot import exp
@@ -32,9 +32,6 @@ class Tables:
         self._resolve = resolve
         self._cache: dict[str, Optional[TableInfo]] = {}
         self.ctes: dict[str, exp.Expression] = {}
-        # id(query) -> (the query, does it filter its rows): dpp.frontends.sql.typed.query_filters;
-        # emptied once predicates are pushed in (a query may filter more then)
-        self.filtering: dict[int, tuple[exp.Expression, bool]] = {}
 
     def info(self, name: str) -> Optional[TableInfo]:
         key = name.lower()
@@ -81,8 +78,6 @@ class Scope:
     sources: dict[str, Source]
     where: list[exp.Expression]          # WHERE conjuncts (pushed ones included)
     inner_on: list[exp.Expression]       # ON conjuncts of its inner joins
-    # id(conjunct) -> the FROM items it is about (asked once per build side and pair)
-    about: dict[int, frozenset] = field(default_factory=dict, repr=False)
 
     def owner(self, c: exp.Column, probe: Optional[Source] = None) -> Optional[str]:
         """Which FROM item a column belongs to (None: an outer scope's, or unknown); with one

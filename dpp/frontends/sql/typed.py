@@ -1,7 +1,7 @@
 """SQL text as the typed plan the optimizer hook describes (:mod:`dpp.analysis.plan_wire`), so that
 :func:`dpp.analysis.plan_pairs.find_prunes` decides the SQL front end's pairs too.
 
-The input is the planner's analysis tree (CTEs inlined, conjuncts pushed inward). Every
+The input is the planner's analysis tree (CTEs inlined, static conjuncts pushed inward). Every
 SELECT becomes the operators Spark's analyzer makes of it, in Spark's order: its FROM items
 (a partitioned reference a ``LogicalRelation`` with a ``relation``, another table a
 ``LogicalRelation`` without, a derived table its own translated query) each under a
@@ -10,30 +10,25 @@ of the rest (the WHERE's equalities too, as written), ``Window``, ``Aggregate`` 
 ``Project``, ``Distinct``, ``Sort``, ``GlobalLimit``. A union is a ``Union`` of its branches,
 an intersection or difference an operator that stops keys.
 
-Where the typed plan and SQL scopes differ:
+How SQL becomes Spark's operators:
 
-* **Keys.** Spark's optimizer would key each WHERE equality of a comma list at one join of
-  its left-deep tree (``ReorderJoin``), where the other side is whatever FROM items came
-  before; the SQL front end has always paired the two references an equality names, with a
-  build side of the other one and the filtered references joined to it (a snowflake,
-  :func:`dpp.frontends.sql.build.snowflake`). To keep those answers each equality that may key a join
-  is a ``Join`` of its own, an extra root of the plan: of type ``INNER`` for one of the WHERE
-  or an inner ON between two references no outer join fills with NULLs (not a semi join's
-  test), of the join's own type for one of an outer or semi join's ON between its new item
-  and an earlier one (the earlier on the left); each side is its reference with the
-  neighbours its build query would read, each under a ``Filter`` of the very conjuncts the
-  build query filters it by (:func:`dpp.frontends.sql.build.local_to`), in a ``SubqueryAlias`` when
-  there are neighbours (so that find_prunes does not narrow the build side to the key's own
-  item). The left-deep tree of the query carries no keys. Every pair is then find_prunes'
-  to decide: sides (:func:`dpp.analysis.rules.may_prune`), tracing, determinism of everything the
-  build query reads, whether the build side filters anything.
+* **Keys.** An equality of the WHERE or of an inner ON between two FROM items that no outer
+  join fills with NULLs (and neither is a semi join's test) keys the first join of the
+  left-deep tree where both are present, as Spark's optimizer puts a join condition; an
+  outer or semi join's ON equality between its new item and an earlier one keys that join.
+  Every pair is then find_prunes' to decide, as on the hook's plan: which side may be pruned
+  (:func:`dpp.analysis.rules.may_prune`), how the key traces through derived tables,
+  aggregates and unions, whether the build side is repeatable and filters anything, and how
+  a build side that filters nothing is narrowed (by its join's other keys, or by a join
+  above it, across derived tables). A column passed out of a derived table keeps its
+  number, as Spark's attribute keeps its exprId, so a key traced out of one is the attribute
+  the join above names. :class:`Item` and :class:`JoinStep` record what each FROM-tree node
+  reads, for the writer of build queries (:func:`dpp.frontends.sql.build.write_side`).
 * A key is a column, or (``f.p + 1 = d.k``) a deterministic expression over one column of
   one FROM item: a key without ``attr``, which find_prunes traces as the hook's expression
   keys. USING / NATURAL joins arrive as their equalities (:mod:`dpp.frontends.sql.using`).
 * A node's ``subqueries`` are the plans of the scalar (and IN) subqueries its expressions
-  evaluate: part of a build side's determinism, not of the rows above a fact. A build query
-  the analysis pushed into a derived table (:mod:`dpp.frontends.sql.push`) is an ``inSubqueries``
-  entry whose functions do not make the Filter nondeterministic (Spark never runs it there).
+  evaluate: part of a build side's determinism, not of the rows above a fact.
 * A conjunct about one FROM item alone is a ``Filter`` over that item, unless an outer join
   may fill the item with NULLs: then it stays above the joins (Spark moves it below only
   after turning the join into an inner one). An outer join's ON conjuncts about its
@@ -61,17 +56,16 @@ from typing import Any, Optional
 from sqlglot import exp
 
 from dpp.core.refusals import Code, Refusal
-from dpp.analysis.plan_pairs import filters_rows
 from dpp.analysis.plan_wire import WIRE_VERSION, PlanMessage
-from dpp.frontends.sql.pushdown import deterministic, inside_pushed_query, outer_columns
+from dpp.analysis.functions import deterministic
+from dpp.frontends.sql.pushdown import outer_columns
 from dpp.analysis.rules import NONDETERMINISTIC_FUNCTIONS, RERUN_FUNCTIONS, JoinType
-from dpp.frontends.sql.build import local_to, snowflake
 from dpp.analysis.functions import window_calls
 from dpp.frontends.sql.scopes import (Scope, Source, Tables, join_on, join_type_of, matched_only, scope,
                              selective)
 from dpp.frontends.sql.typed_semi import Origin, SemiJoins
 
-__all__ = ["Origin", "Typed", "translate", "query_filters"]
+__all__ = ["Origin", "Typed", "Item", "JoinStep", "translate"]
 
 _INNER = (JoinType.INNER, JoinType.CROSS)
 
@@ -87,6 +81,33 @@ class Typed:
     partners: dict[str, list[tuple[Source, str]]] = field(default_factory=dict)
     # id(FROM item node) -> notes on conjuncts about it that make no key: (phase, index, text)
     notes: dict[int, list[tuple[int, int, Refusal]]] = field(default_factory=dict)
+    # what the nodes of a SELECT's FROM tree read, for the writer of build queries
+    # (dpp.frontends.sql.build.write_side): node -> its FROM item(s) and conjuncts
+    items: dict[int, list["Item"]] = field(default_factory=dict)
+    joins: dict[int, "JoinStep"] = field(default_factory=dict)
+    # attribute -> the FROM items that output it, by their column name (a column passed out
+    # of a derived table keeps its number: the derived table and the item inside both)
+    columns: dict[int, list[tuple[Source, str]]] = field(default_factory=dict)
+
+
+@dataclass
+class Item:
+    """A FROM item's node (its relation, or a Filter of its own conjuncts over it)."""
+
+    scope: Scope
+    source: Source
+    where: list[exp.Expression]     # conjuncts of the WHERE / inner ON about it alone
+
+
+@dataclass
+class JoinStep:
+    """A join of a SELECT's left-deep FROM tree, bringing in the item at ``position``."""
+
+    scope: Scope
+    position: int
+    join_type: JoinType
+    on: list[exp.Expression]        # the join's own ON (outer and semi joins) ...
+    keys: list[exp.Expression]      # ... or the inner equalities keyed at it
 
 
 def translate(atree: exp.Expression, tables: Tables, broadcast: Optional[str] = None) -> Typed:
@@ -98,25 +119,11 @@ def translate(atree: exp.Expression, tables: Tables, broadcast: Optional[str] = 
         t.typed.message["broadcastThreshold"] = broadcast
     roots = [t.query(atree)[0]]
     for sel in atree.find_all(exp.Select):
-        if id(sel) not in t.done and not inside_pushed_query(sel):
+        if id(sel) not in t.done:
             roots.append(t.query(sel)[0])
     roots += t.extra_roots
     t.typed.message.update(roots=roots, nodes=t.nodes)
     return t.typed
-
-
-def query_filters(body: exp.Expression, tables: Tables) -> bool:
-    """Whether a query filters its rows, as find_prunes asks it of a build side
-    (:func:`dpp.analysis.plan_pairs.filters_rows` over the query's own typed plan): a derived table
-    that does is a neighbour worth joining into a build query, a build query that does is
-    worth pushing into a derived table (:mod:`dpp.frontends.sql.push`). Asked once per query."""
-    if id(body) not in tables.filtering:
-        t = _Translator(tables)
-        root = t.query(body)[0]
-        t.typed.message.update(roots=[root], nodes=t.nodes)
-        # the query is kept with its answer: a freed one's id could name another
-        tables.filtering[id(body)] = (body, filters_rows(t.typed.message, root))  # type: ignore[arg-type]
-    return tables.filtering[id(body)][1]
 
 
 class _Translator:
@@ -161,7 +168,7 @@ class _Translator:
         names = NONDETERMINISTIC_FUNCTIONS
         if child is None or not self.reads_fact(child):
             names = RERUN_FUNCTIONS
-        bad = [e for e in es if not deterministic(e, names, pushed=False)]
+        bad = [e for e in es if not deterministic(e, names)]
         return bad[0].sql(dialect="spark")[:120] if bad else None
 
     def subqueries(self, es: list[exp.Expression]) -> list[int]:
@@ -219,7 +226,6 @@ class _Select(SemiJoins):
         self.sc = scope(sel, t.tables)
         self.cols: dict[int, dict[str, int]] = {}     # id(source) -> column -> expr number
         self.lazy: dict[int, int] = {}   # id(source) of unknown columns -> its node
-        self.reg = not inside_pushed_query(sel)
         if self.sc is not None:
             t.typed.scopes[id(sel)] = self.sc
 
@@ -281,7 +287,7 @@ class _Select(SemiJoins):
                 rel["sizeInBytes"] = info.size_bytes
         nid = t.node("LogicalRelation", [], list((i, c) for c, i in cols.items()),
                      relation=rel)
-        if rel is not None and src.prunable and self.reg:
+        if rel is not None and src.prunable:
             t.typed.relations[nid] = (self.sc, src)     # type: ignore[assignment]
         if node.args.get("sample") is not None:
             nid = t.node("Sample", [nid], t.out(nid))
@@ -308,28 +314,31 @@ class _Select(SemiJoins):
         if sc is None:
             return self.project(None)
         order = list(sc.sources.values())
-        leaves = self.leaves = {id(s): self.source(s) for s in order}
+        leaves = {id(s): self.source(s) for s in order}
         for col in self.sel.find_all(exp.Column):   # unknown tables' columns, by use
             if col.find_ancestor(exp.Select) is self.sel:
                 self.attr(col)
+        for s in order:
+            for name, e in self.cols[id(s)].items():
+                t.typed.columns.setdefault(e, []).append((s, name))
         pos = {id(s): i for i, s in enumerate(order)}
         # the join that brings each FROM item after the first (by position in ``order``)
         by_node = {id(j.this): j for j in self.sel.args.get("joins") or []}
         joins = [by_node.get(id(s.node)) for s in order[1:]]
         types = [join_type_of(j) if j is not None else JoinType.INNER for j in joins]
         below: dict[int, list[tuple[exp.Expression, int, int]]] = {id(s): [] for s in order}
-        self.below = below
         self.where_index: dict[int, int] = {}    # id(conjunct) -> its place in the WHERE
         above: list[tuple[exp.Expression, int, int]] = []
-        # every equality that may key a join: (conjunct, join type, phase, index, columns,
-        # the conjuncts the build query draws its neighbours from); made joins of their own
-        pairs: list[tuple[exp.Expression, JoinType, int, int, Any, list[exp.Expression]]] = []
+        # the key equalities of each join (by the position of the item it brings in): an
+        # inner equality keys the first join where both its items are present, as Spark's
+        # optimizer puts it; an outer or semi join's ON equality keys that join
+        keyed: dict[int, list[tuple[exp.Expression, int, int, Any]]] = {}
         inner = sc.where + sc.inner_on
         for i, c in enumerate(inner):
             found = self.inner_pair(c)
-            if found is not None:     # a key, and a condition over the joins as written
-                pairs.append((c, JoinType.INNER, 0, i, found, inner))
-                above.append((c, 0, -1))
+            if found is not None:
+                j = max(pos[id(found[0][1])], pos[id(found[1][1])])
+                keyed.setdefault(j, []).append((c, 0, i, found))
                 continue
             owners = self.owners(c)
             src = sc.sources.get(next(iter(owners))) if len(owners) == 1 else None
@@ -341,11 +350,10 @@ class _Select(SemiJoins):
             if jn is None or jt in _INNER or jt is None:
                 continue
             phase = 1 if jt in (JoinType.LEFT_SEMI, JoinType.LEFT_ANTI) else 0
-            on = join_on(jn)
-            for i, c in enumerate(on):
+            for i, c in enumerate(join_on(jn)):
                 found = self.column_pair(c)
                 if found is not None and max(pos[id(found[0][1])], pos[id(found[1][1])]) == j:
-                    pairs.append((c, jt, phase, i, found, inner + on if phase else inner))
+                    keyed.setdefault(j, []).append((c, phase, i, found))
                     continue
                 owners = self.owners(c)
                 src = sc.sources.get(next(iter(owners))) if len(owners) == 1 else None
@@ -355,22 +363,27 @@ class _Select(SemiJoins):
                     below[id(src)].append((c, 0, -1))   # about the NULL-supplied side
                 if phase == 0:
                     self.text_notes(c, i)
-        sub = {id(s): self.filtered(leaves[id(s)], [c for c, _p, _i in below[id(s)]],
-                                    [x for x in below[id(s)] if _is_in(x[0])])
-               for s in order}
-        for c, jt, phase, i, found, near in pairs:
-            self.pair_join(c, jt, phase, i, found, sub, near, pos)
         node = None
         for s in order:
+            own = [c for c, _p, _i in below[id(s)]]
+            sub = self.filtered(leaves[id(s)], own, [x for x in below[id(s)] if _is_in(x[0])])
+            t.typed.items.setdefault(sub, []).append(
+                Item(sc, s, [c for c, p, _i in below[id(s)] if p == 2]))
             if node is None:
-                node = sub[id(s)]
+                node = sub
                 continue
             j = pos[id(s)]
             jt = types[j - 1]
             out = t.out(node) + ([] if jt in (JoinType.LEFT_SEMI, JoinType.LEFT_ANTI)
-                                 else t.out(sub[id(s)]))
-            node = t.node("Join", [node, sub[id(s)]], out,
-                          joinType=jt.value if jt else "UNKNOWN", keys=[])
+                                 else t.out(sub))
+            keys = [self.keys(c, phase, i, found) for c, phase, i, found in keyed.get(j, [])]
+            node = t.node("Join", [node, sub], out,
+                          joinType=jt.value if jt else "UNKNOWN", keys=keys)
+            jn = joins[j - 1]
+            t.typed.joins[node] = JoinStep(
+                sc, j, jt or JoinType.INNER,
+                join_on(jn) if jn is not None and jt not in _INNER else [],
+                [c for c, _p, _i, _f in keyed.get(j, [])])
         assert node is not None
         node = self.filtered(node, [c for c, _p, _i in above],
                              [x for x in above if _is_in(x[0])])
@@ -420,49 +433,6 @@ class _Select(SemiJoins):
             out.append(key)
         return out
 
-    def pair_join(self, c: exp.Expression, jt: JoinType, phase: int, index: int,
-                  found: Any, sub: dict[int, int], near: list[exp.Expression],
-                  pos: dict[int, int]) -> None:
-        """An equality as a join of its own (a root of the plan), of the type of the join
-        that holds it, the FROM item that comes first on the left: each side is its item
-        with the filtered inner neighbours its build query would read
-        (:func:`dpp.frontends.sql.build.snowflake` over the conjuncts ``near``), so that "the build side
-        filters something" is asked of what the build query reads. (Spark's ReorderJoin
-        would key each equality at one join of a left-deep tree, where the other side is
-        whatever came before it.)"""
-        sc, t = self.sc, self.t
-        assert sc is not None
-        if pos[id(found[0][1])] > pos[id(found[1][1])]:
-            found = (found[1], found[0])
-        (_a, sa), (_b, sb) = found
-        sides = []
-        for me, other in ((sa, sb), (sb, sa)):
-            near_me = near if not me.null_supplied or me.preserved_outer else me.outer_on
-            members = snowflake(t.tables, me, sc, near_me, other,
-                                lambda body: query_filters(body, t.tables))[0]
-            node = self.member(members[0], near_me, sub)
-            for m in members[1:]:
-                right = self.member(m, near_me, sub)
-                node = t.node("Join", [node, right], t.out(node) + t.out(right),
-                              joinType=JoinType.INNER.value, keys=[])
-            if len(members) > 1:   # the build side is the whole query: find_prunes does not
-                node = t.node("SubqueryAlias", [node], t.out(node))  # narrow it to ``me``
-            sides.append(node)
-        out = t.out(sides[0]) + ([] if jt in (JoinType.LEFT_SEMI, JoinType.LEFT_ANTI)
-                                 else t.out(sides[1]))
-        t.extra_roots.append(t.node("Join", sides, out, joinType=jt.value,
-                                    keys=[self.keys(c, phase, index, found)]))
-
-    def member(self, m: Source, near: list[exp.Expression], sub: dict[int, int]) -> int:
-        """A FROM item as a build query over ``near`` reads it: under a Filter of the
-        conjuncts about it alone (:func:`dpp.frontends.sql.build.local_to`), the node of the query's
-        own tree when that holds the same ones."""
-        cs = local_to(self.t.tables, self.sc, near, m.alias)   # type: ignore[arg-type]
-        if {id(c) for c in cs} == {id(c) for c, _p, _i in self.below[id(m)]}:
-            return sub[id(m)]
-        return self.filtered(self.leaves[id(m)], cs, [(c, 2, self.where_index.get(id(c), -1))
-                                                      for c in cs if _is_in(c)])
-
     def text_notes(self, c: exp.Expression, index: int) -> None:
         """Notes on a conjunct that gives no key although it compares a FROM item's column
         with another's (in a subquery too), or is an anti join."""
@@ -505,21 +475,22 @@ class _Select(SemiJoins):
         mapping: list[list[int]] = []
         grouped = {self.attr(g)[0] for g in (group.expressions if group else [])   # type: ignore
                    if isinstance(g, exp.Column) and self.attr(g)}
+        # a column passed through keeps its number (Spark's attribute keeps its exprId), so
+        # a key traced out of a derived table is the same attribute a join above names
         for e in items:
             if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and
                                            isinstance(e.this, exp.Star)):
                 for eid, name in (t.out(child) if child is not None else []):
-                    new = t.new_id()
-                    out.append((new, name))
-                    mapping.append([new, eid])
+                    out.append((eid, name))
+                    mapping.append([eid, eid])
                 continue
-            new = t.new_id()
-            out.append((new, e.alias_or_name.lower()))
             inner = e.unalias()
-            if isinstance(inner, exp.Column):
-                found = self.attr(inner)
-                if found is not None and (not aggregated or found[0] in grouped):
-                    mapping.append([new, found[0]])
+            found = self.attr(inner) if isinstance(inner, exp.Column) else None
+            if found is not None and (not aggregated or found[0] in grouped):
+                out.append((found[0], e.alias_or_name.lower()))
+                mapping.append([found[0], found[0]])
+                continue
+            out.append((t.new_id(), e.alias_or_name.lower()))
         op = "Aggregate" if aggregated else "Project"
         if node is None:
             node = t.node("OneRowRelation", [], [])
