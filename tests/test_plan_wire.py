@@ -359,3 +359,24 @@ def test_a_plan_answer_off_the_contract_keeps_sparks_plan_and_the_report_says_wh
     reasons = [t.reason or "" for t in report.tables]
     assert any("wire contract" in r and "describe." in r for r in reasons), reasons
     assert all(t.pruning == "none" for t in report.tables)
+
+
+def test_a_narrowed_build_side_is_a_message_both_sides_check(spark: Any, tables: Any) -> None:
+    """The semi-join narrowing Python hands the JVM's build (``Prune.build``'s third part)
+    is the schema's ``semiBuild``: what find_prunes makes passes both checks, a mistyped one
+    fails both."""
+    import json
+
+    from dpp.analysis.plan_pairs import Prune
+    from dpp.analysis.plan_wire import check
+
+    p = Prune(relation=0, column="k", build_node=2, build_expr=1, build_type="int",
+              build_sql="d.k", join="INNER", build_semi=(5, ((1, 7), (3, 9))))
+    semi = json.loads(p.build[2])
+    check("semiBuild", semi)
+    jvm = spark.sparkContext._jvm.dpp.spark.WireCheck.problemOf
+    assert jvm("semiBuild", p.build[2]) is None
+    broken = {**semi, "keys": ["1", 3]}
+    with pytest.raises(WireError, match=r"keys\[0\]"):
+        check("semiBuild", broken)
+    assert "keys[0]" in jvm("semiBuild", json.dumps(broken))

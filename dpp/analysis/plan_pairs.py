@@ -72,7 +72,7 @@ class Prune:
         """What the build side computes: node, key expression, narrowing (the JVM's ``semi``
         argument, a JSON object ``{"node": other, "keys": [b1, ...], "otherKeys": [a1, ...]}``:
         only rows some row of ``other`` matches on ``b_i = a_i``; empty without)."""
-        semi = "" if self.build_semi is None else json.dumps({
+        semi = "" if self.build_semi is None else json.dumps({   # the schema's semiBuild
             "node": self.build_semi[0], "keys": [b for b, _a in self.build_semi[1]],
             "otherKeys": [a for _b, a in self.build_semi[1]]})
         return self.build_node, self.build_expr, semi

@@ -390,17 +390,16 @@ public final class DppHook {
             }
             com.fasterxml.jackson.databind.JsonNode mine = s.path("keys");
             com.fasterxml.jackson.databind.JsonNode other = s.path("otherKeys");
-            if (!s.path("node").isInt() || !mine.isArray() || !other.isArray()
-                    || mine.size() == 0 || mine.size() != other.size()) {
-                throw new IllegalArgumentException("dpp: a semi-join narrowing off its "
-                    + "contract: " + semi);
+            String bad = WireCheck.problem("semiBuild", s);
+            if (bad == null && (mine.size() == 0 || mine.size() != other.size())) {
+                bad = "keys and otherKeys are not pairs";
+            }
+            if (bad != null) {
+                throw new IllegalArgumentException("dpp: a semi-join narrowing off the wire "
+                    + "contract (" + bad + "): " + semi);
             }
             Expression cond = null;
             for (int i = 0; i < mine.size(); i++) {
-                if (!mine.get(i).isInt() || !other.get(i).isInt()) {
-                    throw new IllegalArgumentException("dpp: a semi-join key that is not an "
-                        + "expression number: " + semi);
-                }
                 Expression eq = new org.apache.spark.sql.catalyst.expressions.EqualTo(
                     d.expression(mine.get(i).asInt()), d.expression(other.get(i).asInt()));
                 cond = cond == null ? eq

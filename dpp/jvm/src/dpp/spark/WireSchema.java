@@ -78,9 +78,14 @@ final class WireSchema {
         + "ndex\",\"rootPaths\",\"partitionColumns\",\"bucketed\",\"partitionFiltered\"],\"type\":\"object\"},\"row"
         + "Filter\":{\"properties\":{\"attr\":{\"type\":\"integer\"},\"in\":{\"items\":{\"type\":\"string\"},\"type\":\"a"
         + "rray\"},\"ranges\":{\"items\":{\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"string\"}]},\"type\":\"arr"
-        + "ay\"},\"type\":{\"type\":\"string\"}},\"required\":[\"attr\",\"type\"],\"type\":\"object\"},\"values\":{\"addi"
-        + "tionalProperties\":{\"type\":[\"string\",\"null\"]},\"description\":\"{partition column: its text or"
-        + " null}\",\"type\":\"object\"}},\"messages\":{\"end\":{\"$ref\":\"#/$defs/end\"},\"list\":{\"$ref\":\"#/$defs"
-        + "/list\"},\"listAnswer\":{\"$ref\":\"#/$defs/listAnswer\"},\"plan\":{\"$ref\":\"#/$defs/plan\"},\"planAns"
-        + "wer\":{\"$ref\":\"#/$defs/planAnswer\"},\"refused\":{\"$ref\":\"#/$defs/refused\"}},\"version\":4}";
+        + "ay\"},\"type\":{\"type\":\"string\"}},\"required\":[\"attr\",\"type\"],\"type\":\"object\"},\"semiBuild\":{\"d"
+        + "escription\":\"Python -> JVM: a build side narrowed to the rows node `node` matches on keys["
+        + "i] = otherKeys[i] (Prune.build, DppHook.buildDataset's semi argument)\",\"properties\":{\"keys"
+        + "\":{\"items\":{\"type\":\"integer\"},\"type\":\"array\"},\"node\":{\"type\":\"integer\"},\"otherKeys\":{\"item"
+        + "s\":{\"type\":\"integer\"},\"type\":\"array\"}},\"required\":[\"node\",\"keys\",\"otherKeys\"],\"type\":\"obje"
+        + "ct\"},\"values\":{\"additionalProperties\":{\"type\":[\"string\",\"null\"]},\"description\":\"{partition"
+        + " column: its text or null}\",\"type\":\"object\"}},\"messages\":{\"end\":{\"$ref\":\"#/$defs/end\"},\"li"
+        + "st\":{\"$ref\":\"#/$defs/list\"},\"listAnswer\":{\"$ref\":\"#/$defs/listAnswer\"},\"plan\":{\"$ref\":\"#/$"
+        + "defs/plan\"},\"planAnswer\":{\"$ref\":\"#/$defs/planAnswer\"},\"refused\":{\"$ref\":\"#/$defs/refused\""
+        + "},\"semiBuild\":{\"$ref\":\"#/$defs/semiBuild\"}},\"version\":4}";
 }
