@@ -191,6 +191,26 @@ def _fs_relation_of(plan: Any) -> Any:
         return None
 
 
+def sized_as(spark: Any, df: Any, estimate_bytes: int, kept_bytes: int) -> Optional[Any]:
+    """``df`` — one relation under filters Spark prunes its partitions by (a catalog table
+    narrowed to kept partitions) — as a relation over the very index Spark's pruning made,
+    sized ``estimate_bytes`` for its planner instead of the ``kept_bytes`` of its files
+    (owned by a sibling session whose compression factor scales it, see
+    :func:`to_dataframe`); None where that cannot be done (the caller keeps ``df``)."""
+    if estimate_bytes <= kept_bytes or kept_bytes <= 0:
+        return None
+    try:
+        rel = _fs_relation_of(df._jdf.queryExecution().optimizedPlan())
+        if rel is None:
+            return None
+        with _SIBLINGS_LOCK:   # the sibling's settings are this session's while in use
+            sibling = _sibling(spark, float(estimate_bytes) / float(kept_bytes))
+            return None if sibling is None else _rehome(spark, sibling, rel)
+    except Exception as exc:  # pragma: no cover - a Spark without these APIs
+        log.warning("dpp: size estimate not adjusted (%s)", exc)
+        return None
+
+
 def _rehome(spark: Any, sibling: Any, rel: Any) -> Any:
     """A DataFrame of ``spark`` over ``rel``'s file index, its relation owned by ``sibling``
     (whose compression factor Spark reads when it sizes the relation)."""

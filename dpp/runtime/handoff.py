@@ -18,7 +18,7 @@ from dpp.core.spark_rules import SparkRules
 from dpp.runtime.remote_catalog import is_connect_catalog, quote_table
 from dpp.runtime.row_groups import domain_predicate
 from hive_splits import LoadResult, SplitLoader, Table, to_dataframe
-from hive_splits.spark_io import root_dataframe
+from hive_splits.spark_io import root_dataframe, sized_as
 from hive_splits.storage_calls import storage_calls, worth_counting
 
 if TYPE_CHECKING:
@@ -93,21 +93,14 @@ class Handoff:
         Sized as Spark sizes the table it stands for (:meth:`unpruned_estimate`): the
         relation is made in a sibling session whose compression factor scales the kept
         files' bytes to that size, as :func:`hive_splits.spark_io.to_dataframe` does."""
-        from hive_splits.spark_io import _fs_relation_of, _rehome, _sibling
-
         df = self._catalog_kept(self.spark, table, result)
         estimate = self.unpruned_estimate(table, result, partition_filtered)
-        if estimate is None or result.bytes_kept <= 0 or estimate <= result.bytes_kept:
+        # Spark sizes a pruned catalog relation by its kept files (its catalog stats): the
+        # index Spark's own partition pruning made stands for it, sized as the table
+        moved = None if estimate is None else sized_as(self.spark, df, estimate,
+                                                        result.bytes_kept)
+        if moved is None:
             return df
-        # Spark sizes a pruned catalog relation by its kept files, from its catalog stats:
-        # the index Spark's own partition pruning made, owned by a sibling session whose
-        # compression factor scales it to the table's size, stands for it instead
-        sibling = _sibling(self.spark, float(estimate) / float(result.bytes_kept))
-        rel = _fs_relation_of(df._jdf.queryExecution().optimizedPlan()) \
-            if sibling is not None else None
-        if rel is None:
-            return df
-        moved = _rehome(self.spark, sibling, rel)
         return moved.select(*["`" + n.replace("`", "``") + "`" for n, _ in table.all_columns()])
 
     def _catalog_kept(self, spark: SparkSession, table: Table, result: LoadResult
