@@ -47,7 +47,6 @@ from dpp.runtime.spark_metrics import scan_metrics
 from dpp.runtime.views import norm_name
 from dpp.frontends.sql.whole_tables import read_whole, whole_catalog_refs
 from hive_splits import DynamicFilter, LoadResult, SplitLoader, Table
-from hive_splits.spark_io import folder_dataframe
 
 __all__ = ["DppSession", "CONNECT_CATALOG_LEFT", "CONNECT_NOTES", "SERVER_PRUNES",
            "full_dataframe", "unwrapped_sql"]
@@ -112,11 +111,9 @@ class DppSession:
         return self.runtime.app_id
 
     def _whole_table(self, table: Table) -> DataFrame:
-        """A registered table's plain view. With the optimizer hook it is Spark's reader of
-        the folder, made afresh for each query (:mod:`dpp.runtime.views`): the relation is Spark's
-        own, and the hook only takes away partitions it proved cannot match."""
-        if self.optimizer_hook is not None:
-            return folder_dataframe(self.spark, table)
+        """A registered table's plain view: Spark's reader of the folder (or the catalog's
+        table), made afresh for each query (:mod:`dpp.runtime.views`): the relation is Spark's
+        own, with the hook or without it."""
         return full_dataframe(self.spark, table)
 
     def ensure_views(self, names: Iterable[str]) -> None:

@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
-from dpp.core.remote import functions_for, is_remote
-from dpp.core.spark_rules import SparkRules
+from dpp.core.remote import functions_for
 from dpp.runtime.remote_catalog import is_connect_catalog, quote_table
 from dpp.runtime.row_groups import domain_predicate
-from hive_splits import LoadResult, SplitLoader, Table, to_dataframe
-from hive_splits.spark_io import root_dataframe, sized_as
+from hive_splits import LoadResult, Table, to_dataframe
+from hive_splits.spark_io import folder_dataframe, sized_as
 from hive_splits.storage_calls import storage_calls, worth_counting
 
 if TYPE_CHECKING:
@@ -210,13 +209,11 @@ class Handoff:
 
 
 def full_dataframe(spark: SparkSession, table: Table) -> DataFrame:
-    """The whole table through the split loader (no domains): Spark's reader, all files.
-    On Spark Connect the server lists the paths again when the view is made, so listing
-    them here first only adds a listing and hands it one path per folder: the table's root
-    goes to Spark's reader instead (its own discovery, as a job reading the folder does)."""
-    if is_connect_catalog(table):   # Spark Connect: the catalog's own relation
+    """A table read whole, as Spark defines it: a catalog table is ``spark.table``, a
+    declared one Spark's reader of its folder made now (:func:`hive_splits.spark_io.
+    folder_dataframe`: its files, schema and partition values are the reader's, never a
+    listing or a schema dpp kept from earlier — a folder emptied since reads as Spark reads
+    it)."""
+    if table.is_catalog or is_connect_catalog(table):
         return spark.table(quote_table(table.catalog_name or table.name))
-    if is_remote(spark) and not table.is_catalog:
-        return root_dataframe(spark, table)
-    return to_dataframe(spark, table,
-                        SplitLoader(table, rules=SparkRules.from_spark(spark)).load())
+    return folder_dataframe(spark, table)
