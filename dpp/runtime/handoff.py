@@ -17,6 +17,7 @@ from dpp.core.remote import functions_for
 from dpp.runtime.remote_catalog import is_connect_catalog, quote_table
 from dpp.runtime.row_groups import domain_predicate
 from hive_splits import LoadResult, Table, to_dataframe
+from hive_splits.loader import KeptPartition
 from hive_splits.spark_io import folder_dataframe, sized_as
 from hive_splits.storage_calls import storage_calls, worth_counting
 
@@ -113,11 +114,10 @@ class Handoff:
         def col(name: str):   # noqa: ANN202 - a Column of whichever session kind
             return F.col("`" + name.replace("`", "``") + "`")
 
-        def value(kp: object, name: str) -> Optional[str]:
-            texts = getattr(kp, "texts", None)
-            if texts is not None:
-                return texts.get(name)
-            v = kp.values.get(name)   # type: ignore[attr-defined]
+        def value(kp: KeptPartition, name: str) -> Optional[str]:
+            if kp.texts is not None:   # the catalog's own text of the value
+                return kp.texts.get(name)
+            v = kp.values.get(name)
             return None if v is None else str(v)
 
         if len(cols) == 1 and len(result.partitions) > _MAX_OR_TERMS:

@@ -161,6 +161,9 @@ class _Analyzer:
         expand_using(self.atree, self.tables, self.notes)
         push_down(self.atree, self.tables, self.notes)
         self.typed = translate(self.atree, self.tables, self.rules.broadcast)
+        self.nodes = {n["id"]: n for n in self.typed.message["nodes"]}
+        self.key_dicts = {k["expr"]: k for n in self.nodes.values()
+                          for pair in n.get("keys", []) for k in pair}
         prunes, self.pair_notes = find_prunes(dict(self.typed.message))
         for pr in prunes:
             self._found(pr)
@@ -361,9 +364,8 @@ class _Analyzer:
 
     def _side(self, node: int, key: exp.Column, source: Source
               ) -> Optional[tuple[exp.Select, tuple[str, ...], str]]:
-        nodes = {n["id"]: n for n in self.typed.message["nodes"]}
-        return write_side(self.tables, self.typed.items, self.typed.joins, nodes, node, key,
-                          source)
+        return write_side(self.tables, self.typed.items, self.typed.joins, self.nodes, node,
+                          key, source)
 
     def _narrowing(self, semi: tuple[int, tuple[tuple[int, int], ...]], build_node: int
                    ) -> Optional[tuple[exp.Column, exp.Select, tuple[str, ...]]]:
@@ -385,7 +387,7 @@ class _Analyzer:
     def _column_of(self, expr: int, node: int) -> Optional[tuple[Source, str]]:
         """The FROM item under ``node`` and its column that key ``expr`` reads (a key of a
         join above names the column a derived table passes out, by the same number)."""
-        key = self._key_dicts().get(expr)
+        key = self.key_dicts.get(expr)
         if key is None or key.get("attr") is None:
             return None
         named = self.typed.columns.get(key["attr"], [])
@@ -395,16 +397,10 @@ class _Analyzer:
                 return found[0] if len(found) == 1 else None
         return None
 
-    def _key_dicts(self) -> dict[int, dict[str, Any]]:
-        if not hasattr(self, "_keys_by_expr"):
-            self._keys_by_expr = {k["expr"]: k for n in self.typed.message["nodes"]
-                                  for pair in n.get("keys", []) for k in pair}
-        return self._keys_by_expr
-
     def _sources_under(self, node: int) -> list[list[Source]]:
         """The FROM items under ``node``, level by level (a derived table before the items
         of its own query)."""
-        nodes = {n["id"]: n for n in self.typed.message["nodes"]}
+        nodes = self.nodes
         levels: list[list[Source]] = []
         frontier = [node]
         while frontier:

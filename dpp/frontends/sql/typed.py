@@ -94,17 +94,14 @@ class Typed:
 class Item:
     """A FROM item's node (its relation, or a Filter of its own conjuncts over it)."""
 
-    scope: Scope
     source: Source
     where: list[exp.Expression]     # conjuncts of the WHERE / inner ON about it alone
 
 
 @dataclass
 class JoinStep:
-    """A join of a SELECT's left-deep FROM tree, bringing in the item at ``position``."""
+    """A join of a SELECT's left-deep FROM tree, bringing in its right item."""
 
-    scope: Scope
-    position: int
     join_type: JoinType
     on: list[exp.Expression]        # the join's own ON (outer and semi joins) ...
     keys: list[exp.Expression]      # ... or the inner equalities keyed at it
@@ -368,7 +365,7 @@ class _Select(SemiJoins):
             own = [c for c, _p, _i in below[id(s)]]
             sub = self.filtered(leaves[id(s)], own, [x for x in below[id(s)] if _is_in(x[0])])
             t.typed.items.setdefault(sub, []).append(
-                Item(sc, s, [c for c, p, _i in below[id(s)] if p == 2]))
+                Item(s, [c for c, p, _i in below[id(s)] if p == 2]))
             if node is None:
                 node = sub
                 continue
@@ -381,7 +378,7 @@ class _Select(SemiJoins):
                           joinType=jt.value if jt else "UNKNOWN", keys=keys)
             jn = joins[j - 1]
             t.typed.joins[node] = JoinStep(
-                sc, j, jt or JoinType.INNER,
+                jt or JoinType.INNER,
                 join_on(jn) if jn is not None and jt not in _INNER else [],
                 [c for c, _p, _i, _f in keyed.get(j, [])])
         assert node is not None
