@@ -37,7 +37,7 @@ from dpp.core.refusals import Code, Refusal
 from dpp.core.spark_rules import SparkRules
 from dpp.runtime.decision import LoadGroup, PruningDecision, decide
 from dpp.runtime.filter_runs import FilterRuns
-from dpp.runtime.handoff import Handoff, full_dataframe
+from dpp.runtime.handoff import Handoff, HandoffRefused, full_dataframe
 from dpp.frontends.dataframe.join import run_join
 from dpp.frontends.sql.planner import PruningPlan, rewrite
 from dpp.runtime.remote_catalog import is_connect_catalog
@@ -366,6 +366,12 @@ class DppSession:
                 result, df = loads[g.key].result()
             except LayoutError:
                 raise
+            except HandoffRefused as exc:
+                # the loader's reading of the table is not Spark's now: nothing removed
+                for ref in g.refs:
+                    report.add_table_unpruned(ref.table, ref.alias, exc.refusal)
+                self.catalog.views.ensure([g.refs[0].table])
+                continue
             except Exception as exc:
                 log.warning("dpp: loading %s failed, not pruned: %s", g.table.name, exc)
                 for ref in g.refs:
@@ -401,19 +407,15 @@ class DppSession:
             return self.connect.catalog_load(g.table, g.static, dyn, cfg, rules,
                                              sized=report is not None)
         stats = self.runtime.loader_stats(cfg)
-        catalog = g.table.is_catalog
-        if catalog:   # Spark's catalog relation narrowed by partitions: no file is skipped
-            stats["stats_pruning"] = False
+        # Spark's relation narrowed by partitions (catalog or folder): no file is skipped
+        stats["stats_pruning"] = False
         result = SplitLoader(g.table, g.static, dyn, wait_timeout=cfg.wait_timeout,
                              rules=rules, lister=self.runtime.lister(g.table.location, cfg),
                              **stats).load()
         filtered = self.handoff.partition_filtered(
             g.table, () if g.static.is_none() else g.static.columns,
             [d.probe_column for d, _ in g.filters])
-        if catalog:
-            df = self.handoff.catalog_kept(g.table, result, filtered)
-        else:
-            df = self.handoff.dataframe(g.table, result, filtered, report)
+        df = self.handoff.dataframe(g.table, result, filtered)
         return result, (self.handoff.row_group_filter(df, result) if cfg.row_group_filter else df)
 
     def _run_rewritten(self, query: str, plan: PruningPlan, decision: PruningDecision,

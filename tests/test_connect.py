@@ -552,7 +552,6 @@ def _fresh(connect_server: Any, data: dict[str, Path], **conf: str) -> Any:
 
 
 @pytest.mark.parametrize("key, conf, action", [
-    ("size", {}, "join"),
     ("handoff_calls", {}, "sql"),
     ("scan_metrics", {}, "collect"),
     ("lister", {"spark.dpp.lister": "hadoop"}, "sql"),
@@ -569,14 +568,6 @@ def test_each_jvm_feature_degrades_with_one_note_and_still_prunes(connect_server
         session.register_table("sales", str(data["sales"]))
         query = QUERIES["star"]
         run = session.collect if action == "collect" else session.sql
-        if action == "join":   # dpp.join hands over a DataFrame: no view to size through
-            query = ("SELECT day, item, amount, d_day FROM sales JOIN days ON day = d_day "
-                     "WHERE d_week = 1")
-
-            def run(_q: str) -> Any:
-                return session.join("sales", spark.table("days").where("d_week = 1"),
-                                    on=[("day", "d_day")]).select("day", "item", "amount",
-                                                                  "d_day")
         expected = _rows(plain.sql(query))
         assert _rows(run(query)) == expected
         first = session.last_report.to_dict()

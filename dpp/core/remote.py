@@ -18,9 +18,6 @@ JVM_NOTE_PREFIX = "Spark Connect: "
 # What a Spark Connect session (no JVM in this process) does without, each said once per
 # session in the first report that meets it (``environment``); the rows are Spark's either way
 CONNECT_NOTES = {k: JVM_NOTE_PREFIX + v for k, v in {
-    "size": "a pruned relation handed as a DataFrame (dpp.join), or one whose sibling "
-            "session failed, is sized by its kept files' bytes, not the table's: Spark's "
-            "join selection may differ from its plan over the whole table",
     "handoff_calls": "the handoff's storage requests are not counted (the counting "
                      "filesystem is in the server's JVM); handoff_list_calls/head_calls "
                      "stay null",

@@ -35,11 +35,34 @@ from dpp.runtime.schema_cache import SchemaCache
 from dpp.runtime.views import PlainViews, norm_name
 from hive_splits import Table, table_from_catalog, table_from_path
 from hive_splits.metastore import MetastorePartitions
+from hive_splits.spark_io import folder_dataframe
 from hive_splits.table import catalog_metadata, catalog_partition_names
 
-__all__ = ["TableCatalog"]
+__all__ = ["TableCatalog", "schema_differs"]
 
 log = logging.getLogger(__name__)
+
+
+def schema_differs(schema: StructType, table: Table) -> Optional[Refusal]:
+    """Why ``table`` (dpp's reading of a folder) is not the relation ``schema`` (Spark's
+    reader's) describes — a column one has and the other lacks, or another type — or None.
+    Names compare without case, as Spark resolves them by default."""
+    def norm(t: str) -> str:   # dpp quotes nested field names, Spark's simple strings do not
+        return t.replace("`", "")
+
+    spark = {f.name.lower(): norm(f.dataType.simpleString()) for f in schema.fields}
+    mine = {n.lower(): norm(t) for n, t in table.all_columns()}
+    if set(spark) != set(mine):
+        return Refusal.of(Code.COLUMNS_DIFFER, table.name, spark=sorted(spark),
+                          folder=sorted(mine))
+    for c in table.partition_columns:
+        if spark[c.name.lower()] != c.type.simple_string():
+            return Refusal.of(Code.TYPE_DIFFERS, c.name, spark=spark[c.name.lower()],
+                              dpp=c.type.simple_string())
+    for n, t in table.all_columns():
+        if spark[n.lower()] != norm(t):
+            return Refusal.of(Code.TYPE_DIFFERS, n, spark=spark[n.lower()], dpp=t)
+    return None
 
 
 class TableCatalog:
@@ -125,7 +148,7 @@ class TableCatalog:
         key = norm_name(name)
         t = self.registered(key)
         if t is not None:
-            return t
+            return self._as_read_now(key, t, unusable)
         if self.is_temp_view(key):
             return None  # the user's own view: never second-guessed
         if self.remote:
@@ -151,6 +174,43 @@ class TableCatalog:
         # names of all, full objects only for those the domains admit
         return dataclasses.replace(shape, partition_source=MetastorePartitions(
             self.spark, shape.catalog_name or key, shape.partition_columns))
+
+    def _as_read_now(self, key: str, t: Table, unusable: Optional[dict[str, Refusal]]
+                     ) -> Optional[Table]:
+        """The declared table as Spark's reader of its folder reads it now, or None (the
+        reason in ``unusable``): the folder may have changed since it was declared (files
+        of another column type, a partition folder that changes the inferred type), and the
+        analysis, the loader's verdicts and the handoff must all read the columns Spark
+        reads. A difference reads the folder again (the declaration's own partition types
+        kept) and keeps that reading when it agrees with Spark's; otherwise the table is
+        read whole by Spark, and the report says which column differs."""
+        try:
+            schema = folder_dataframe(self.spark, t).schema
+        except Exception as exc:
+            # Spark cannot read the folder now: the query meets Spark's own error, unpruned
+            if unusable is not None:
+                unusable[key] = Refusal.of(Code.LOADER_FAILED, key, error=first_line(exc))
+            return None
+        why = schema_differs(schema, t)
+        if why is None:
+            return t
+        try:
+            fresh: Optional[Table] = table_from_path(
+                t.location, name=key, partition_types=dict(t.given_types) or None,
+                timestamp_type=SparkRules.from_spark(self.spark).timestamp_type,
+                type_inference=SparkRules.from_spark(self.spark).type_inference,
+                lister=self.runtime.lister(t.location, self.config()))
+        except Exception as exc:
+            log.info("dpp: declared table %s cannot be read again: %s", key, exc)
+            fresh = None
+        if fresh is None or schema_differs(schema, fresh) is not None:
+            if unusable is not None:
+                unusable[key] = why
+            return None
+        with self.lock:
+            if self.tables.get(key) is t:   # not re-declared meanwhile
+                self.tables[key] = fresh
+        return fresh
 
     def _remote_table(self, key: str, unusable: Optional[dict[str, Refusal]]) -> Optional[Table]:
         """On Spark Connect, a partitioned catalog table to prune by a partition predicate

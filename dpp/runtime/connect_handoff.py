@@ -29,7 +29,7 @@ from dpp.runtime.remote_catalog import (FALSE, NoListing, Unprunable, default_fo
                                 is_connect_catalog, kept_predicate, predicate_column,
                                 predicate_sql, quote_table, same_files)
 from dpp.runtime.services import Runtime, first_line, view_name
-from hive_splits import DynamicFilter, LoadResult, SplitLoader, Table, to_dataframe
+from hive_splits import DynamicFilter, LoadResult, SplitLoader, Table
 from hive_splits.spark_io import driver_listing, whole_folders_dataframe
 
 __all__ = ["CONNECT_CATALOG_LEFT", "CONNECT_NOTES", "ConnectHandoff", "drop_views_with",
@@ -109,7 +109,7 @@ class ConnectHandoff:
         serves for the predicate (``inputFiles()``, the server's listing) directly in the
         default folder of one of the table's partitions, and the client's listing of those
         folders the same files. The relation is then made as a path table's
-        (:meth:`sized`): the kept bytes scaled to the partitions Spark would admit."""
+        (:meth:`global_in_sibling`): the kept bytes scaled to the partitions Spark would admit."""
         source = table.partition_source
         fmt = getattr(source, "folder_format", None)
         if fmt is None or result.pruned_dynamic <= 0 or result.partitions_kept <= 0:
@@ -157,31 +157,6 @@ class ConnectHandoff:
             f"({admitted} partitions Spark admits, factor {factor:.1f}); checked and listed "
             f"in {time.perf_counter() - t0:.2f} s. " + result.metastore["note"])
         return sized
-
-    def sized(self, table: Table, result: LoadResult,
-              estimate: Optional[int]) -> Optional[DataFrame]:
-        """The kept files as a relation Spark's planner sizes like the table it stands for,
-        or None (not needed, or not possible here).
-
-        The classic way (:mod:`hive_splits.spark_io`) makes the relation in a sibling session
-        whose ``spark.sql.sources.fileCompressionFactor`` is raised, because a file relation
-        reads the factor from the session that made it. Connect offers the same through its
-        own API: a server-side clone of the user's session (``cloneSession``: the user's
-        settings, re-synced at every handoff) with the factor raised makes the relation and
-        shows it as a *global* temporary view, which the user's session reads; its own
-        temporary view then holds the resolved plan (relation, sibling and all), and the
-        global view is dropped as soon as that view exists (:meth:`release_global`)."""
-        if estimate is None or not result.splits or result.bytes_kept <= 0 \
-                or estimate <= result.bytes_kept:
-            return None
-        try:
-            return self.global_in_sibling(
-                table, float(estimate) / float(result.bytes_kept), len(result.splits),
-                lambda sib: to_dataframe(sib, table, result))
-        except Exception as exc:
-            log.warning("dpp: Spark Connect: size of %s not adjusted (%s)", table.name,
-                        first_line(exc))
-            return None
 
     def global_in_sibling(self, table: Table, factor: float, paths: int,
                           make: Callable[[SparkSession], DataFrame]) -> DataFrame:

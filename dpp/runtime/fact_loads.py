@@ -18,6 +18,7 @@ from dpp.core.remote import functions_for
 from dpp.core.spark_rules import SparkRules
 from dpp.runtime.decision import Probe, ProbeKey, plan_loads, real_column, table_columns
 from dpp.runtime.filter_runs import FilterRuns, FilterSpec
+from dpp.runtime.handoff import HandoffRefused
 from dpp.runtime.remote_catalog import Unprunable, is_connect_catalog, quote_table
 from dpp.runtime.report import JobReport
 from hive_splits import DynamicFilter, SplitLoader, Table
@@ -85,16 +86,20 @@ def pruned_fact(session: SessionParts, fact: str, table: Table,
                 return session.spark.table(quote_table(table.catalog_name or fact))
             runtime.note_once(report, "catalog_predicate")
         else:
+            # Spark's relation narrowed by partitions (catalog or folder): no file is skipped
+            stats = {**runtime.loader_stats(cfg), "stats_pruning": False}
             result = SplitLoader(table, TupleDomain.all(), dyn,
                                  wait_timeout=cfg.wait_timeout, rules=rules,
-                                 lister=runtime.lister(table.location, cfg),
-                                 **runtime.loader_stats(cfg)).load()
-            fact_df = handoff.dataframe(
-                table, result, handoff.partition_filtered(table, (), [d.column for d in dyn]),
-                report if sized else None)
-            if runtime.remote:   # dpp.join hands a DataFrame, no view: sized by its bytes
-                if not sized:
-                    runtime.note_once(report, "size")
+                                 lister=runtime.lister(table.location, cfg), **stats).load()
+            try:
+                fact_df = handoff.dataframe(
+                    table, result,
+                    handoff.partition_filtered(table, (), [d.column for d in dyn]))
+            except HandoffRefused as exc:
+                report.add_table_unpruned(fact, None, exc.refusal)
+                runs.settle_into(report)
+                return exc.whole
+            if runtime.remote:
                 runtime.note_once(report, "handoff_calls")
         report.add_table_result(fact, None, table, result)
         report.phases["handoff"] = result.handoff_seconds

@@ -9,30 +9,81 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional, Union
 
 from pyspark.sql import DataFrame, SparkSession
 
+from dpp.core.refusals import Code, Refusal
 from dpp.core.remote import functions_for
-from dpp.runtime.remote_catalog import is_connect_catalog, quote_table
+from dpp.runtime.remote_catalog import (And, Or, Pred, Term, is_connect_catalog,
+                                        predicate_column, quote_table)
 from dpp.runtime.row_groups import domain_predicate
 from hive_splits import LoadResult, Table, to_dataframe
 from hive_splits.loader import KeptPartition
+from hive_splits.naming import parse_folder_name
 from hive_splits.spark_io import folder_dataframe, sized_as
 from hive_splits.storage_calls import storage_calls, worth_counting
 
 if TYPE_CHECKING:
     from dpp.runtime.catalog import TableCatalog
     from dpp.runtime.connect_handoff import ConnectHandoff
-    from dpp.runtime.report import JobReport
     from dpp.runtime.services import Runtime
 
-__all__ = ["Handoff", "full_dataframe"]
+__all__ = ["Handoff", "HandoffRefused", "full_dataframe", "pruned_predicate"]
 
 # Spark's storage requests are counted JVM-wide: one table's handoff at a time while counting
 _HANDOFF_COUNT_LOCK = threading.Lock()
 # past this many kept partitions of a one-column catalog table, one IN list, not ORs
 _MAX_OR_TERMS = 200
+
+
+class HandoffRefused(Exception):
+    """The loader's verdicts cannot be handed to Spark as a narrowing of its relation (why:
+    ``refusal``); ``whole`` is Spark's relation read whole, which the caller reads instead."""
+
+    def __init__(self, refusal: Refusal, whole: DataFrame) -> None:
+        super().__init__(refusal.words())
+        self.refusal = refusal
+        self.whole = whole
+
+
+def pruned_predicate(table: Table, pruned_folders: Iterable[str],
+                     spark_names: Optional[dict[str, str]] = None) -> Optional[Pred]:
+    """The rows of the loader's pruned folders (``k1=v1/k2=v2`` paths relative to the table
+    root, any level) as a predicate on the partition columns: per folder, each level's value
+    text (unescaped, ``__HIVE_DEFAULT_PARTITION__`` as NULL) cast to the column's type, as
+    Spark's reader casts a folder's text; folders under one parent share a term. A folder
+    whose name does not read as the column of its level is left out (its rows stay).
+    ``spark_names``: the column names as Spark's relation spells them (by lower-case name).
+    None when nothing is to be removed."""
+    cols = list(table.partition_columns)
+    names = [(spark_names or {}).get(c.name.lower(), c.name) for c in cols]
+    groups: dict[tuple[Optional[str], ...], set[Optional[str]]] = {}
+    for rel in pruned_folders:
+        texts: list[Optional[str]] = []
+        for depth, part in enumerate(rel.split("/")):
+            parsed = parse_folder_name(part)
+            if depth >= len(cols) or parsed is None \
+                    or parsed[0].lower() != cols[depth].name.lower():
+                texts = []
+                break
+            texts.append(parsed[1])
+        if texts:
+            groups.setdefault(tuple(texts[:-1]), set()).add(texts[-1])
+
+    def term(depth: int, texts: set[Optional[str]]) -> Term:
+        return Term(names[depth], cols[depth].type,
+                    exact=tuple(sorted(t for t in texts if t is not None)),
+                    null=None in texts)
+
+    parts: list[Union[And, Term]] = []
+    for prefix, last in sorted(groups.items(), key=lambda kv: [(t is None, t or "")
+                                                               for t in kv[0]]):
+        terms = [term(d, {t}) for d, t in enumerate(prefix)] + [term(len(prefix), last)]
+        parts.append(terms[0] if len(terms) == 1 else And(tuple(terms)))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else Or(tuple(parts))
 
 
 class Handoff:
@@ -45,42 +96,78 @@ class Handoff:
         self.catalog = catalog
         self.connect = connect
 
-    def dataframe(self, table: Table, result: LoadResult, partition_filtered: bool = False,
-                  report: "Optional[JobReport]" = None) -> DataFrame:
-        """The surviving splits as a DataFrame that Spark's planner sizes like the table it
-        stands for (see :mod:`hive_splits.spark_io`). ``report``: the caller holds the
-        relation in a view (a query's), so on Spark Connect it is sized as the table."""
+    def dataframe(self, table: Table, result: LoadResult,
+                  partition_filtered: bool = False) -> DataFrame:
+        """The table as Spark defines it, less the partitions the loader ruled out: a catalog
+        table is :meth:`catalog_kept`, a declared or path table :meth:`declared_kept`. Spark
+        lists, types and sizes the relation; dpp only narrows it. Raises
+        :class:`HandoffRefused` (carrying the relation read whole) where the loader's reading
+        of the table is not Spark's reading of it now."""
+        if table.is_catalog:
+            return self.catalog_kept(table, result, partition_filtered)
+        return self.declared_kept(table, result)
+
+    def listed_whole(self, table: Table, result: LoadResult) -> DataFrame:
+        """A catalog table read whole through the loader's listing (every partition kept),
+        each partition's values its catalog text cast by Spark
+        (:func:`hive_splits.spark_io.to_dataframe`), sized as the table: the read-whole path
+        for a table with partitions at locations of their own, where Spark's catalog
+        listing is what it replaces."""
         th = time.perf_counter()
         if self.runtime.remote:
-            # the relation is Spark's reader over the kept paths, sized as the table where a
-            # sibling session can do it, else by its bytes; the handoff's requests are not
-            # counted (the counting filesystem is the server's). The report says what was
-            # lost, once (CONNECT_NOTES)
-            df = None
-            if report is not None:
-                estimate = self.unpruned_estimate(table, result, partition_filtered)
-                df = self.connect.sized(table, result, estimate)
-            if df is None:
-                df = to_dataframe(self.spark, table, result)
-                if report is not None and result.splits:
-                    self.runtime.note_once(report, "size")
-            result.handoff_seconds = time.perf_counter() - th
-            return df
-        estimate = self.unpruned_estimate(table, result, partition_filtered)
-        if not worth_counting(self.spark, table.location):
-            df = to_dataframe(self.spark, table, result, estimate_bytes=estimate)
+            df = to_dataframe(self.spark, table, result)
         else:
-            # Spark's requests for the handoff (folders listed, paths checked), counted by the
-            # filesystem
+            df = to_dataframe(self.spark, table, result,
+                              estimate_bytes=self.unpruned_estimate(table, result))
+        result.handoff_seconds = time.perf_counter() - th
+        return df
+
+    def declared_kept(self, table: Table, result: LoadResult) -> DataFrame:
+        """Spark's reader of the table's folder made now (:func:`hive_splits.spark_io.
+        folder_dataframe`: its files, schema, partition types and values), less the rows of
+        the partitions the loader ruled out, removed by a predicate on Spark's own partition
+        values (each pruned folder's texts cast to the column's type, as Spark's reader casts
+        them). Only what the loader ruled out is removed: a folder it never saw (added since
+        it listed) is read, as Spark would read it; a predicate that matches nothing removes
+        nothing. The loader judged each folder by the table's partition types: where Spark's
+        reader types a partition column otherwise now (a folder added since the table was
+        declared changed the inferred type), nothing is removed and the report says why.
+        Sized as Spark sizes the folder's relation (the whole table): a partition filter does
+        not change Spark's estimate of a file relation."""
+        th = time.perf_counter()
+        if not worth_counting(self.spark, table.location):
+            df = folder_dataframe(self.spark, table)
+        else:
+            # Spark's requests for the handoff (the folder listed by its reader), counted
             with _HANDOFF_COUNT_LOCK:
                 before = storage_calls(self.spark)
-                df = to_dataframe(self.spark, table, result, estimate_bytes=estimate)
+                df = folder_dataframe(self.spark, table)
                 after = storage_calls(self.spark)
             if before is not None and after is not None:
                 result.handoff_list_calls = after[0] - before[0]
                 result.handoff_head_calls = after[1] - before[1]
         result.handoff_seconds = time.perf_counter() - th
-        return df
+        if not table.partition_columns or not result.pruned_folders:
+            return df
+        spark_cols = {f.name.lower(): f for f in df.schema.fields}
+        for c in table.partition_columns:
+            f = spark_cols.get(c.name.lower())
+            if f is None:
+                raise HandoffRefused(Refusal.of(
+                    Code.COLUMNS_DIFFER, spark=sorted(spark_cols),
+                    folder=[p.name.lower() for p in table.partition_columns]), df)
+            if f.dataType.simpleString() != c.type.simple_string():
+                raise HandoffRefused(Refusal.of(
+                    Code.TYPE_DIFFERS, c.name, spark=f.dataType.simpleString(),
+                    dpp=c.type.simple_string()), df)
+        removed = pruned_predicate(table, result.pruned_folders,
+                                   {n: f.name for n, f in spark_cols.items()})
+        if removed is None:
+            return df
+        F = functions_for(self.spark)
+        out = df.where(~F.coalesce(predicate_column(removed, F), F.lit(False)))
+        result.handoff_seconds = time.perf_counter() - th
+        return out
 
     def catalog_kept(self, table: Table, result: LoadResult,
                      partition_filtered: bool = False) -> DataFrame:

@@ -451,17 +451,9 @@ def predicate_column(pred: Pred, F: Any) -> Any:
     if isinstance(pred, Or):
         if not pred.parts:
             return F.lit(False)
-        out = None
-        for p in pred.parts:
-            c = predicate_column(p, F)
-            out = c if out is None else (out | c)
-        return out
+        return _balanced([predicate_column(p, F) for p in pred.parts], lambda a, b: a | b)
     if isinstance(pred, And):
-        out = None
-        for t in pred.terms:
-            c = predicate_column(t, F)
-            out = c if out is None else (out & c)
-        return out
+        return _balanced([predicate_column(t, F) for t in pred.terms], lambda a, b: a & b)
     col = F.col(_quote_col(pred.column))
     simple = pred.type.simple_string()
 
@@ -480,6 +472,16 @@ def predicate_column(pred: Pred, F: Any) -> Any:
     for c in ors:
         out = c if out is None else (out | c)
     return out if out is not None else F.lit(False)
+
+
+def _balanced(columns: list[Any], join: Callable[[Any, Any], Any]) -> Any:
+    """``columns`` joined pairwise into a tree of depth log2(n): Spark's optimizer walks
+    expressions recursively, and thousands of partitions joined one after another would be
+    a chain that deep."""
+    while len(columns) > 1:
+        columns = [join(columns[i], columns[i + 1]) if i + 1 < len(columns) else columns[i]
+                   for i in range(0, len(columns), 2)]
+    return columns[0]
 
 
 def predicate_sql(pred: Optional[Pred], limit: int = 400) -> str:

@@ -143,7 +143,7 @@ def _whole(session: WholeReadSession, table: Table, cfg: "DppConfig", rules: "Sp
                                      catalog_partitions=tuple(parts))
         result = SplitLoader(shaped, rules=rules,
                              lister=session.runtime.lister(table.location, cfg)).load()
-        df = session.handoff.dataframe(table, result)
+        df = session.handoff.listed_whole(table, result)
         return df, (f"{result.files_kept} files in {result.partitions_kept} partitions, "
                     f"listed in {result.elapsed_seconds:.2f} s, handed to Spark in "
                     f"{result.handoff_seconds:.2f} s")

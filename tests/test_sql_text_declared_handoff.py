@@ -1,0 +1,190 @@
+"""A declared table pruned on the SQL-text road (a session without the optimizer hook) and by
+``DppSession.join`` is Spark's reader of its folder made for the query, less the partitions
+the loader ruled out: what the folder holds now (files, columns, partition types) is Spark's
+to say, and dpp only removes rows of folders it proved cannot match. Each case compares the
+rows with the same query on the same session with dpp off.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpp
+from dpp.runtime.handoff import pruned_predicate
+from dpp.runtime.remote_catalog import predicate_sql
+from hive_splits import table_from_path
+from tests.conftest import spark_conf
+
+pytestmark = pytest.mark.spark
+
+FACT = "sth_fact"
+DIM = "sth_dim"
+QUERY = f"SELECT f.p, f.v FROM {FACT} f JOIN {DIM} d ON f.p = d.k WHERE d.keep"
+
+
+def _file(folder: Path, name: str, table: pa.Table) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, folder / name)
+
+
+@pytest.fixture()
+def text_road(spark: Any, tmp_path: Path) -> Iterator[tuple[Any, Path]]:
+    """A fact folder of partitions p=1..6 declared as ``FACT``; a dimension keeping p in
+    (2, 5); dpp enabled without the optimizer hook."""
+    root = tmp_path / "fact"
+    for p in range(1, 7):
+        _file(root / f"p={p}", "part-0.parquet",
+              pa.table({"v": pa.array([p * 10, p * 10 + 1], pa.int64())}))
+    spark.createDataFrame([(k, k in (2, 5)) for k in range(1, 7)], "k int, keep boolean") \
+        .createOrReplaceTempView(DIM)
+    with spark_conf(spark, {"spark.dpp.optimizerHook": "false",
+                            f"spark.dpp.tables.{FACT}": str(root)}):
+        session = dpp.enable(spark)
+        assert session.optimizer_hook is None
+        try:
+            yield session, root
+        finally:
+            dpp.disable(spark)
+            spark.catalog.dropTempView(FACT)
+            spark.catalog.dropTempView(DIM)
+
+
+def _rows(df: Any) -> list[tuple]:
+    return sorted(map(tuple, df.collect()), key=repr)
+
+
+def _off(spark: Any, root: Path, query: str) -> list[tuple]:
+    """The query as Spark answers it with nothing of dpp: the folder read by Spark's reader."""
+    spark.read.parquet(str(root)).createOrReplaceTempView("sth_off")
+    try:
+        return _rows(spark.sql(query.replace(FACT, "sth_off")))
+    finally:
+        spark.catalog.dropTempView("sth_off")
+
+
+def _entry(session: Any) -> dict:
+    report = session.last_report.to_dict()
+    return [t for t in report["tables"] if t["table"] == FACT][0]
+
+
+def test_a_pruned_declared_table_reads_sparks_reader_less_the_pruned_folders(
+        spark: Any, text_road: tuple[Any, Path]) -> None:
+    session, root = text_road
+    want = _off(spark, root, QUERY)
+    assert want and {r[0] for r in want} == {2, 5}
+    assert _rows(session.sql(QUERY)) == want
+    entry = _entry(session)
+    assert entry["partitions_kept"] == 2 and entry["partitions_total"] == 6, entry
+
+
+def test_a_file_with_a_wider_column_added_since_declaration_reads_as_spark_reads_it(
+        spark: Any, text_road: tuple[Any, Path]) -> None:
+    """The folder's files rewritten with another column type after the table was declared:
+    the handoff read the kept files with the declared schema and failed (or mis-read) where
+    Spark's reader infers the new one."""
+    session, root = text_road
+    assert _rows(session.sql(QUERY)) == _off(spark, root, QUERY)
+    for p in range(1, 7):
+        (root / f"p={p}" / "part-0.parquet").unlink()
+        _file(root / f"p={p}", "part-0.parquet",
+              pa.table({"v": pa.array([f"s{p}"], pa.string()), "w": pa.array([p])}))
+    want = _off(spark, root, QUERY)
+    assert {r[1] for r in want} == {"s2", "s5"}
+    assert _rows(session.sql(QUERY)) == want
+
+
+def test_a_partition_whose_value_changes_sparks_type_is_read_with_the_new_type(
+        spark: Any, text_road: tuple[Any, Path]) -> None:
+    """A folder added since declaration makes Spark's reader type the partition column as a
+    string: the loader read the declared int and failed on it (a query Spark answers). The
+    table is read again as Spark reads it now, and prunes by the string values."""
+    session, root = text_road
+    spark.createDataFrame([(str(k), k in (2, 5)) for k in range(1, 7)],
+                          "k string, keep boolean").createOrReplaceTempView(DIM)
+    assert _rows(session.sql(QUERY)) == _off(spark, root, QUERY)
+    # p is an int to both: a string key does not prune it
+    assert not [t for t in session.last_report.to_dict()["tables"]
+                if t["table"] == FACT and t["pruning"] != "none"]
+    _file(root / "p=x7", "part-0.parquet", pa.table({"v": pa.array([70], pa.int64())}))
+    want = _off(spark, root, QUERY)
+    assert {r[0] for r in want} == {"2", "5"}
+    assert _rows(session.sql(QUERY)) == want
+    entry = _entry(session)
+    assert (entry["partitions_kept"], entry["partitions_total"]) == (2, 7), entry
+
+
+def test_a_declared_table_spark_reads_otherwise_is_read_whole_and_says_which_column(
+        spark: Any, text_road: tuple[Any, Path]) -> None:
+    """Spark's reader and dpp's reading of the folder disagree and reading it again does not
+    help (the partition types are Spark's inference off): nothing is pruned, the report
+    names the column and both types, the rows are Spark's."""
+    session, root = text_road
+    with spark_conf(spark, {"spark.sql.sources.partitionColumnTypeInference.enabled":
+                            "false"}):
+        want = _off(spark, root, QUERY)
+        assert {r[0] for r in want} == {"2", "5"}
+        assert _rows(session.sql(QUERY)) == want
+        entry = _entry(session)
+    assert entry["pruning"] == "none"
+    assert entry["reason_code"] in ("type-differs", "type-mismatch"), entry
+
+
+def test_a_folder_added_after_the_loader_listed_is_read(spark: Any, tmp_path: Path) -> None:
+    """Only folders the loader ruled out are removed: one it never saw stays (here: a
+    folder the predicate of pruned folders cannot name)."""
+    root = tmp_path / "fact"
+    for p in (1, 2, 3):
+        _file(root / f"p={p}", "part-0.parquet", pa.table({"v": pa.array([p], pa.int64())}))
+    table = table_from_path(str(root), name=FACT)
+    pred = pruned_predicate(table, ["p=1", "p=3", "q=9", "p=1/r=2"])
+    # the stray names are left out (their rows would stay), the rest grouped under one term
+    assert predicate_sql(pred) == "`p` IN (CAST('1' AS int), CAST('3' AS int))"
+    df = spark.read.parquet(str(root))
+    _file(root / "p=4", "part-0.parquet", pa.table({"v": pa.array([4], pa.int64())}))
+    from pyspark.sql import functions as F
+    from dpp.runtime.remote_catalog import predicate_column
+
+    kept = spark.read.parquet(str(root)).where(
+        ~F.coalesce(predicate_column(pred, F), F.lit(False)))
+    assert sorted(r.p for r in kept.collect()) == [2, 4]
+    assert df.count() == 3
+
+
+def test_pruned_folders_of_two_levels_and_the_default_partition(spark: Any,
+                                                                tmp_path: Path) -> None:
+    """Folders pruned at either level, NULL (the default partition) among them: exactly
+    their rows go, and a kept NULL partition stays (the predicate is never NULL itself)."""
+    root = tmp_path / "fact2"
+    for a in ("1", "2", "__HIVE_DEFAULT_PARTITION__"):
+        for b in ("x", "y", "__HIVE_DEFAULT_PARTITION__"):
+            _file(root / f"a={a}" / f"b={b}", "part-0.parquet",
+                  pa.table({"v": pa.array([1], pa.int64())}))
+    table = table_from_path(str(root), name="two")
+    pruned = ["a=1", "a=2/b=__HIVE_DEFAULT_PARTITION__", "a=__HIVE_DEFAULT_PARTITION__/b=y"]
+    pred = pruned_predicate(table, pruned)
+    from pyspark.sql import functions as F
+    from dpp.runtime.remote_catalog import predicate_column
+
+    df = spark.read.parquet(str(root))
+    kept = df.where(~F.coalesce(predicate_column(pred, F), F.lit(False)))
+    got = sorted(((r.a, r.b) for r in kept.collect()), key=repr)
+    assert got == sorted([(2, "x"), (2, "y"), (None, "x"), (None, None)], key=repr), got
+
+
+def test_dpp_join_reads_a_declared_table_as_spark_reads_it_now(
+        spark: Any, text_road: tuple[Any, Path]) -> None:
+    session, root = text_road
+    for p in range(1, 7):
+        (root / f"p={p}" / "part-0.parquet").unlink()
+        _file(root / f"p={p}", "part-0.parquet", pa.table({"v": pa.array([f"s{p}"])}))
+    dim = spark.table(DIM).where("keep")
+    got = session.join(FACT, dim, on=[("p", "k")]).select("p", "v")
+    fact = spark.read.parquet(str(root))
+    want = fact.join(dim, fact["p"] == dim["k"]).select("p", "v")
+    assert _rows(got) == _rows(want)
+    entry = _entry(session)
+    assert entry["partitions_kept"] == 2, entry
