@@ -407,8 +407,8 @@ class DppSession:
             return self.connect.catalog_load(g.table, g.static, dyn, cfg, rules,
                                              sized=report is not None)
         stats = self.runtime.loader_stats(cfg)
-        # Spark's relation narrowed by partitions (catalog or folder): no file is skipped
-        stats["stats_pruning"] = False
+        if g.table.is_catalog:   # Spark's catalog relation narrowed by partitions only
+            stats["skip_files"] = False
         result = SplitLoader(g.table, g.static, dyn, wait_timeout=cfg.wait_timeout,
                              rules=rules, lister=self.runtime.lister(g.table.location, cfg),
                              **stats).load()

@@ -272,8 +272,8 @@ def _relation_sizes(explained: str) -> list[int]:
 
 def test_pruned_relation_is_sized_as_the_whole_table(connect, plain, data):
     """Spark's join selection sees the table's size, not the kept files' (q72 otherwise
-    broadcasts a pruned fact): the relation comes from a clone of the session with the
-    compression factor raised, through a global view dropped once the query holds it."""
+    broadcasts a pruned fact): a declared table's relation is Spark's reader of the folder,
+    which Spark sizes as the whole folder; no global view is left behind."""
     import dpp
 
     df = connect.sql("SELECT day, amount FROM sales JOIN days ON day = d_day "

@@ -172,18 +172,27 @@ def test_derived_dataframe_keeps_its_views_until_it_is_garbage(connect, plain, r
     assert _rows(derived) == _rows(plain.sql(QUERY).where("n > 0"))
 
 
+# a catalog table over the sales folder: a pruned catalog table of plain Parquet folders is
+# read as its kept folders in a clone sized as the table (a declared table needs no clone:
+# it is Spark's reader of the folder, sized by Spark)
+_CATALOG_SALES = ("CREATE TABLE IF NOT EXISTS lc_sales (v BIGINT, day INT) USING parquet "
+                  "PARTITIONED BY (day) LOCATION '{sales}'",
+                  "ALTER TABLE lc_sales RECOVER PARTITIONS")
+
+
 def test_stop_ends_dpp_clones(connect_server, data):
     """``spark.stop()`` ends the clones dpp made to size pruned relations (their server
     sessions released, their channels closed)."""
     import dpp
 
     spark = _client(connect_server.url)
-    spark.conf.set("spark.dpp.tables.sales", str(data["sales"]))
+    for sql in _CATALOG_SALES:
+        spark.sql(sql.format(sales=data["sales"]))
     spark.read.parquet(str(data["days"])).createOrReplaceTempView("days")
     session = dpp.enable(spark)
-    spark.sql(QUERY).collect()
+    spark.sql(QUERY.replace("sales", "lc_sales")).collect()
     clones = list(session.connect.siblings.values())
-    assert clones, "the pruned relation is sized as the table in a clone"
+    assert clones, "the pruned catalog relation is sized as the table in a clone"
     spark.stop()
     assert spark.is_stopped
     assert all(c.client.is_closed for c in clones)
@@ -200,9 +209,10 @@ _SCRIPT = textwrap.dedent("""
     if with_dpp == "1":
         import dpp
 
-        spark.conf.set("spark.dpp.tables.sales", sales)
+        for sql in {catalog!r}:
+            spark.sql(sql.format(sales=sales))
         session = dpp.enable(spark)
-        spark.sql(query).collect()
+        spark.sql(query.replace("sales", "lc_sales")).collect()
         print("clones", len(session.connect.siblings), flush=True)
     else:
         spark.read.parquet(sales).createOrReplaceTempView("sales")
@@ -210,7 +220,7 @@ _SCRIPT = textwrap.dedent("""
     spark.stop()
     print("READY", flush=True)
     sys.stdin.readline()      # the server is stopped meanwhile
-""").format(query=QUERY)
+""").format(query=QUERY, catalog=_CATALOG_SALES)
 
 
 def test_client_exits_at_once_when_the_server_stopped_first(connect_server, data, tmp_path):

@@ -188,3 +188,48 @@ def test_dpp_join_reads_a_declared_table_as_spark_reads_it_now(
     assert _rows(got) == _rows(want)
     entry = _entry(session)
     assert entry["partitions_kept"] == 2, entry
+
+
+@pytest.mark.parametrize("shadow", [False, True])
+def test_files_skipped_by_statistics_are_removed_by_sparks_own_file_names(
+        spark: Any, tmp_path: Path, shadow: bool) -> None:
+    """Statistics pruning on a declared table (the SQL-text road): the files whose footers
+    rule out every key are removed by Spark's own name for them (``_metadata.file_path``;
+    names with a space and a percent sign), the rest read. A table with a column of its own
+    named ``_metadata`` hides Spark's: nothing is removed by file, and the report counts
+    those files as read."""
+    root = tmp_path / "t x%y"
+    for p in (1, 2):
+        for item in range(4):
+            extra = {"_metadata": pa.array(["m"] * 3)} if shadow else {}
+            _file(root / f"p={p}", f"part {item}.parquet",
+                  pa.table({"item": pa.array([item] * 3, pa.int64()),
+                            "v": pa.array([p, p, p], pa.int64()), **extra}))
+    spark.createDataFrame([(i, i in (1, 2)) for i in range(4)], "i int, keep boolean") \
+        .createOrReplaceTempView(DIM)
+    query = f"SELECT f.p, f.item, f.v FROM {FACT} f JOIN {DIM} d ON f.item = d.i WHERE d.keep"
+    with spark_conf(spark, {"spark.dpp.optimizerHook": "false",
+                            "spark.dpp.statsPruning.enabled": "true",
+                            f"spark.dpp.tables.{FACT}": str(root)}):
+        session = dpp.enable(spark)
+        try:
+            want = _off(spark, root, query)
+            assert len(want) == 12
+            assert _rows(session.sql(query)) == want
+            entry = _entry(session)
+        finally:
+            dpp.disable(spark)
+            spark.catalog.dropTempView(FACT)
+            spark.catalog.dropTempView(DIM)
+    if shadow:
+        assert (entry["files_pruned_stats"], entry["files_kept"]) == (0, 8), entry
+    else:
+        assert (entry["files_pruned_stats"], entry["files_kept"]) == (4, 4), entry
+
+
+def test_sparks_file_names_are_matched_decoded() -> None:
+    from dpp.runtime.handoff import _decoded
+
+    assert _decoded("file:/tmp/t%20x%25y/p=1/part%200.parquet") == "/tmp/t x%y/p=1/part 0.parquet"
+    assert _decoded("file:///tmp/a/b.parquet") == "/tmp/a/b.parquet"
+    assert _decoded("s3a://bucket/t%20x/p=%C3%A9/f.parquet") == "s3a://bucket/t x/p=é/f.parquet"

@@ -7,9 +7,11 @@ classic session, by :class:`~dpp.runtime.connect_handoff.ConnectHandoff` on Spar
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import TYPE_CHECKING, Iterable, Optional, Union
+from urllib.parse import unquote, urlsplit
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -29,7 +31,9 @@ if TYPE_CHECKING:
     from dpp.runtime.connect_handoff import ConnectHandoff
     from dpp.runtime.services import Runtime
 
-__all__ = ["Handoff", "HandoffRefused", "full_dataframe", "pruned_predicate"]
+__all__ = ["Handoff", "HandoffRefused", "full_dataframe", "pruned_predicate", "dropped_files"]
+
+log = logging.getLogger(__name__)
 
 # Spark's storage requests are counted JVM-wide: one table's handoff at a time while counting
 _HANDOFF_COUNT_LOCK = threading.Lock()
@@ -86,6 +90,39 @@ def pruned_predicate(table: Table, pruned_folders: Iterable[str],
     return parts[0] if len(parts) == 1 else Or(tuple(parts))
 
 
+def dropped_files(result: LoadResult) -> set[str]:
+    """The files of kept partitions the loader skipped (statistics, buckets), by the
+    lister's names."""
+    if not result.files_skipped:
+        return set()
+    kept = {s.path for s in result.splits}
+    return {f.path for kp in result.partitions for f in result.listings.get(kp.path, [])
+            if f.path not in kept}
+
+
+def _decoded(uri: str) -> str:
+    """A file's name as Spark lists it (``Path.toUri``: ``file:/a%20b/x``) as the listers
+    name it (a local path; another scheme's URI with its path decoded)."""
+    parts = urlsplit(uri)
+    if parts.scheme in ("", "file"):
+        return unquote(parts.path)
+    return f"{parts.scheme}://{parts.netloc}{unquote(parts.path)}"
+
+
+def _count_as_kept(result: LoadResult, path: str) -> None:
+    """A file the loader skipped that the handoff could not remove: counted as read."""
+    size = next((f.size for files in result.listings.values() for f in files
+                 if f.path == path), 0)
+    if result.files_pruned_stats > 0:
+        result.files_pruned_stats -= 1
+    elif result.files_pruned_buckets > 0:
+        result.files_pruned_buckets -= 1
+    result.files_skipped -= 1
+    result.files_kept += 1
+    result.bytes_skipped -= size
+    result.bytes_kept += size
+
+
 class Handoff:
     """The handoff of one ``DppSession``'s loads: the kept files as a DataFrame, sized."""
 
@@ -135,7 +172,8 @@ class Handoff:
         Sized as Spark sizes the folder's relation (the whole table): a partition filter does
         not change Spark's estimate of a file relation."""
         th = time.perf_counter()
-        if not worth_counting(self.spark, table.location):
+        if self.runtime.remote or not worth_counting(self.spark, table.location):
+            # (on Spark Connect the server lists: its requests are not counted here)
             df = folder_dataframe(self.spark, table)
         else:
             # Spark's requests for the handoff (the folder listed by its reader), counted
@@ -146,9 +184,6 @@ class Handoff:
             if before is not None and after is not None:
                 result.handoff_list_calls = after[0] - before[0]
                 result.handoff_head_calls = after[1] - before[1]
-        result.handoff_seconds = time.perf_counter() - th
-        if not table.partition_columns or not result.pruned_folders:
-            return df
         spark_cols = {f.name.lower(): f for f in df.schema.fields}
         for c in table.partition_columns:
             f = spark_cols.get(c.name.lower())
@@ -160,14 +195,46 @@ class Handoff:
                 raise HandoffRefused(Refusal.of(
                     Code.TYPE_DIFFERS, c.name, spark=f.dataType.simpleString(),
                     dpp=c.type.simple_string()), df)
+        F = functions_for(self.spark)
+        out = df
         removed = pruned_predicate(table, result.pruned_folders,
                                    {n: f.name for n, f in spark_cols.items()})
-        if removed is None:
-            return df
-        F = functions_for(self.spark)
-        out = df.where(~F.coalesce(predicate_column(removed, F), F.lit(False)))
+        if removed is not None:
+            out = out.where(~F.coalesce(predicate_column(removed, F), F.lit(False)))
+        dropped = dropped_files(result)
+        if dropped:
+            out = self._without_files(out, df, dropped, result, "_metadata" in spark_cols)
         result.handoff_seconds = time.perf_counter() - th
         return out
+
+    def _without_files(self, out: DataFrame, df: DataFrame, dropped: set[str],
+                       result: LoadResult, shadowed: bool) -> DataFrame:
+        """``out`` less the rows of the files the loader skipped by their statistics or
+        bucket (``dropped``: local paths or URIs as the lister names them), by Spark's own
+        name for each file (``_metadata.file_path``, which Spark also prunes files by
+        before reading). Spark's names come from its listing (``inputFiles``), matched
+        decoded: a file dpp skipped that Spark does not list is not there to remove, and
+        one Spark lists that dpp did not skip is read. A table with a column of its own
+        named ``_metadata`` hides Spark's: nothing is removed, and the loader's counts say
+        so (the files count as kept)."""
+        F = functions_for(self.spark)
+        names: list[str] = []
+        if not shadowed:
+            try:
+                for uri in df.inputFiles():
+                    if _decoded(uri) in dropped:
+                        names.append(uri)
+            except Exception as exc:   # the files stay: the query is Spark's, unpruned
+                log.warning("dpp: files skipped by statistics kept (%s)", exc)
+        if len(names) < len(dropped):
+            # what is not removed is read: the report counts it as kept
+            removed_paths = {_decoded(u) for u in names}
+            for path in dropped - removed_paths:
+                _count_as_kept(result, path)
+        if not names:
+            return out
+        return out.where(~F.coalesce(F.col("_metadata.file_path").isin(*sorted(names)),
+                                     F.lit(False)))
 
     def catalog_kept(self, table: Table, result: LoadResult,
                      partition_filtered: bool = False) -> DataFrame:
