@@ -406,12 +406,9 @@ class DppSession:
         if is_connect_catalog(g.table):
             return self.connect.catalog_load(g.table, g.static, dyn, cfg, rules,
                                              sized=report is not None)
-        stats = self.runtime.loader_stats(cfg)
-        if g.table.is_catalog:   # Spark's catalog relation narrowed by partitions only
-            stats["skip_files"] = False
         result = SplitLoader(g.table, g.static, dyn, wait_timeout=cfg.wait_timeout,
                              rules=rules, lister=self.runtime.lister(g.table.location, cfg),
-                             **stats).load()
+                             **self.runtime.loader_stats(cfg)).load()
         filtered = self.handoff.partition_filtered(
             g.table, () if g.static.is_none() else g.static.columns,
             [d.probe_column for d, _ in g.filters])

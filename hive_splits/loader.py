@@ -251,7 +251,7 @@ class SplitLoader:
                  stats_pruning: bool = False, footer_cache: Optional[FooterCache] = None,
                  max_workers: int = 8, rules: SparkRules = DEFAULT_RULES,
                  lister: Optional[Lister] = None, stats_sample: Optional[int] = None,
-                 files_by_spark: bool = False, skip_files: bool = True) -> None:
+                 files_by_spark: bool = False) -> None:
         if wait_timeout < 0:
             raise ValueError(f"wait_timeout must be >= 0, got {wait_timeout}")
         if max_workers < 1:
@@ -268,11 +268,6 @@ class SplitLoader:
         self.max_workers = max_workers
         self.rules = rules
         self.files_by_spark = files_by_spark
-        # False: the caller hands Spark its own relation narrowed by partitions (a catalog
-        # table's), which cannot drop single files: data-column domains are still awaited
-        # (``data_domains``, for a row-group filter), but no file is skipped by statistics
-        # or buckets
-        self.skip_files = skip_files
         # one lister per load (its own request counts), same kind as the table's
         self.lister = (lister or table.lister or LocalLister()).fresh()
         self._testers: dict[int, Callable[[Optional[str], Any], tuple[Any, str]]] = {}
@@ -900,7 +895,7 @@ class SplitLoader:
             raise LayoutError(f"table {t.name}: location {exc.filename!r} of partition "
                               f"({spec}) does not exist") from None
         part = set(t.partition_names)
-        prefetch = self.stats_pruning and self.skip_files and (
+        prefetch = self.stats_pruning and (
             any(c not in part for c in self._static)
             or any(c not in part and c not in self._expressions for c in self._pending))
         entries: list[tuple[KeptPartition, FileEntry, Optional[Future]]] = []
@@ -921,7 +916,7 @@ class SplitLoader:
                        if prefetch else None)
                 entries.append((kp, f, fut))
         res.files_listed = len(entries)
-        buckets = self._bucket_ids() if entries and self.skip_files else None
+        buckets = self._bucket_ids() if entries else None
         if buckets is not None:
             from hive_splits.buckets import bucket_of_file
             from hive_splits.listing import base_name
@@ -941,8 +936,6 @@ class SplitLoader:
             entries = left
         domains = self._data_domains() if self.stats_pruning and entries else {}
         res.data_domains = {c: d for c, d in domains.items() if c in self._pending}
-        if not self.skip_files:
-            domains = {}
         t0 = time.monotonic()
         metas: dict[int, Any] = {}
 

@@ -86,11 +86,10 @@ def pruned_fact(session: SessionParts, fact: str, table: Table,
                 return session.spark.table(quote_table(table.catalog_name or fact))
             runtime.note_once(report, "catalog_predicate")
         else:
-            # a catalog relation is narrowed by partitions only: no file is skipped
-            stats = {**runtime.loader_stats(cfg), "skip_files": not table.is_catalog}
             result = SplitLoader(table, TupleDomain.all(), dyn,
                                  wait_timeout=cfg.wait_timeout, rules=rules,
-                                 lister=runtime.lister(table.location, cfg), **stats).load()
+                                 lister=runtime.lister(table.location, cfg),
+                                 **runtime.loader_stats(cfg)).load()
             try:
                 fact_df = handoff.dataframe(
                     table, result,

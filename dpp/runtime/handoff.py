@@ -253,9 +253,14 @@ class Handoff:
         # index Spark's own partition pruning made stands for it, sized as the table
         moved = None if estimate is None else sized_as(self.spark, df, estimate,
                                                         result.bytes_kept)
+        out = df if moved is None else moved
+        dropped = dropped_files(result)
+        if dropped:   # files skipped by statistics or bucket, by Spark's names for them
+            shadowed = "_metadata" in {c.lower() for c in df.columns}
+            out = self._without_files(out, df, dropped, result, shadowed)
         if moved is None:
-            return df
-        return moved.select(*["`" + n.replace("`", "``") + "`" for n, _ in table.all_columns()])
+            return out
+        return out.select(*["`" + n.replace("`", "``") + "`" for n, _ in table.all_columns()])
 
     def _catalog_kept(self, spark: SparkSession, table: Table, result: LoadResult
                       ) -> DataFrame:
