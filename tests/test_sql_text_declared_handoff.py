@@ -233,3 +233,33 @@ def test_sparks_file_names_are_matched_decoded() -> None:
     assert _decoded("file:/tmp/t%20x%25y/p=1/part%200.parquet") == "/tmp/t x%y/p=1/part 0.parquet"
     assert _decoded("file:///tmp/a/b.parquet") == "/tmp/a/b.parquet"
     assert _decoded("s3a://bucket/t%20x/p=%C3%A9/f.parquet") == "s3a://bucket/t x/p=é/f.parquet"
+
+
+@pytest.mark.parametrize("ansi", ["false", "true"])
+def test_a_narrowing_compares_as_the_join_does(spark: Any, text_road: tuple[Any, Path],
+                                                ansi: str) -> None:
+    """``d`` filters nothing, ``x`` does: ``d``'s keys are narrowed to the rows some ``x`` row
+    matches. ``d.w`` is a STRING, ``x.w`` an INT: with ANSI off the join matches '01' to 1,
+    which an IN subquery (both sides as STRING first) does not — written as IN, the build
+    side lost the key 1 and the fact its rows; with ANSI on Spark rejects the IN and dpp ran
+    unpruned. Written as the join's own equality, both prune and keep every row."""
+    session, root = text_road
+    rows = [(1, "01"), (2, "1"), (3, "2"), (5, "3"), (6, "4")]
+    if ansi == "false":   # (with ANSI on, Spark's own join fails on it)
+        rows.append((4, "x"))
+    spark.createDataFrame(rows, "k int, w string").createOrReplaceTempView("sth_d2")
+    spark.createDataFrame([(1, True), (2, False)], "w int, keep boolean") \
+        .createOrReplaceTempView("sth_x")
+    query = (f"SELECT f.p, f.v FROM {FACT} f JOIN sth_d2 d ON f.p = d.k JOIN sth_x x "
+             f"ON d.w = x.w WHERE x.keep")
+    try:
+        with spark_conf(spark, {"spark.sql.ansi.enabled": ansi}):
+            want = _off(spark, root, query)
+            assert {r[0] for r in want} == {1, 2}
+            assert _rows(session.sql(query)) == want
+            entry = _entry(session)
+            notes = session.last_report.to_dict()["analysis_notes"]
+    finally:
+        spark.catalog.dropTempView("sth_d2")
+        spark.catalog.dropTempView("sth_x")
+    assert entry["pruning"] == "applied" and entry["partitions_kept"] == 2, (entry, notes)

@@ -49,11 +49,13 @@ def test_a_build_side_that_filters_is_read_alone() -> None:
 
 def test_a_filtered_neighbour_narrows_a_build_side_that_filters_nothing() -> None:
     """``d`` filters nothing, ``e`` does: the build side is ``d``'s rows some ``e`` row
-    matches on the join above (find_prunes' narrowing), written as an IN subquery."""
+    matches on the join above (find_prunes' narrowing), written as that join's own equality
+    in an EXISTS (an IN subquery would compare in another type than the join does)."""
     _plan, ref = _ref(SNOW + "e.z = 3")
     (flt,) = ref.dynamic
-    assert flt.build_query == ("SELECT d.k AS dpp_key FROM d AS d WHERE d.x IN "
-                               "(SELECT e.y AS dpp_key FROM e AS e WHERE e.z = 3)")
+    assert flt.build_query == (
+        "SELECT d.k AS dpp_key FROM d AS d WHERE EXISTS(SELECT 1 FROM (SELECT e.y AS dpp_key "
+        "FROM e AS e WHERE e.z = 3) AS dpp_narrow0 WHERE dpp_narrow0.dpp_key = d.x)")
 
 
 @pytest.mark.parametrize("neighbour", [

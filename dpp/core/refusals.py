@@ -241,10 +241,10 @@ ENTRIES: dict[Code, Entry] = {
         "of them",
         "use the optimizer hook (a classic session or `dpp connect-server`)"),
     Code.NARROWED_BUILD_SQL: Entry(
-        KEY, "{subject}: its build side (a join's other side, or narrowed by two or more "
-        "key pairs) is not written as SQL: not used",
-        "the SQL-text analysis writes a build side of FROM items and their joins, narrowed "
-        "by at most one key pair; this one is another shape",
+        KEY, "{subject}: its build side (a join's other side, or a narrowing of it) is not "
+        "written as SQL: not used",
+        "the SQL-text analysis writes a build side of FROM items and their joins of one "
+        "SELECT, and a narrowing of it by the same; this one is another shape",
         "use the optimizer hook (a classic session or `dpp connect-server`)"),
     Code.NULL_SAFE_EQUALITY: Entry(
         KEY, "null-safe equality (<=>) matches NULLs: not used",

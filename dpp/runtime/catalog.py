@@ -86,6 +86,8 @@ class TableCatalog:
         self.views = PlainViews(spark, self.registered_any, whole_table, remote=self.remote)
         self.schemas = SchemaCache(spark)
         self._manages_partitions: Optional[bool] = None   # Connect: the server's (static)
+        # id(declared table) -> (table, the reader its query's lookup checked it against)
+        self._readers: dict[int, tuple[Table, DataFrame]] = {}
 
     # ------------------------------------------------------------------ declared tables
     def register(self, name: str, path: str, *,
@@ -185,7 +187,8 @@ class TableCatalog:
         kept) and keeps that reading when it agrees with Spark's; otherwise the table is
         read whole by Spark, and the report says which column differs."""
         try:
-            schema = folder_dataframe(self.spark, t).schema
+            reader = folder_dataframe(self.spark, t)
+            schema = reader.schema
         except Exception as exc:
             # Spark cannot read the folder now: the query meets Spark's own error, unpruned
             if unusable is not None:
@@ -193,6 +196,7 @@ class TableCatalog:
             return None
         why = schema_differs(schema, t)
         if why is None:
+            self._keep_reader(t, reader)
             return t
         try:
             fresh: Optional[Table] = table_from_path(
@@ -210,7 +214,21 @@ class TableCatalog:
         with self.lock:
             if self.tables.get(key) is t:   # not re-declared meanwhile
                 self.tables[key] = fresh
+        self._keep_reader(fresh, reader)
         return fresh
+
+    def _keep_reader(self, table: Table, reader: DataFrame) -> None:
+        """The reader made to check ``table`` against, kept for this query's handoff
+        (:meth:`reader_for`): Spark lists the folder once per query, not twice."""
+        with self.lock:
+            self._readers[id(table)] = (table, reader)
+
+    def reader_for(self, table: Table) -> Optional[DataFrame]:
+        """The reader :meth:`table` checked ``table`` against, once (a later query makes its
+        own: what it reads is the folder at that query), or None."""
+        with self.lock:
+            held = self._readers.pop(id(table), None)
+        return held[1] if held is not None and held[0] is table else None
 
     def _remote_table(self, key: str, unusable: Optional[dict[str, Refusal]]) -> Optional[Table]:
         """On Spark Connect, a partitioned catalog table to prune by a partition predicate

@@ -172,10 +172,13 @@ class Handoff:
         Sized as Spark sizes the folder's relation (the whole table): a partition filter does
         not change Spark's estimate of a file relation."""
         th = time.perf_counter()
-        if self.runtime.remote or not worth_counting(self.spark, table.location):
+        # the reader the query's lookup checked the table against (its listing not counted)
+        df = self.catalog.reader_for(table)
+        if df is None and (self.runtime.remote
+                           or not worth_counting(self.spark, table.location)):
             # (on Spark Connect the server lists: its requests are not counted here)
             df = folder_dataframe(self.spark, table)
-        else:
+        elif df is None:
             # Spark's requests for the handoff (the folder listed by its reader), counted
             with _HANDOFF_COUNT_LOCK:
                 before = storage_calls(self.spark)

@@ -1,8 +1,8 @@
 """Build sides as SQL: the build side :func:`dpp.analysis.plan_pairs.find_prunes` chose on
 the typed plan, written as a query Spark runs on its own (``SELECT key AS dpp_key FROM
 <the FROM items of that side, joined as the query joins them> WHERE <their own conjuncts>``),
-narrowed where find_prunes narrowed it (``AND key IN (<the filtered side's keys>)``, by the
-planner). Nothing here decides: which side, whether it filters, whether it is repeatable
+narrowed where find_prunes narrowed it (``AND EXISTS (SELECT 1 FROM (<the filtered side's
+keys>) n WHERE n.dpp_key = key)`` per key pair, by the planner: the join's own equality). Nothing here decides: which side, whether it filters, whether it is repeatable
 and how it is narrowed are find_prunes' answers; this module only writes them.
 """
 from __future__ import annotations

@@ -335,8 +335,9 @@ class _Analyzer:
             if semi is None:
                 plan.refuse(Refusal.of(Code.NARROWED_BUILD_SQL, pr.build_sql))
                 return
-            column, query, more = semi
-            tree = tree.where(exp.In(this=column, query=exp.Subquery(this=query)))
+            tests, more = semi
+            for test in tests:
+                tree = tree.where(test)
             read = tuple(sorted(set(read) | set(more)))
         probe_col = pr.column.lower()
         q = self._new_query(plan, probe_col, with_ctes(tree, self.tables.ctes), name)
@@ -368,21 +369,31 @@ class _Analyzer:
                           key, source)
 
     def _narrowing(self, semi: tuple[int, tuple[tuple[int, int], ...]], build_node: int
-                   ) -> Optional[tuple[exp.Column, exp.Select, tuple[str, ...]]]:
-        """The build key a narrowing tests and the query of the filtered side's keys it must
-        be in (one key pair; several would need a row IN, not written)."""
+                   ) -> Optional[tuple[list[exp.Expression], tuple[str, ...]]]:
+        """The tests that narrow a build side to the rows a filtered side matches, one per
+        key pair: ``EXISTS (SELECT 1 FROM (<the filtered side's keys>) n WHERE n.key =
+        <build column>)`` — the pair's own equality, so Spark compares as the join does (an
+        ``IN`` subquery coerces both sides to one type first: a STRING '01' is not IN an INT
+        1 that it equals in the join). Several pairs test each key on its own: a superset of
+        the rows that match on all of them, never fewer. With the tables read."""
         node, pairs = semi
-        if len(pairs) != 1:
-            return None
-        mine, theirs = (self._column_of(e, build) for e, build in
-                        ((pairs[0][0], build_node), (pairs[0][1], node)))
-        if mine is None or theirs is None:
-            return None
-        side = self._side(node, exp.column(theirs[1]), theirs[0])
-        if side is None:
-            return None
-        query, read, _name = side
-        return exp.column(mine[1], table=mine[0].alias), query, read
+        tests: list[exp.Expression] = []
+        read: set[str] = set()
+        for i, (m, t) in enumerate(pairs):
+            mine, theirs = self._column_of(m, build_node), self._column_of(t, node)
+            if mine is None or theirs is None:
+                return None
+            side = self._side(node, exp.column(theirs[1]), theirs[0])
+            if side is None:
+                return None
+            query, more, _name = side
+            alias = f"dpp_narrow{i}"
+            tests.append(exp.Exists(this=exp.select("1").from_(
+                exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(alias))))
+                .where(exp.EQ(this=exp.column(KEY_ALIAS, table=alias),
+                              expression=exp.column(mine[1], table=mine[0].alias)))))
+            read |= set(more)
+        return (tests, tuple(sorted(read))) if tests else None
 
     def _column_of(self, expr: int, node: int) -> Optional[tuple[Source, str]]:
         """The FROM item under ``node`` and its column that key ``expr`` reads (a key of a
