@@ -311,34 +311,35 @@ def test_a_session_on_a_catalog_table_reports_the_metastore_counts(spark, catalo
     assert t["metastore_pushed"] is True
 
 
-def test_handoff_requests_are_counted_and_fewer_than_sparks_own_listing(spark, tmp_path) -> None:
-    """The report counts the handoff's requests (Spark's, by the filesystem): for kept
-    folders given whole as paths, about one LIST and one HEAD per folder; none at all when the
-    Hadoop lister's statuses are handed over — against Spark's own opening of the path table,
-    which lists every folder."""
-    from dpp import DppSession
+@pytest.mark.parametrize("lister_kind", ["local", "hadoop"], indirect=True)
+def test_handoff_requests_are_counted_and_fewer_than_sparks_own_listing(
+        spark, request, lister_kind, tmp_path) -> None:
+    """The listing handoff (``to_dataframe``: a table read through the loader's listing,
+    as ``spark.dpp.listWholeCatalogTables`` reads one) asks the storage for little: kept
+    folders given whole as paths cost about one LIST and one HEAD per folder; none at all
+    when the Hadoop lister's statuses are handed over — against Spark's own opening of the
+    path table, which lists every folder. (A declared table off the hook is Spark's reader
+    of its folder, which lists every folder: see tests/test_sql_text_declared_handoff.py.)"""
     from hive_splits.storage_calls import storage_calls
 
     if os.environ.get("DPP_TEST_NO_COUNTING"):
         pytest.skip(f"no counting filesystem: {os.environ['DPP_TEST_NO_COUNTING']}")
     root = make_partitioned_table(tmp_path / "fact", {(("d", str(i)),): {"x": [i, i + 1]}
                                                       for i in range(30)})
-    spark.createDataFrame([(i, "keep" if i in (4, 5, 6) else "no") for i in range(30)],
-                          "k int, tag string").createOrReplaceTempView("ls_dim")
-    for kind in ("local", "hadoop"):
-        dpp = DppSession(spark, config=DppConfig(wait_timeout=60.0, filter_cache=False,
-                                                 lister=kind))
-        dpp.register_table("ls_fact", str(root))
-        q = "SELECT sum(x) FROM ls_fact JOIN ls_dim ON d = k WHERE tag = 'keep'"
-        assert dpp.collect(q)[0][0] == sum(i + (i + 1) for i in (4, 5, 6))
-        t = [x for x in dpp.last_report.to_dict()["tables"] if x["table"] == "ls_fact"][0]
-        assert t["lister"] == kind and t["partitions_kept"] == 3
-        assert t["list_calls"] == 1 + 3 and t["head_calls"] == 0
-        if kind == "local":   # Spark is handed the kept folders: it checks and lists each
-            assert 1 <= t["handoff_list_calls"] <= 3 and t["handoff_head_calls"] <= 2 * 3 + 1
-        else:  # handed Hadoop's statuses as listed: Spark lists nothing again; its one HEAD
-            # is the check that basePath is a folder (PartitioningAwareFileIndex), per table
-            assert (t["handoff_list_calls"], t["handoff_head_calls"]) == (0, 1)
+    t = table_from_path(str(root), lister=make_lister(request, lister_kind))
+    result = SplitLoader(t, TupleDomain.of({"d": Domain.values(INT, [4, 5, 6])})).load()
+    assert result.partitions_kept == 3 and result.list_calls == 1 + 3 \
+        and result.head_calls == 0
+    calls0 = storage_calls(spark)
+    df = to_dataframe(spark, t, result)
+    calls1 = storage_calls(spark)
+    lists, heads = calls1[0] - calls0[0], calls1[1] - calls0[1]
+    assert sorted(r.x for r in df.collect()) == [4, 5, 5, 6, 6, 7]
+    if lister_kind == "local":   # Spark is handed the kept folders: it checks and lists each
+        assert 1 <= lists <= 3 and heads <= 2 * 3 + 1
+    else:  # handed Hadoop's statuses as listed: Spark lists nothing again; its one HEAD is
+        # the check that basePath is a folder (PartitioningAwareFileIndex), per table
+        assert (lists, heads) == (0, 1)
     before = storage_calls(spark)
     spark.read.parquet(str(root))
     after = storage_calls(spark)

@@ -50,8 +50,10 @@ def test_a_snowflake_build_side_reaches_the_fact_through_another_dimension():
                        "ON d1.week = d2.week WHERE d1.yr = 1999")
     (f,) = ref.dynamic
     assert f.probe_column == "day"
-    assert f.build_query == ("SELECT d2.c_day AS dpp_key FROM cal AS d2 WHERE d2.week IN "
-                             "(SELECT d1.week AS dpp_key FROM cal AS d1 WHERE d1.yr = 1999)")
+    assert f.build_query == (
+        "SELECT d2.c_day AS dpp_key FROM cal AS d2 WHERE EXISTS(SELECT 1 FROM (SELECT d1.week "
+        "AS dpp_key FROM cal AS d1 WHERE d1.yr = 1999) AS dpp_narrow0 WHERE "
+        "dpp_narrow0.dpp_key = d2.week)")
 
 
 def test_a_semi_join_gives_a_filter():

@@ -101,6 +101,7 @@ class TableCatalog:
                                 lister=self.runtime.lister(path, self.config()))
         with self.lock:
             self.tables[key] = table
+            self._forget_readers(key)
         self.views.forget(key)  # a view over the previous registration must not outlive it
         self.schemas.forget(key)
         self.views.usable(key)  # a user's object of that name wins: said now, once
@@ -112,6 +113,7 @@ class TableCatalog:
         key = norm_name(name)
         with self.lock:
             self.tables.pop(key, None)
+            self._forget_readers(key)
         self.views.forget(key)
         self.schemas.forget(key)
 
@@ -190,10 +192,12 @@ class TableCatalog:
             reader = folder_dataframe(self.spark, t)
             schema = reader.schema
         except Exception as exc:
-            # Spark cannot read the folder now: the query meets Spark's own error, unpruned
-            if unusable is not None:
-                unusable[key] = Refusal.of(Code.LOADER_FAILED, key, error=first_line(exc))
-            return None
+            # Spark's reader cannot read the folder now: the loader's own checks name what is
+            # wrong with it (a folder that is no partition, a value not of its type); what
+            # they pass, the handoff leaves to Spark's reader, whose error the query meets
+            log.info("dpp: Spark's reader of declared table %s fails: %s", key,
+                     first_line(exc))
+            return t
         why = schema_differs(schema, t)
         if why is None:
             self._keep_reader(t, reader)
@@ -222,6 +226,11 @@ class TableCatalog:
         (:meth:`reader_for`): Spark lists the folder once per query, not twice."""
         with self.lock:
             self._readers[id(table)] = (table, reader)
+
+    def _forget_readers(self, key: str) -> None:
+        """Drops the readers kept for a name's declarations (under the lock)."""
+        for i in [i for i, (t, _r) in self._readers.items() if t.name == key]:
+            del self._readers[i]
 
     def reader_for(self, table: Table) -> Optional[DataFrame]:
         """The reader :meth:`table` checked ``table`` against, once (a later query makes its
