@@ -202,11 +202,11 @@ class TableCatalog:
         if why is None:
             self._keep_reader(t, reader)
             return t
+        rules = SparkRules.from_spark(self.spark)
         try:
             fresh: Optional[Table] = table_from_path(
                 t.location, name=key, partition_types=dict(t.given_types) or None,
-                timestamp_type=SparkRules.from_spark(self.spark).timestamp_type,
-                type_inference=SparkRules.from_spark(self.spark).type_inference,
+                timestamp_type=rules.timestamp_type, type_inference=rules.type_inference,
                 lister=self.runtime.lister(t.location, self.config()))
         except Exception as exc:
             log.info("dpp: declared table %s cannot be read again: %s", key, exc)
