@@ -13,10 +13,13 @@ from sqlglot import exp
 
 from dpp.analysis.pruning_plan import KEY_ALIAS, REF
 from dpp.analysis.rules import JoinType
-from dpp.frontends.sql.pushdown import ORIGIN
 from dpp.frontends.sql.scopes import Source, Tables, conjuncts, table_name
 
-__all__ = ["write_side", "with_ctes", "label", "origins"]
+__all__ = ["ORIGIN", "write_side", "with_ctes", "label", "origins"]
+
+# meta of a conjunct an outer query's condition placed on a FROM item
+# (dpp.frontends.sql.conditions): the path it took, for ``explain``
+ORIGIN = "dpp_origin"
 
 
 def write_side(tables: Tables, items: Mapping[int, list[Any]], joins: Mapping[int, Any],

@@ -3,8 +3,9 @@
 One public function, :func:`analyze`, plus :func:`rewrite` to substitute pruned references.
 Pure sqlglot and the domain algebra: no Spark, so it is fast and testable alone. The parts it
 asks are :mod:`dpp.analysis.pruning_plan` (the plan's types), :mod:`dpp.frontends.sql.scopes` (a SELECT's FROM items
-and join sides), :mod:`dpp.frontends.sql.push` (conjuncts moved into derived tables),
-:mod:`dpp.frontends.sql.typed` (the query as the typed plan the optimizer hook describes),
+and join sides), :mod:`dpp.frontends.sql.typed` (the query as the typed plan the optimizer hook
+describes), :mod:`dpp.frontends.sql.conditions` (where each conjunct holds, decided on that
+plan by :func:`dpp.analysis.plan_filters.place_conditions`),
 :mod:`dpp.frontends.sql.build` (build-side queries) and :mod:`dpp.frontends.sql.static` (domains from literals).
 
 The rules (DESIGN, "Rules that keep results right") exist once, on the typed plan:
@@ -14,17 +15,17 @@ an outer join, either side of a full or anti join; ``IN (subquery)``, ``EXISTS``
 SEMI JOIN`` prune the outer side), how a key passes through derived tables, whether either
 side is deterministic, and whether the build side filters anything. This module files each
 pair under its table reference, when the build side is in the reference's own SELECT (a key
-traced into a derived table prunes there, by the conjunct :mod:`dpp.frontends.sql.push` moved in), and
-writes it as a query:
+traced into a derived table prunes there), and writes it as a query:
 
 * The build side is the other reference with its local predicates, plus inner references
   joined to it by equalities that carry predicates of their own (snowflake); CTEs and derived
   tables are inlined as subqueries. A query that would not give the same keys when Spark runs
   it (a random function, LIMIT or sampling anywhere in it) is not used: find_prunes refuses
   it, on the typed build side that reads the same FROM items by the same conjuncts.
-* Static domains come from top-level conjuncts ``col op literal``, ``IN (literals)``,
-  ``BETWEEN``, ``IS [NOT] NULL`` and ORs of these on one column; everything stays in the query
-  for Spark to evaluate (the domains only decide what is read).
+* Static domains come from the conjuncts that hold for a reference's rows (its own, and those
+  of outer queries placed on it), of the forms ``col op literal``, ``IN (literals)``,
+  ``BETWEEN``, ``IS [NOT] NULL`` and ORs of these on one column; everything stays in the
+  query for Spark to evaluate (the domains only decide what is read).
 
 >>> plan = analyze("SELECT * FROM f JOIN d ON f.k = d.k WHERE d.x = 1",
 ...                lambda n: TableInfo(n, {"k": None}, ("k",)) if n == "f" else None)
@@ -33,7 +34,6 @@ writes it as a query:
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Optional
 
 import sqlglot
@@ -44,12 +44,12 @@ from dpp.core.domain import TupleDomain
 from dpp.core.refusals import Code, Refusal
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 from dpp.analysis.plan_pairs import Prune, find_prunes
-from dpp.frontends.sql.pushdown import EMPTY, ORIGIN, inline_ctes
 from dpp.frontends.sql.build import origins, with_ctes, write_side
+from dpp.frontends.sql.conditions import Placed, place
+from dpp.frontends.sql.ctes import inline_ctes
 from dpp.analysis.pruning_plan import (KEY_ALIAS, REF, ColumnInfo, DynamicFilterSpec, PruningPlan, Resolver,
                           TableInfo, TableRefPlan, first_line, short)
-from dpp.frontends.sql.push import push_down
-from dpp.frontends.sql.scopes import Scope, Source, Tables, has_is_null, table_name
+from dpp.frontends.sql.scopes import Scope, Source, Tables, table_name
 from dpp.frontends.sql.static import compatible, static_domain
 from dpp.frontends.sql.typed import translate
 from dpp.frontends.sql.using import expand_using
@@ -135,7 +135,7 @@ class _Analyzer:
         self.sql = sql
         self.rules = rules
         self.tree = tree                # the query Spark runs (CTEs inlined where worth it)
-        self.atree: exp.Expression = tree   # the analysis copy, with predicates pushed in
+        self.atree: exp.Expression = tree   # the analysis copy (USING joins spelled out)
         self.tables = Tables(resolve)
         self.refs: dict[str, TableRefPlan] = {}
         self.notes: list[str] = []
@@ -145,7 +145,7 @@ class _Analyzer:
 
     def inline(self) -> None:
         """Each use of a deterministic CTE holding a partitioned table becomes its own copy,
-        pruned by its own filters (see dpp.frontends.sql.pushdown)."""
+        pruned by its own filters (see dpp.frontends.sql.ctes)."""
         with_ = self.tree.args.get("with_")
         names = {c.alias_or_name.lower() for c in with_.expressions} if with_ else set()
 
@@ -159,8 +159,11 @@ class _Analyzer:
         self.tables.ctes = {c.alias_or_name.lower(): c.this
                             for c in self.atree.find_all(exp.CTE)}
         expand_using(self.atree, self.tables, self.notes)
-        push_down(self.atree, self.tables, self.notes)
         self.typed = translate(self.atree, self.tables, self.rules.broadcast)
+        self.placed: Placed = place(self.typed)
+        self.notes.extend(dict.fromkeys(self.placed.notes))
+        self.relation_of = {id(src.node): nid
+                            for nid, (_sc, src) in self.typed.relations.items()}
         self.nodes = {n["id"]: n for n in self.typed.message["nodes"]}
         self.key_dicts = {k["expr"]: k for n in self.nodes.values()
                           for pair in n.get("keys", []) for k in pair}
@@ -221,7 +224,7 @@ class _Analyzer:
             # a table with no partition column: only its inner (or semi-joined) equi-joins
             # to a filtered side count, as filters on its data columns; anything less and it
             # is no reference at all (the query reads it as written; nothing to report)
-            simple = not (p.semi_right or p.null_supplied or p.full or sc.sel.meta.get(EMPTY))
+            simple = not (p.semi_right or p.null_supplied or p.full or self._empty(p))
             if simple and unsupported is None:
                 self._dynamic(p, sc, plan)
             if plan.dynamic:
@@ -235,13 +238,13 @@ class _Analyzer:
         plan.reason = unsupported
         if plan.reason is not None:
             return
-        empty = sc.sel.meta.get(EMPTY)
+        empty = self._empty(p)
         if empty:           # WHERE is false: no row of this SELECT survives, whatever it joins
             plan.static = TupleDomain.none()
             plan.pruning = True
             plan.notes.append(f"reads nothing: {empty}")
             return
-        self._static(p, sc, plan)
+        self._static(p, plan)
         self._dynamic(p, sc, plan)
         if p.full and not plan.dynamic:
             plan.reason = Refusal(Code.FULL_OUTER)
@@ -257,25 +260,24 @@ class _Analyzer:
                 plan.reason = plan.refusals[-1] if plan.refusals else \
                     Refusal(Code.NO_USABLE_PREDICATE)
 
-    def _static(self, p: Source, sc: Scope, plan: TableRefPlan) -> None:
-        """The domains the reference's own conjuncts give (those that hold for its rows)."""
-        if p.full:
-            static_src: list[exp.Expression] = []
-            plan.notes.append("full outer join: static predicates not used")
-        elif p.null_supplied:
-            static_src = list(p.outer_on) + [c for c in sc.where if not has_is_null(c)]
-        else:
-            static_src = sc.where + sc.inner_on
+    def _empty(self, p: Source) -> Optional[str]:
+        """Why no row of the reference survives the conditions above it, or None."""
+        rel = self.relation_of.get(id(p.node))
+        return None if rel is None else self.placed.empty.get(rel)
+
+    def _static(self, p: Source, plan: TableRefPlan) -> None:
+        """The domains of the conjuncts that hold for the reference's rows: its own, and
+        those of outer queries that :func:`dpp.analysis.plan_filters.place_conditions`
+        placed on it (written over its columns)."""
         cols = {c.lower(): t for c, t in p.info.columns.items()}  # type: ignore[union-attr]
-        owner = functools.partial(sc.owner, probe=p)
         static = TupleDomain.all()
-        for c in static_src:
-            res = static_domain(c, lambda col: owner(col) == p.alias and
-                                col.name.lower() in cols, cols, self.rules)
+        rel = self.relation_of.get(id(p.node))
+        for c, words in self.placed.statics.get(rel, []) if rel is not None else []:
+            res = static_domain(c, lambda col: col.name.lower() in cols, cols, self.rules)
             if res is not None:
                 static = static.intersect(TupleDomain.of({res[0]: res[1]}))
-                if c.meta.get(ORIGIN):
-                    plan.notes.append(f"static {short(c)}: {c.meta[ORIGIN]}")
+                if words:
+                    plan.notes.append(f"static {short(c)}: {words}")
         plan.static = static
 
     def _dynamic(self, p: Source, sc: Scope, plan: TableRefPlan) -> None:
@@ -315,7 +317,7 @@ class _Analyzer:
         if origin.query is not None:            # IN (subquery), EXISTS
             tree = origin.query.copy() if isinstance(c, exp.In) else origin.query
             self._add_dynamic(plan, pr.column.lower(), with_ctes(tree, self.tables.ctes),
-                              origin.name, "semi", c.meta.get(ORIGIN))
+                              origin.name, "semi")
             return
         kind = _KINDS.get(pr.join, "outer_non_preserved")
         # the key's column where find_prunes built it: the build side may be an item inside

@@ -17,7 +17,7 @@ from dpp.analysis.pruning_plan import Resolver, TableInfo
 
 __all__ = ["Tables", "Source", "Scope", "scope", "join_type_of", "inner_join", "join_on",
            "conjuncts", "table_name", "positions", "refers_to", "has_is_null", "has_subquery",
-           "selective", "matched_only", "USING_ON"]
+           "selective", "matched_only", "outer_columns", "null_rejecting", "USING_ON"]
 
 # meta of a USING / NATURAL join: the equalities Spark makes of it (dpp.frontends.sql.using)
 USING_ON = "dpp_using_on"
@@ -267,3 +267,41 @@ def selective(c: exp.Expression) -> bool:
 
 def has_subquery(c: exp.Expression) -> bool:
     return any(True for _ in c.find_all(exp.Select))
+
+
+def outer_columns(node: exp.Expression) -> list[exp.Column]:
+    """The columns of a conjunct that belong to its own scope: not those inside a subquery
+    (a subquery names its own tables, whatever their aliases)."""
+    out: list[exp.Column] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, exp.Column):
+            out.append(n)
+            continue
+        if isinstance(n, (exp.Subquery, exp.Query)) and n is not node:
+            continue
+        stack.extend(n.iter_expressions())
+    return out
+
+
+_NULL_AWARE = (exp.Is, exp.Coalesce, exp.Case, exp.If, exp.NullSafeEQ, exp.NullSafeNEQ,
+               exp.Anonymous, exp.Not, exp.Or)
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Between,
+                exp.Like)
+
+
+def null_rejecting(c: exp.Expression) -> bool:
+    """Is a conjunct never true when the columns it reads are NULL (the rows an outer join
+    fills with NULLs)? A comparison without a NULL-aware function in it, ``x IS NOT NULL``,
+    or an OR of these. Such a conjunct above an outer join may move into its NULL-supplied
+    side: the rows it removes there would come out NULL-filled and be removed above."""
+    c = c.unnest() if isinstance(c, exp.Paren) else c
+    if isinstance(c, exp.Or):
+        return all(null_rejecting(x) for x in c.flatten())
+    if isinstance(c, exp.Not) and isinstance(c.this, exp.Is) and \
+            isinstance(c.this.expression, exp.Null) and isinstance(c.this.this, exp.Column):
+        return True
+    if not isinstance(c, _COMPARISONS):
+        return False
+    return not any(True for _ in c.find_all(*_NULL_AWARE))

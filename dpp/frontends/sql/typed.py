@@ -58,11 +58,12 @@ from sqlglot import exp
 from dpp.core.refusals import Code, Refusal
 from dpp.analysis.plan_wire import WIRE_VERSION, PlanMessage
 from dpp.analysis.functions import deterministic
-from dpp.frontends.sql.pushdown import outer_columns
+from dpp.analysis.plan_filters import Condition
 from dpp.analysis.rules import NONDETERMINISTIC_FUNCTIONS, RERUN_FUNCTIONS, JoinType
 from dpp.analysis.functions import window_calls
-from dpp.frontends.sql.scopes import (Scope, Source, Tables, join_on, join_type_of, matched_only, scope,
-                             selective)
+from dpp.frontends.sql.scopes import (Scope, Source, Tables, has_subquery, join_on, join_type_of,
+                                      matched_only, null_rejecting, outer_columns, scope,
+                                      selective)
 from dpp.frontends.sql.typed_semi import Origin, SemiJoins
 
 __all__ = ["Origin", "Typed", "Item", "JoinStep", "translate"]
@@ -88,6 +89,18 @@ class Typed:
     # attribute -> the FROM items that output it, by their column name (a column passed out
     # of a derived table keeps its number: the derived table and the item inside both)
     columns: dict[int, list[tuple[Source, str]]] = field(default_factory=dict)
+    # the conditions of each Filter node (dpp.analysis.plan_filters walks them down), each
+    # with its conjunct; where a conjunct was written ("outer WHERE", "outer ON", "its outer
+    # join's ON"); the attribute each of its columns reads (by id of the column)
+    conditions: dict[int, list[tuple[exp.Expression, Condition]]] = field(default_factory=dict)
+    written: dict[int, str] = field(default_factory=dict)
+    attrs: dict[int, int] = field(default_factory=dict)
+    # projection node -> its outputs that are constants; node -> output -> the SELECT
+    # expression it is (for the words of a condition that stops or passes there)
+    constants: dict[int, dict[int, exp.Expression]] = field(default_factory=dict)
+    selects: dict[int, dict[int, exp.Expression]] = field(default_factory=dict)
+    # the relation node of each FROM item that is a table (its leaf)
+    leaves: dict[int, Source] = field(default_factory=dict)
 
 
 @dataclass
@@ -204,6 +217,13 @@ class _Translator:
             res = (self.node(op, [left, right], lout), lout)
             if isinstance(q, exp.Union) and q.args.get("distinct"):
                 res = (self.node("Distinct", [res[0]], lout), lout)
+            if q.args.get("order") is not None:
+                res = (self.node("Sort", [res[0]], lout), lout)
+            for k, op2 in (("offset", "Offset"), ("limit", "GlobalLimit")):
+                if q.args.get(k) is not None:
+                    res = (self.node(op2, [res[0]], lout,
+                                     ordered=True if q.args.get("order") is not None else None),
+                           lout)
         elif isinstance(q, exp.Select):
             res = _Select(self, q).translate()
         else:                       # VALUES, a table function: rows of unknown shape
@@ -286,6 +306,7 @@ class _Select(SemiJoins):
                      relation=rel)
         if rel is not None and src.prunable:
             t.typed.relations[nid] = (self.sc, src)     # type: ignore[assignment]
+        t.typed.leaves[nid] = src
         if node.args.get("sample") is not None:
             nid = t.node("Sample", [nid], t.out(nid))
         return nid
@@ -299,11 +320,29 @@ class _Select(SemiJoins):
             if id(c) not in self.t.ins:
                 self.t.ins[id(c)] = self.in_subquery(c, child, i)
         ins = [self.t.ins[id(c)] for c, _p, _i in subs]
-        return self.t.node("Filter", [child], self.t.out(child),
-                           selective=any(selective(c) for c in cs),
-                           inSubqueries=[s for s in ins if s is not None] or None,
-                           flagged=self.t.unstable(cs, child),
-                           subqueries=self.t.subqueries(cs) or None)
+        nid = self.t.node("Filter", [child], self.t.out(child),
+                          selective=any(selective(c) for c in cs),
+                          inSubqueries=[s for s in ins if s is not None] or None,
+                          flagged=self.t.unstable(cs, child),
+                          subqueries=self.t.subqueries(cs) or None)
+        self.t.typed.conditions[nid] = [(c, self.condition(c)) for c in cs]
+        return nid
+
+    def condition(self, c: exp.Expression) -> Condition:
+        """A conjunct as :func:`dpp.analysis.plan_filters.place_conditions` walks it: the
+        attributes its columns read (a column of an outer query's, or of nothing known,
+        makes it stay where it is)."""
+        refs: set[int] = set()
+        known = True
+        for col in outer_columns(c):
+            found = self.attr(col)
+            if found is None:
+                known = False
+                continue
+            self.t.typed.attrs[id(col)] = found[0]
+            refs.add(found[0])
+        movable = known and bool(refs) and not has_subquery(c) and deterministic(c)
+        return Condition(frozenset(refs), movable, null_rejecting(c))
 
     # ------------------------------------------------------------------ the SELECT
     def translate(self) -> tuple[int, list[tuple[int, str]]]:
@@ -340,6 +379,7 @@ class _Select(SemiJoins):
             owners = self.owners(c)
             src = sc.sources.get(next(iter(owners))) if len(owners) == 1 else None
             where = self.where_index[id(c)] = i if i < len(sc.where) else -1
+            t.typed.written[id(c)] = "outer WHERE" if where >= 0 else "outer ON"
             (below[id(src)] if src is not None and not src.null_supplied
              else above).append((c, 2, where))
             self.text_notes(c, i)
@@ -358,6 +398,7 @@ class _Select(SemiJoins):
                         JoinType.LEFT_OUTER, JoinType.LEFT_SEMI, JoinType.LEFT_ANTI)
                         else jt is JoinType.RIGHT_OUTER and pos[id(src)] < j):
                     below[id(src)].append((c, 0, -1))   # about the NULL-supplied side
+                    t.typed.written[id(c)] = "its outer join's ON"
                 if phase == 0:
                     self.text_notes(c, i)
         node = None
@@ -453,6 +494,22 @@ class _Select(SemiJoins):
             if isinstance(c, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NEQ)):
                 self.t.note(src, 0, index, Refusal.of(Code.NON_EQUI, c.sql("spark")))
 
+    def group_keys(self, group: Optional[exp.Expression]) -> list[exp.Column]:
+        """The columns a GROUP BY keeps, as Spark resolves its items: an ordinal is that
+        SELECT expression, a name not of the FROM items an output alias
+        (``spark.sql.groupByAliases``)."""
+        items = self.sel.expressions
+        out: list[exp.Column] = []
+        for g in (group.expressions if group is not None else []):
+            if isinstance(g, exp.Literal) and g.is_int and 0 < int(g.this) <= len(items):
+                g = items[int(g.this) - 1].unalias()
+            elif isinstance(g, exp.Column) and not g.table and self.attr(g) is None:
+                g = next((e.unalias() for e in items if isinstance(e, exp.Alias) and
+                          e.alias.lower() == g.name.lower()), g)
+            if isinstance(g, exp.Column):
+                out.append(g)
+        return out
+
     def project(self, child: Optional[int]) -> tuple[int, list[tuple[int, str]]]:
         """The operators above the joins: the SELECT's node and output."""
         t, sel = self.t, self.sel
@@ -470,8 +527,11 @@ class _Select(SemiJoins):
                           windowCalls=[c.wire() for c in window_calls(windows)])
         out: list[tuple[int, str]] = []
         mapping: list[list[int]] = []
-        grouped = {self.attr(g)[0] for g in (group.expressions if group else [])   # type: ignore
-                   if isinstance(g, exp.Column) and self.attr(g)}
+        grouped = {found[0] for found in (self.attr(g) for g in self.group_keys(group))
+                   if found is not None}
+        if group is not None and any(group.args.get(k) for k in ("rollup", "cube",
+                                                                  "grouping_sets")):
+            grouped = set()   # Spark's Expand fills a key with NULL in the rows of other sets
         # a column passed through keeps its number (Spark's attribute keeps its exprId), so
         # a key traced out of a derived table is the same attribute a join above names
         for e in items:
@@ -493,6 +553,12 @@ class _Select(SemiJoins):
             node = t.node("OneRowRelation", [], [])
         node = t.node(op, [node], out, map=mapping,
                       flagged=t.unstable(items, node))
+        exprs = [e for e in items if not (isinstance(e, exp.Star) or (
+            isinstance(e, exp.Column) and isinstance(e.this, exp.Star)))]
+        if len(exprs) == len(items):      # no star: one output per SELECT expression
+            t.typed.selects[node] = {eid: e.unalias() for (eid, _n), e in zip(out, items)}
+            t.typed.constants[node] = {eid: e for eid, e in t.typed.selects[node].items()
+                                       if _constant(e)}
         having = sel.args.get("having")
         if having is not None:
             node = t.node("Filter", [node], out, selective=True,
@@ -523,6 +589,16 @@ def _key_column(e: exp.Expression) -> Optional[exp.Column]:
     if not cols or len({(x.table.lower(), x.name.lower()) for x in cols}) != 1:
         return None
     return cols[0]
+
+
+def _constant(e: exp.Expression) -> bool:
+    """A SELECT expression that is the same literal on every row (a UNION branch's tag)."""
+    e = e.unnest() if isinstance(e, exp.Paren) else e
+    if isinstance(e, exp.Neg):
+        e = e.this
+    if isinstance(e, exp.Cast):
+        e = e.this
+    return isinstance(e, (exp.Literal, exp.Null, exp.Boolean))
 
 
 def _at_least_one(limit: exp.Expression) -> bool:
