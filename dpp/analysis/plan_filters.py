@@ -83,6 +83,7 @@ class Stop:
     index: int
     node: int
     attr: Optional[int]
+    steps: Steps = ()
 
 
 def place_conditions(desc: Mapping[str, Any],
@@ -128,7 +129,7 @@ class _Walk:
 
     def stop(self, node: int, steps: Steps, attr: Optional[int] = None) -> None:
         if self.nodes[node]["op"] in _NOTED:   # (a derived table's operators)
-            self.stops.append(Stop(self.fid, self.index, node, attr))
+            self.stops.append(Stop(self.fid, self.index, node, attr, steps))
 
     def go(self, node: int, attrs: dict[int, int], steps: Steps,
            depth: int = 0) -> None:

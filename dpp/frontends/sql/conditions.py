@@ -23,7 +23,8 @@ from typing import Any, Callable, Optional
 
 from sqlglot import exp
 
-from dpp.analysis.plan_filters import Placement, Stop, place_conditions, relations_below
+from dpp.analysis.plan_filters import (Placement, Steps, Stop, place_conditions,
+                                       relations_below)
 from dpp.analysis.pruning_plan import short
 from dpp.frontends.sql.build import ORIGIN
 from dpp.frontends.sql.scopes import outer_columns, selective
@@ -55,7 +56,7 @@ def place(typed: Typed) -> Placed:
     out = Placed()
     for p in placements:
         c = typed.conditions[p.filter][p.index][0]
-        words = _origin(typed, nodes, c, p)
+        words = _origin(typed, nodes, c, p.steps, p.constant)
         if p.constant:
             consts = typed.constants[p.target]
             filled = _fill(typed, c, p, lambda a: consts[a].copy())
@@ -129,13 +130,13 @@ def _attach(typed: Typed, nodes: dict[int, dict[str, Any]], parents: dict[int, l
 
 
 def _origin(typed: Typed, nodes: dict[int, dict[str, Any]], c: exp.Expression,
-            p: Placement) -> Optional[str]:
+            steps: Steps, entered: bool = False) -> Optional[str]:
     """The path a conjunct took into a derived table, for ``explain``; None when it stayed
-    in its own query."""
-    if not p.constant and not any(nodes[n]["op"] in _QUERY_OPERATORS for n, _a in p.steps):
+    in its own query (``entered``: it did, whatever the steps say)."""
+    if not entered and not any(nodes[n]["op"] in _QUERY_OPERATORS for n, _a in steps):
         return None
     parts = [_from(typed, c)]
-    for n, attrs in p.steps:
+    for n, attrs in steps:
         op = nodes[n]["op"]
         sel = typed.selects.get(n, {})
         names = {e: nm for e, nm, _t in nodes[n]["output"]}
@@ -161,7 +162,7 @@ def _from(typed: Typed, c: exp.Expression) -> str:
 
 def _stop_words(typed: Typed, nodes: dict[int, dict[str, Any]], st: Stop) -> str:
     c = typed.conditions[st.filter][st.index][0]
-    origin = _from(typed, c)
+    origin = _origin(typed, nodes, c, st.steps, True)
     n = nodes[st.node]
     op = n["op"]
     if op in _POSITIONAL:
