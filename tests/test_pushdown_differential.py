@@ -98,6 +98,14 @@ PUSHED = [
     ("intersect_both_sides",
      "SELECT i.p FROM (SELECT p FROM {f0} INTERSECT SELECT q FROM {f1}) i WHERE i.p = 5",
      {0: 1, 1: 1}),
+    ("group_by_ordinal",
+     "SELECT g.p, g.s FROM (SELECT p, sum(v) s FROM {f0} GROUP BY 1) g WHERE g.p = 5", {0: 1}),
+    ("grouping_sets_key_in_every_set",
+     "SELECT g.p, g.s FROM (SELECT p, item, sum(v) s FROM {f0} "
+     "GROUP BY GROUPING SETS ((p, item), (p))) g WHERE g.p = 5", {0: 1}),
+    ("right_join_where_rejects_null",
+     "SELECT d.k, x.v FROM (SELECT p, v FROM {f0}) x RIGHT JOIN pd_dim d ON d.k = x.p "
+     "WHERE x.p = 6", {0: 1}),
     ("nested_derived_tables",
      "SELECT o.pp FROM (SELECT i.p AS pp, i.s FROM (SELECT p, sum(v) s FROM {f0} GROUP BY p) i) o "
      "WHERE o.pp IN (1, 8)", {0: 2}),
@@ -130,6 +138,12 @@ NOT_PUSHED = [
     ("null_aware_where_on_null_supplied_side",
      "SELECT d.k, x.p FROM pd_dim d LEFT JOIN (SELECT p FROM {f0}) x ON d.k = x.p "
      "WHERE x.p IS NULL OR x.p = 2", {0}),
+    ("set_operation_order_limit",
+     "SELECT u.p, u.v FROM (SELECT p, v FROM {f0} UNION ALL SELECT q, v FROM {f1} "
+     "ORDER BY v DESC LIMIT 5) u JOIN pd_dim d ON u.p = d.k WHERE d.grp = 'b'", {0, 1}),
+    ("grouping_sets_key_missing_from_a_set",
+     "SELECT g.p, g.s FROM (SELECT p, item, sum(v) s FROM {f0} "
+     "GROUP BY p, item GROUPING SETS ((p, item), (item))) g WHERE g.p IS NULL", {0}),
     ("rollup",
      "SELECT g.p, g.s FROM (SELECT p, item, sum(v) s FROM {f0} GROUP BY ROLLUP(p, item)) g "
      "WHERE g.p IS NULL", {0}),

@@ -33,7 +33,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
-__all__ = ["Condition", "Placement", "Stop", "Steps", "place_conditions", "relations_below"]
+from dpp.analysis.rules import join_type, may_prune, output_sides
+
+__all__ = ["Condition", "Placement", "Stop", "Steps", "JoinPosition", "place_conditions",
+           "relations_below", "join_position"]
 
 # the operators a condition passed: each node with the attributes of its output it read
 Steps = tuple[tuple[int, tuple[int, ...]], ...]
@@ -216,3 +219,53 @@ def relations_below(desc: Mapping[str, Any], node: int) -> list[int]:
             found.append(i)
         stack.extend(n["children"])
     return found
+
+
+@dataclass(frozen=True)
+class JoinPosition:
+    """Where a relation's rows stand in the joins of its own query (the joins between it
+    and the first operator above them that is not a join, a filter or a sample), by
+    :func:`dpp.analysis.rules.may_prune`: the report's reasons for a relation no pair
+    prunes."""
+
+    semi_right: bool = False        # the test side of a semi or anti join
+    full: bool = False              # a side of a full outer join
+    null_supplied: bool = False     # an outer join may fill it with NULLs
+    preserved_outer: bool = False   # every row of it comes out of an outer join
+
+
+def join_position(desc: Mapping[str, Any], node: int) -> JoinPosition:
+    """The :class:`JoinPosition` of relation ``node`` in the typed plan ``desc``."""
+    nodes = {n["id"]: n for n in desc["nodes"]}
+    parent: dict[int, tuple[int, int]] = {}
+    for n in desc["nodes"]:
+        for i, ch in enumerate(n["children"]):
+            parent.setdefault(ch, (n["id"], i))
+    flags = {"semi_right": False, "full": False, "null_supplied": False,
+             "preserved_outer": False}
+    cur = node
+    for _ in range(10_000):
+        up = parent.get(cur)
+        if up is None:
+            break
+        pid, idx = up
+        n = nodes[pid]
+        if n["op"] == "Join":
+            jt = join_type(n.get("joinType", ""))
+            side = "left" if idx == 0 else "right"
+            if jt is not None:
+                if output_sides(jt) == ("left",):
+                    flags["semi_right"] |= side == "right"
+                else:
+                    left_kept = not may_prune(jt, "left")
+                    right_kept = not may_prune(jt, "right")
+                    if left_kept and right_kept:
+                        flags["full"] = flags["null_supplied"] = True
+                    elif (left_kept and side == "right") or (right_kept and side == "left"):
+                        flags["null_supplied"] = True
+                    elif left_kept or right_kept:
+                        flags["preserved_outer"] = True
+        elif n["op"] not in ("Filter", "Sample"):
+            break
+        cur = pid
+    return JoinPosition(**flags)

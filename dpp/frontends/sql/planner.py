@@ -43,6 +43,7 @@ from sqlglot.errors import SqlglotError
 from dpp.core.domain import TupleDomain
 from dpp.core.refusals import Code, Refusal
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
+from dpp.analysis.plan_filters import JoinPosition, join_position
 from dpp.analysis.plan_pairs import Prune, find_prunes
 from dpp.frontends.sql.build import origins, with_ctes, write_side
 from dpp.frontends.sql.conditions import Placed, place
@@ -220,11 +221,13 @@ class _Analyzer:
                             data_only=not info.partition_columns)
         self.refs[ref] = plan
         unsupported = _unsupported_reference(p)
+        rel = self.relation_of.get(id(p.node))
+        at = join_position(self.typed.message, rel) if rel is not None else JoinPosition()
         if plan.data_only:
             # a table with no partition column: only its inner (or semi-joined) equi-joins
             # to a filtered side count, as filters on its data columns; anything less and it
             # is no reference at all (the query reads it as written; nothing to report)
-            simple = not (p.semi_right or p.null_supplied or p.full or self._empty(p))
+            simple = not (at.semi_right or at.null_supplied or at.full or self._empty(p))
             if simple and unsupported is None:
                 self._dynamic(p, sc, plan)
             if plan.dynamic:
@@ -232,7 +235,7 @@ class _Analyzer:
             else:
                 del self.refs[plan.ref_id]
             return
-        if p.semi_right:
+        if at.semi_right:
             plan.reason = Refusal(Code.SEMI_RIGHT_SIDE)
             return
         plan.reason = unsupported
@@ -246,15 +249,15 @@ class _Analyzer:
             return
         self._static(p, plan)
         self._dynamic(p, sc, plan)
-        if p.full and not plan.dynamic:
+        if at.full and not plan.dynamic:
             plan.reason = Refusal(Code.FULL_OUTER)
-        if p.preserved_outer and not plan.dynamic and plan.reason is None:
+        if at.preserved_outer and not plan.dynamic and plan.reason is None:
             plan.notes.append("preserved side of an outer join: not pruned by that join")
         if plan.dynamic or not plan.static.is_all():
             plan.pruning = True
             plan.reason = None
         elif plan.reason is None:
-            if p.preserved_outer:
+            if at.preserved_outer:
                 plan.reason = Refusal(Code.PRESERVED_SIDE)
             else:
                 plan.reason = plan.refusals[-1] if plan.refusals else \

@@ -495,12 +495,33 @@ class _Select(SemiJoins):
                 self.t.note(src, 0, index, Refusal.of(Code.NON_EQUI, c.sql("spark")))
 
     def group_keys(self, group: Optional[exp.Expression]) -> list[exp.Column]:
-        """The columns a GROUP BY keeps, as Spark resolves its items: an ordinal is that
-        SELECT expression, a name not of the FROM items an output alias
-        (``spark.sql.groupByAliases``)."""
+        """The columns a GROUP BY keeps in every row it outputs, as Spark resolves its
+        items: an ordinal is that SELECT expression, a name not of the FROM items an output
+        alias (``spark.sql.groupByAliases``). With grouping sets only the columns of every
+        set (Spark's ``Expand`` fills the others with NULL in the rows of the other sets);
+        ROLLUP and CUBE have the empty set."""
+        if group is None:
+            return []
+        plain: list[exp.Expression] = []
+        sets: Optional[set[str]] = None
+        hive_sets = group.args.get("grouping_sets") or []
+        for g in list(group.expressions) + list(hive_sets):
+            if isinstance(g, (exp.Rollup, exp.Cube)):
+                sets = set()
+            elif isinstance(g, exp.GroupingSets):
+                for one in g.expressions:
+                    cols = {c.sql(dialect="spark").lower() for c in
+                            (one.expressions if isinstance(one, exp.Tuple) else [one.unnest()])}
+                    sets = cols if sets is None else sets & cols
+            elif not hive_sets:      # GROUP BY a, b GROUPING SETS (...): the sets decide
+                plain.append(g)
+        if sets is not None and hive_sets:
+            plain = [g for g in group.expressions if g.sql(dialect="spark").lower() in sets]
+        elif sets:
+            plain += [exp.maybe_parse(c, dialect="spark") for c in sorted(sets)]
         items = self.sel.expressions
         out: list[exp.Column] = []
-        for g in (group.expressions if group is not None else []):
+        for g in plain:
             if isinstance(g, exp.Literal) and g.is_int and 0 < int(g.this) <= len(items):
                 g = items[int(g.this) - 1].unalias()
             elif isinstance(g, exp.Column) and not g.table and self.attr(g) is None:
@@ -529,9 +550,6 @@ class _Select(SemiJoins):
         mapping: list[list[int]] = []
         grouped = {found[0] for found in (self.attr(g) for g in self.group_keys(group))
                    if found is not None}
-        if group is not None and any(group.args.get(k) for k in ("rollup", "cube",
-                                                                  "grouping_sets")):
-            grouped = set()   # Spark's Expand fills a key with NULL in the rows of other sets
         # a column passed through keeps its number (Spark's attribute keeps its exprId), so
         # a key traced out of a derived table is the same attribute a join above names
         for e in items:
