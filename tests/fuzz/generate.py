@@ -95,7 +95,7 @@ PRUNABLE = ("inner", "in", "exists", "semi", "comma", "right")
 SELECTIVE = ("lt", "in")
 DIRECT = ("eq", "plus0", "cast_dim", "two_level", "func")
 PLAIN = ("none", "agg", "union_all", "cte", "view", "write", "window", "distinct",
-         "derived_fact", "neighbour")
+         "derived_fact", "neighbour", "union_limit", "outer_not_null", "outer_is_null")
 
 
 def _pick(rng: random.Random, options: tuple, likely: tuple, p: float = 0.87) -> str:

@@ -23,9 +23,12 @@ KEYS = ("eq", "plus0", "cast_str", "cast_dim", "func", "collate", "two_level", "
 DIM_FILTERS = ("lt", "in", "none", "empty", "rand", "limit", "order_limit", "window_tie")
 EXTRAS = ("none", "agg", "window", "order_limit", "limit_count", "union", "union_all", "cte",
           "fact_rand", "view", "write", "distinct", "sample", "order_sample",
-          # SQL only: the fact read through a derived table (a key traced out of it), and the
-          # build side unfiltered, joined to a filtered neighbour that narrows it
-          "derived_fact", "neighbour")
+          # SQL only: the fact read through a derived table (a key traced out of it), the
+          # build side unfiltered, joined to a filtered neighbour that narrows it, the fact
+          # read through a UNION ALL that a sort and a limit of its own cut, and a filter on
+          # the fact's partition column outside the join (it may move into the fact only
+          # where it holds for the fact's rows: IS NULL never into a NULL-supplied side)
+          "derived_fact", "neighbour", "union_limit", "outer_not_null", "outer_is_null")
 # extras that draw rows at random above the join: Spark's own dynamic pruning changes what
 # they draw (it reads fewer files below them), so dpp's run has it off too
 SAMPLED = ("sample", "order_sample")

@@ -62,6 +62,8 @@ def sql_text(case: Case, fact: str, dim: str) -> str:
     fact_src = f"(SELECT * FROM {fact} WHERE rand(3) < 0.8)" if q.extra == "fact_rand" else fact
     if q.extra == "derived_fact":
         fact_src = f"(SELECT DISTINCT * FROM {fact})"
+    if q.extra == "union_limit":    # ids are unique: the 7 rows kept are the same every run
+        fact_src = f"(SELECT * FROM {fact} UNION ALL SELECT * FROM {fact} ORDER BY id LIMIT 7)"
     src = "dd" if q.extra == "cte" else f"({dim_source(case, dim)})"
     s = q.shape
     # a neighbour: the build side unfiltered, the filter on another row set joined to it
@@ -98,6 +100,9 @@ def sql_text(case: Case, fact: str, dim: str) -> str:
     c0 = c0.lower() if q.lower_names else c0
     if q.extra == "agg":
         return f"SELECT `{c0}`, count(*) AS n, sum(id) AS s FROM ({base}) t GROUP BY `{c0}`"
+    if q.extra in ("outer_not_null", "outer_is_null"):
+        test = "IS NOT NULL" if q.extra == "outer_not_null" else "IS NULL"
+        return f"SELECT * FROM ({base}) t WHERE t.`{c0}` {test}"
     if q.extra == "window":
         return (f"SELECT t.*, count(*) OVER (PARTITION BY `{c0}`) AS wn, "
                 f"sum(id) OVER (PARTITION BY `{c0}`) AS ws FROM ({base}) t")
