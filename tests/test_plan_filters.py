@@ -136,3 +136,19 @@ def test_join_position_ends_at_the_query_boundary():
                       _node(3, "Join", [2, 1], [1, 3], joinType="LEFT OUTER")]}
     assert join_position(plan, 0) == JoinPosition()
     assert join_position(plan, 1) == JoinPosition(null_supplied=True)
+
+
+def test_a_node_with_two_parents_stops_a_condition():
+    """One relation read by two consumers (a CTE Spark keeps as one relation, used twice): a
+    condition of one use does not hold for the other's rows."""
+    plan = {"nodes": [_rel(0, [(1, "p")], ("p",)),
+                      _node(1, "Project", [0], [1], map=[[1, 1]]),
+                      _node(2, "Filter", [1], [1]),
+                      _node(3, "Sample", [1], [1]),
+                      _node(4, "Union", [2, 3], [1])]}
+    placed, _ = place_conditions(plan, {2: [Condition(frozenset({1}), True, True)]}, {})
+    assert placed == []
+    plan["nodes"].append(_rel(5, [(1, "p")], ("p",)))
+    plan["nodes"][3]["children"] = [5]          # the other consumer reads its own copy
+    placed, _ = place_conditions(plan, {2: [Condition(frozenset({1}), True, True)]}, {})
+    assert [p.target for p in placed] == [0]

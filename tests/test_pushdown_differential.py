@@ -144,6 +144,13 @@ NOT_PUSHED = [
     ("grouping_sets_key_missing_from_a_set",
      "SELECT g.p, g.s FROM (SELECT p, item, sum(v) s FROM {f0} "
      "GROUP BY p, item GROUPING SETS ((p, item), (item))) g WHERE g.p IS NULL", {0}),
+    ("cte_kept_for_a_sampled_use",
+     "WITH c AS (SELECT p, v FROM {f0}) SELECT a.p, a.v FROM c a WHERE a.p = 3 UNION ALL "
+     "SELECT b.p, b.v FROM c TABLESAMPLE (50 PERCENT) REPEATABLE (3) b", {0}),
+    ("cte_joined_in_one_use_sampled_in_another",
+     "WITH c AS (SELECT p, v FROM {f0}) SELECT a.p, a.v FROM c a JOIN pd_dim d ON a.p = d.k "
+     "WHERE d.grp = 'b' UNION ALL "
+     "SELECT b.p, b.v FROM c TABLESAMPLE (50 PERCENT) REPEATABLE (3) b", {0}),
     ("rollup",
      "SELECT g.p, g.s FROM (SELECT p, item, sum(v) s FROM {f0} GROUP BY ROLLUP(p, item)) g "
      "WHERE g.p IS NULL", {0}),

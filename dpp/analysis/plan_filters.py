@@ -23,7 +23,9 @@ same rows as filtering its output:
   rows it removes there come out NULL-filled and are removed above); never into a full
   outer join's sides.
 * ``Union`` / ``Intersect``: into every branch, by position; ``Except``: its left side.
-* Anything else (a limit, an offset, a sample, a relation) ends the walk.
+* Anything else (a limit, an offset, a sample, a relation) ends the walk, and so does a node
+  with two parents (one relation read by two consumers: a condition of one does not hold
+  for the other's rows).
 
 Only deterministic conditions without subqueries move (:attr:`Condition.movable`, decided by
 the front end that wrote them).
@@ -99,6 +101,11 @@ def place_conditions(desc: Mapping[str, Any],
     constants."""
     nodes = {n["id"]: n for n in desc["nodes"]}
     outputs = {i: [c[0] for c in n["output"]] for i, n in nodes.items()}
+    uses: dict[int, int] = {}
+    for n in desc["nodes"]:
+        for ch in n["children"]:
+            uses[ch] = uses.get(ch, 0) + 1
+    shared = {c for c, k in uses.items() if k > 1}
     placed: list[Placement] = []
     stops: list[Stop] = []
     for fid, conds in conditions.items():
@@ -108,7 +115,7 @@ def place_conditions(desc: Mapping[str, Any],
         for i, c in enumerate(conds):
             if not c.movable or not c.refs:
                 continue
-            _Walk(nodes, outputs, constants, fid, i, c, placed, stops).go(
+            _Walk(nodes, outputs, constants, shared, fid, i, c, placed, stops).go(
                 node["children"][0], {a: a for a in c.refs}, ())
     return placed, stops
 
@@ -119,9 +126,10 @@ def _step(steps: Steps, node: int, cur: set[int]) -> Steps:
 
 class _Walk:
     def __init__(self, nodes: Mapping[int, dict[str, Any]], outputs: Mapping[int, list[int]],
-                 constants: Mapping[int, Mapping[int, Any]], fid: int, index: int,
-                 cond: Condition, placed: list[Placement], stops: list[Stop]) -> None:
-        self.nodes, self.outputs, self.constants = nodes, outputs, constants
+                 constants: Mapping[int, Mapping[int, Any]], shared: set[int], fid: int,
+                 index: int, cond: Condition, placed: list[Placement], stops: list[Stop]
+                 ) -> None:
+        self.nodes, self.outputs, self.constants, self.shared = nodes, outputs, constants, shared
         self.fid, self.index, self.cond = fid, index, cond
         self.placed, self.stops = placed, stops
 
@@ -136,7 +144,9 @@ class _Walk:
 
     def go(self, node: int, attrs: dict[int, int], steps: Steps,
            depth: int = 0) -> None:
-        if depth > 200:
+        if depth > 200 or node in self.shared:
+            # rows that go to two consumers (a CTE Spark keeps as one relation, used
+            # twice): a condition of one does not hold for the other's
             return
         n = self.nodes[node]
         op = n["op"]

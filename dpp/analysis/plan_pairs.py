@@ -181,6 +181,10 @@ class _Plan:
         not through a union, whose branches name it otherwise)."""
         if depth > 200:
             return None
+        if depth > 0 and len(self.parents.get(node, [])) > 1:
+            # rows that go to two consumers (a CTE Spark keeps as one relation, used twice):
+            # a key of one may not remove the rows the other needs
+            return None
         if at is not None and node == at:
             return [(node, "")] if attr in self.outputs[node] else None
         n = self.nodes[node]

@@ -286,6 +286,10 @@ class _Select(SemiJoins):
                 # a star over rows of unknown shape: the columns the query names are its own
                 nid = t.node("SubqueryAlias", [nid], out)
                 self.lazy[id(src)] = nid
+            if node.args.get("sample") is not None:   # this use's own sample
+                nid = t.node("Sample", [nid], t.out(nid))
+                if id(src) in self.lazy:
+                    self.lazy[id(src)] = nid
             return nid
         info = src.info
         if info is None:
