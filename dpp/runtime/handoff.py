@@ -283,14 +283,17 @@ class Handoff:
             return None if v is None else str(v)
 
         if len(cols) == 1 and len(result.partitions) > _MAX_OR_TERMS:
+            # one test of membership in the kept values, in a form Spark does not send to
+            # the metastore: an IN list is, as one long OR a Hive metastore may refuse to
+            # evaluate ("Failed to get partition metadata by filter": the query failed)
             c = cols[0]
             texts = {value(kp, c.name) for kp in result.partitions}
             typed = [F.lit(t).cast(c.type.simple_string()) for t in sorted(
                 x for x in texts if x is not None)]
-            pred = col(c.name).isin(*typed) if typed else F.lit(False)
+            pred = F.array_contains(F.array(*typed), col(c.name)) if typed else F.lit(False)
             if None in texts:
                 pred = pred | col(c.name).isNull()
-            return df.where(pred)
+            return df.where(F.coalesce(pred, F.lit(False)))
         pred = None
         for kp in result.partitions:
             term = None
