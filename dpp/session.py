@@ -428,6 +428,11 @@ class DppSession:
                 # Spark Connect resolves a query only when it runs: resolve it now, so a
                 # rewrite Spark rejects still falls back here, not in the user's collect()
                 df.schema
+            else:
+                # Spark prunes a catalog relation's partitions (asking the metastore) while it
+                # optimizes, at the first action: optimize now (the action reuses the plan),
+                # so a narrowing Spark cannot plan falls back here too
+                df._jdf.queryExecution().optimizedPlan()
             return df
         except Exception as exc:
             # the rewrite must never cost the user their query: run the original, unpruned

@@ -297,3 +297,46 @@ def test_a_catalog_table_keeping_many_partitions_is_narrowed_without_a_metastore
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
         spark.catalog.dropTempView(dim)
+
+
+def test_a_narrowing_spark_cannot_plan_runs_the_query_unpruned(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A narrowed relation Spark fails to plan (here: dpp's narrowing made an IN list the
+    Hive metastore refuses) costs the pruning, reported, never the query: Spark's own
+    optimization runs before the rewritten query is returned."""
+    from dpp.runtime.handoff import Handoff
+
+    def in_list(self: Any, spark_: Any, table: Any, result: Any) -> Any:
+        from pyspark.sql import functions as F
+        c = table.partition_columns[0]
+        vals = sorted({kp.texts.get(c.name) for kp in result.partitions} - {None})
+        return spark_.table(table.catalog_name or table.name).where(
+            F.col(c.name).isin(*[F.lit(v).cast(c.type.simple_string()) for v in vals]))
+
+    monkeypatch.setattr(Handoff, "_catalog_kept", in_list)
+    name, dim = "sth_refused", "sth_refused_dim"
+    root = tmp_path / "refused"
+    for p in range(1, 241):
+        _file(root / f"p={p}", "part-0.parquet", pa.table({"v": pa.array([p], pa.int64())}))
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.sql(f"CREATE TABLE {name} (v BIGINT, p INT) USING parquet PARTITIONED BY (p) "
+              f"LOCATION '{root}'")
+    spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
+    spark.createDataFrame([(k, k % 40 != 0) for k in range(1, 241)], "k int, keep boolean") \
+        .createOrReplaceTempView(dim)
+    query = f"SELECT f.p, f.v FROM {name} f JOIN {dim} d ON f.p = d.k WHERE d.keep"
+    try:
+        expected = _rows(spark.sql(query))
+        with spark_conf(spark, {"spark.dpp.optimizerHook": "false"}):
+            session = dpp.enable(spark)
+            try:
+                got = _rows(session.sql(query))
+                entry = [t for t in session.last_report.to_dict()["tables"]
+                         if t["table"].endswith(name)][0]
+            finally:
+                dpp.disable(spark)
+        assert got == expected and len(expected) == 234
+        assert entry["pruning"] == "none" and entry["reason_code"] == "rewrite-failed", entry
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+        spark.catalog.dropTempView(dim)
