@@ -54,7 +54,7 @@ class DynamicFilterSpec:
     build_tables: tuple[str, ...]
     reason_kind: str                  # "inner" | "semi" | "outer_non_preserved"
     build_type: Optional[DataType] = None
-    origin: Optional[str] = None      # the path of a predicate pushed in from an outer scope
+    origin: Optional[str] = None      # the path of a condition placed from an outer query
 
 
 @dataclass

@@ -125,7 +125,8 @@ def label(body: exp.Expression) -> str:
 
 
 def origins(tree: exp.Expression) -> Optional[str]:
-    """Where the pushed conjuncts a build query carries came from (for ``explain``)."""
+    """Where the conjuncts an outer query placed on a build query's items came from (for
+    ``explain``)."""
     where = tree.args.get("where")
     found = [c.meta[ORIGIN] for c in (conjuncts(where.this) if where is not None else [])
              if c.meta.get(ORIGIN)]

@@ -38,7 +38,7 @@ def inline_ctes(tree: exp.Expression, worth: Callable[[exp.Expression], bool]) -
             continue
         if not deterministic(body):
             notes.append(f"CTE {name} is not deterministic: kept as one relation, as Spark "
-                         f"keeps it; nothing pushed into it")
+                         f"keeps it; no condition of one use moves into it")
             continue
         if any(_shadowed(t, with_, name) for t in uses) or \
                 any(t.args.get(k) for t in uses for k in ("sample", "version", "when",

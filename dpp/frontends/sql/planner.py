@@ -196,7 +196,7 @@ class _Analyzer:
     def _found(self, pr: Prune) -> None:
         """Files a pair of :func:`find_prunes` under its reference, when its build side is a
         FROM item of the reference's own SELECT or an IN / EXISTS subquery of it (a key
-        traced into a derived table prunes there, by the conjunct pushed in)."""
+        traced into a derived table prunes there)."""
         sc, p = self.typed.relations.get(pr.relation, (None, None))
         origin = self.typed.keys.get(pr.build_expr)
         if p is None or origin is None:

@@ -2,8 +2,10 @@
 on, and the conjuncts that hold for its rows.
 
 Which side of a join may be pruned is :func:`dpp.analysis.rules.may_prune`'s answer, read once per
-join here into a :class:`Source`'s flags; static domains, the typed plan (:mod:`dpp.frontends.sql.typed`),
-the build sides and the push inward read the flags and never the join's spelling.
+join here into a :class:`Source`'s flags. Only the translation into the typed plan
+(:mod:`dpp.frontends.sql.typed`) reads them — where a conjunct goes, as Spark's analyzer
+puts it, and which equalities are inner join keys; what is pruned, where conditions hold and
+the report's reasons are decided on the typed plan.
 """
 from __future__ import annotations
 
@@ -76,7 +78,7 @@ class Scope:
 
     sel: exp.Select
     sources: dict[str, Source]
-    where: list[exp.Expression]          # WHERE conjuncts (pushed ones included)
+    where: list[exp.Expression]          # WHERE conjuncts
     inner_on: list[exp.Expression]       # ON conjuncts of its inner joins
 
     def owner(self, c: exp.Column, probe: Optional[Source] = None) -> Optional[str]:

@@ -1,7 +1,7 @@
 """SQL text as the typed plan the optimizer hook describes (:mod:`dpp.analysis.plan_wire`), so that
 :func:`dpp.analysis.plan_pairs.find_prunes` decides the SQL front end's pairs too.
 
-The input is the planner's analysis tree (CTEs inlined, static conjuncts pushed inward). Every
+The input is the planner's analysis tree (CTEs inlined, USING joins spelled out). Every
 SELECT becomes the operators Spark's analyzer makes of it, in Spark's order: its FROM items
 (a partitioned reference a ``LogicalRelation`` with a ``relation``, another table a
 ``LogicalRelation`` without, a derived table its own translated query) each under a
