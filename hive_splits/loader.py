@@ -147,6 +147,8 @@ class LoadResult:
     partitions: list[KeptPartition] = field(default_factory=list)
     partitions_total: int = 0
     partitions_kept: int = 0
+    # the static domain is NONE (a condition no row can meet): nothing listed, nothing read
+    statically_empty: bool = False
     pruned_static: int = 0
     pruned_dynamic: int = 0
     files_pruned_stats: int = 0
@@ -343,6 +345,7 @@ class SplitLoader:
 
         if self.static.is_none():
             log.info("table %s: static domain is NONE; nothing to read", t.name)
+            res.statically_empty = True
             self._finish_filters("static domain is NONE")
             res.elapsed_seconds = time.monotonic() - start
             return res

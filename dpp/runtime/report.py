@@ -227,7 +227,8 @@ class JobReport:
         """From a hive_splits LoadResult: the counters, copied as they are."""
         pruned = (result.pruned_static + result.pruned_dynamic + result.files_pruned_stats
                   + getattr(result, "files_pruned_buckets", 0)) > 0 or \
-            bool(getattr(result, "row_group_filter", None))
+            bool(getattr(result, "row_group_filter", None)) or \
+            bool(getattr(result, "statically_empty", False))
         filt = [{"filter_id": f.filter_id, "arrived": bool(f.arrived), "outcome": f.outcome,
                  "reason": f.reason} for f in result.filters]
         reason = None
