@@ -265,13 +265,11 @@ def test_a_narrowing_compares_as_the_join_does(spark: Any, text_road: tuple[Any,
     assert entry["pruning"] == "applied" and entry["partitions_kept"] == 2, (entry, notes)
 
 
-def test_a_catalog_table_keeping_many_partitions_is_narrowed_without_a_metastore_filter(
-        spark: Any, tmp_path: Path) -> None:
-    """More than 200 kept partitions of a catalog table: the narrowing is one membership
-    test Spark does not send to the metastore (an IN list of them was sent, as one long OR
-    the Hive metastore refused: the query failed)."""
-    name, dim = "sth_many", "sth_many_dim"
-    root = tmp_path / "many"
+def _many_kept(spark: Any, tmp_path: Path, name: str) -> tuple[list, list, dict]:
+    """A catalog table of 240 partitions joined to a dimension keeping 234 of them, on the
+    SQL-text road: its rows, Spark's rows with dpp off, and the table's report entry."""
+    dim = f"{name}_dim"
+    root = tmp_path / name
     for p in range(1, 241):
         _file(root / f"p={p}", "part-0.parquet", pa.table({"v": pa.array([p], pa.int64())}))
     spark.sql(f"DROP TABLE IF EXISTS {name}")
@@ -291,12 +289,21 @@ def test_a_catalog_table_keeping_many_partitions_is_narrowed_without_a_metastore
                          if t["table"].endswith(name)][0]
             finally:
                 dpp.disable(spark)
-        assert got == expected and len(expected) == 234
-        assert entry["pruning"] == "applied", entry
-        assert (entry["partitions_kept"], entry["partitions_total"]) == (234, 240), entry
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
         spark.catalog.dropTempView(dim)
+    return got, expected, entry
+
+
+def test_a_catalog_table_keeping_many_partitions_is_narrowed_without_a_metastore_filter(
+        spark: Any, tmp_path: Path) -> None:
+    """More than 200 kept partitions of a catalog table: the narrowing is one membership
+    test Spark does not send to the metastore (an IN list of them was sent, as one long OR
+    the Hive metastore refused: the query failed)."""
+    got, expected, entry = _many_kept(spark, tmp_path, "sth_many")
+    assert got == expected and len(expected) == 234
+    assert entry["pruning"] == "applied", entry
+    assert (entry["partitions_kept"], entry["partitions_total"]) == (234, 240), entry
 
 
 def test_a_narrowing_spark_cannot_plan_runs_the_query_unpruned(
@@ -314,29 +321,6 @@ def test_a_narrowing_spark_cannot_plan_runs_the_query_unpruned(
             F.col(c.name).isin(*[F.lit(v).cast(c.type.simple_string()) for v in vals]))
 
     monkeypatch.setattr(Handoff, "_catalog_kept", in_list)
-    name, dim = "sth_refused", "sth_refused_dim"
-    root = tmp_path / "refused"
-    for p in range(1, 241):
-        _file(root / f"p={p}", "part-0.parquet", pa.table({"v": pa.array([p], pa.int64())}))
-    spark.sql(f"DROP TABLE IF EXISTS {name}")
-    spark.sql(f"CREATE TABLE {name} (v BIGINT, p INT) USING parquet PARTITIONED BY (p) "
-              f"LOCATION '{root}'")
-    spark.sql(f"ALTER TABLE {name} RECOVER PARTITIONS")
-    spark.createDataFrame([(k, k % 40 != 0) for k in range(1, 241)], "k int, keep boolean") \
-        .createOrReplaceTempView(dim)
-    query = f"SELECT f.p, f.v FROM {name} f JOIN {dim} d ON f.p = d.k WHERE d.keep"
-    try:
-        expected = _rows(spark.sql(query))
-        with spark_conf(spark, {"spark.dpp.optimizerHook": "false"}):
-            session = dpp.enable(spark)
-            try:
-                got = _rows(session.sql(query))
-                entry = [t for t in session.last_report.to_dict()["tables"]
-                         if t["table"].endswith(name)][0]
-            finally:
-                dpp.disable(spark)
-        assert got == expected and len(expected) == 234
-        assert entry["pruning"] == "none" and entry["reason_code"] == "rewrite-failed", entry
-    finally:
-        spark.sql(f"DROP TABLE IF EXISTS {name}")
-        spark.catalog.dropTempView(dim)
+    got, expected, entry = _many_kept(spark, tmp_path, "sth_refused")
+    assert got == expected and len(expected) == 234
+    assert entry["pruning"] == "none" and entry["reason_code"] == "rewrite-failed", entry
