@@ -203,6 +203,20 @@ class _Translator:
     def note(self, src: Source, phase: int, index: int, refusal: Refusal) -> None:
         self.typed.notes.setdefault(id(src.node), []).append((phase, index, refusal))
 
+    def modifiers(self, q: exp.Expression, node: int, out: list[tuple[int, str]],
+                  one_row: bool = False) -> int:
+        """``node`` under a query's ORDER BY, OFFSET and LIMIT (a SELECT's or a set
+        operation's). ``one_row``: the rows are a global aggregate's one row, which a LIMIT
+        of at least one leaves as they are (Spark's ``EliminateLimits``)."""
+        ordered = q.args.get("order") is not None
+        if ordered:
+            node = self.node("Sort", [node], out)
+        for k, op in (("offset", "Offset"), ("limit", "GlobalLimit")):
+            if q.args.get(k) is not None and not (op == "GlobalLimit" and one_row and
+                                                  _at_least_one(q.args[k])):
+                node = self.node(op, [node], out, ordered=True if ordered else None)
+        return node
+
     # ------------------------------------------------------------------ queries
     def query(self, q: exp.Expression) -> tuple[int, list[tuple[int, str]]]:
         """A query's node and output columns (expression number, name)."""
@@ -217,13 +231,7 @@ class _Translator:
             res = (self.node(op, [left, right], lout), lout)
             if isinstance(q, exp.Union) and q.args.get("distinct"):
                 res = (self.node("Distinct", [res[0]], lout), lout)
-            if q.args.get("order") is not None:
-                res = (self.node("Sort", [res[0]], lout), lout)
-            for k, op2 in (("offset", "Offset"), ("limit", "GlobalLimit")):
-                if q.args.get(k) is not None:
-                    res = (self.node(op2, [res[0]], lout,
-                                     ordered=True if q.args.get("order") is not None else None),
-                           lout)
+            res = (self.modifiers(q, res[0], lout), lout)
         elif isinstance(q, exp.Select):
             res = _Select(self, q).translate()
         else:                       # VALUES, a table function: rows of unknown shape
@@ -507,22 +515,22 @@ class _Select(SemiJoins):
         if group is None:
             return []
         plain: list[exp.Expression] = []
-        sets: Optional[set[str]] = None
+        sets: Optional[dict[str, exp.Expression]] = None   # by SQL text: in every set
         hive_sets = group.args.get("grouping_sets") or []
         for g in list(group.expressions) + list(hive_sets):
             if isinstance(g, (exp.Rollup, exp.Cube)):
-                sets = set()
+                sets = {}
             elif isinstance(g, exp.GroupingSets):
                 for one in g.expressions:
-                    cols = {c.sql(dialect="spark").lower() for c in
+                    cols = {c.sql(dialect="spark").lower(): c for c in
                             (one.expressions if isinstance(one, exp.Tuple) else [one.unnest()])}
-                    sets = cols if sets is None else sets & cols
+                    sets = cols if sets is None else {k: v for k, v in sets.items() if k in cols}
             elif not hive_sets:      # GROUP BY a, b GROUPING SETS (...): the sets decide
                 plain.append(g)
         if sets is not None and hive_sets:
             plain = [g for g in group.expressions if g.sql(dialect="spark").lower() in sets]
         elif sets:
-            plain += [exp.maybe_parse(c, dialect="spark") for c in sorted(sets)]
+            plain += list(sets.values())
         items = self.sel.expressions
         out: list[exp.Column] = []
         for g in plain:
@@ -587,16 +595,8 @@ class _Select(SemiJoins):
                           flagged=t.unstable([having], node))
         if sel.args.get("distinct"):
             node = t.node("Distinct", [node], out)
-        if sel.args.get("order") is not None:
-            node = t.node("Sort", [node], out)
         one_row = aggregated and group is None and having is None
-        for k, op in (("offset", "Offset"), ("limit", "GlobalLimit")):
-            if sel.args.get(k) is not None and not (op == "GlobalLimit" and one_row and
-                                                    _at_least_one(sel.args[k])):
-                # (a limit of a global aggregate's one row is gone: Spark's EliminateLimits)
-                node = t.node(op, [node], out,
-                              ordered=True if sel.args.get("order") is not None else None)
-        return node, out
+        return t.modifiers(sel, node, out, one_row), out
 
 
 def _key_column(e: exp.Expression) -> Optional[exp.Column]:
