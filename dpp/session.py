@@ -114,7 +114,7 @@ class DppSession:
         """A registered table's plain view: Spark's reader of the folder (or the catalog's
         table), made afresh for each query (:mod:`dpp.runtime.views`): the relation is Spark's
         own, with the hook or without it."""
-        return full_dataframe(self.spark, table)
+        return full_dataframe(self.spark, table, self.catalog.kept_listing())
 
     def ensure_views(self, names: Iterable[str]) -> None:
         """Makes the plain views of these registered tables now (``spark.table(name)`` in a

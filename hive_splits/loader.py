@@ -654,6 +654,9 @@ class SplitLoader:
                     children.append((e.path, values, rel, texts, e.name, parsed[1]))
             # values of this level are known; wait (bounded) for this column's filters
             test = self._tester(depth)
+            # integers as Spark writes them, tested in one pass (most of the work at 100,000
+            # partitions); the rest one by one below
+            _integral_answers(test, pc.type, dict.fromkeys(c[5] for c in children))
             tested, readable = [], []
             for child in children:
                 try:
@@ -665,17 +668,22 @@ class SplitLoader:
                 readable.append(child)
             children = readable
             verdicts = [v for _value, v in tested]
-            all_texts = [{**texts, pc.name: raw} for _p, _v, _r, texts, _n, raw in children]
+            all_texts: Optional[list[dict]] = None
             if self._expressions:
+                all_texts = [{**texts, pc.name: raw} for _p, _v, _r, texts, _n, raw in children]
                 self._expression_verdicts(depth, all_texts, verdicts)
+            self._count_level(depth, verdicts, True)
             kept = []
-            for (path, values, rel, _t, name, _raw), (value, _), verdict, texts in zip(
-                    children, tested, verdicts, all_texts):
-                if self._count(depth, verdict):
+            pruned = self._res.pruned_folders
+            for i, ((path, values, rel, texts, name, raw), (value, _), verdict) in enumerate(
+                    zip(children, tested, verdicts)):
+                if verdict == "keep":
                     kept.append((path, {**values, pc.name: value},
-                                 f"{rel}/{name}" if rel else name, texts))
+                                 f"{rel}/{name}" if rel else name,
+                                 all_texts[i] if all_texts is not None
+                                 else {**texts, pc.name: raw}))
                 else:
-                    self._res.pruned_folders.append(f"{rel}/{name}" if rel else name)
+                    pruned.append(f"{rel}/{name}" if rel else name)
             current = kept
             if not current:
                 break

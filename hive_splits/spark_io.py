@@ -49,7 +49,7 @@ from hive_splits.loader import LoadResult
 from hive_splits.table import Table, spark_ddl, spark_struct_type
 
 __all__ = ["to_dataframe", "whole_folders_dataframe", "driver_listing", "root_dataframe",
-           "folder_dataframe", "folder_sql"]
+           "folder_dataframe", "folder_sql", "kept_listing_dataframe"]
 
 log = logging.getLogger(__name__)
 
@@ -142,23 +142,56 @@ def root_dataframe(spark: Any, table: Table) -> Any:
     return spark.read.schema(spark_ddl(table)).option("basePath", root).parquet(root)
 
 
-def folder_dataframe(spark: Any, table: Table) -> Any:
+def folder_dataframe(spark: Any, table: Table, kept_listing: Optional[int] = None) -> Any:
     """``spark.read.parquet`` of the table's folder and nothing else: which files, the schema,
     its column order, the partition types and their inference setting, hidden files, escapes
     and NULL partitions are all Spark's reader's, taken in the session that reads it, when the
     DataFrame is made. dpp's own listing of the folder never defines what a declared table
     returns; it only decides which of Spark's partitions a pruned scan may skip. A table
     declared with its partition types is read with the table's schema given, as a job that
-    names those types reads it (Spark still lists the folder and casts the values)."""
+    names those types reads it (Spark still lists the folder and casts the values).
+
+    ``kept_listing``: on a classic session whose driver holds dpp's jar, a folder of at least
+    that many partitions is read through :func:`kept_listing_dataframe` where it proves to
+    read the same (None: never)."""
     if table.given_types:
         return root_dataframe(spark, table)
     root = _uri(table.location)
+    if kept_listing is not None and not is_remote(spark):
+        lazy = kept_listing_dataframe(spark, root, kept_listing)
+        if lazy is not None:
+            return lazy
     if is_remote(spark) or not root.startswith("file:"):
         return spark.read.parquet(root)
     # local folders: Spark's reader lists them on the driver (its listing job costs more than
     # listing local folders); the same reader, the same files, one setting apart meanwhile
     with driver_listing(spark, _EVERY):
         return spark.read.parquet(root)
+
+
+def kept_listing_dataframe(spark: Any, root: str, min_partitions: int) -> Optional[Any]:
+    """The folder as ``spark.read.parquet(root)`` reads it, over a file index that lists a
+    partition's files only when a scan keeps it (``dpp.spark.FolderIndex``: the partition
+    folders are known by name, one listing per level; types and the data schema are proved
+    Spark's reader's from the names and the first data file), or None where that is not
+    proved, the folder has fewer than ``min_partitions`` partitions, or dpp's jar is not in
+    the driver. Spark's reader of a folder lists every partition's files when the DataFrame
+    is made: this is what keeps a declared table's cost per query with what it keeps."""
+    from py4j.java_gateway import JavaClass
+
+    try:
+        cls = spark._jvm.dpp.spark.FolderIndex
+        if not isinstance(cls, JavaClass):
+            return None   # dpp's jar is not in this driver
+        jdf = cls.open(spark._jsparkSession, root, int(min_partitions))
+    except Exception as exc:   # a py4j failure: Spark's reader
+        log.debug("dpp: %s read by Spark's reader (%s)", root, exc)
+        return None
+    if jdf is None:
+        log.debug("dpp: %s read by Spark's reader: %s", root, cls.why())
+        return None
+    from pyspark.sql import DataFrame
+    return DataFrame(jdf, spark)
 
 
 def folder_sql(table: Table) -> str:

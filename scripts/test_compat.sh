@@ -21,6 +21,7 @@ COMPACT=(
   "tests/test_catalog_by_name.py::test_the_kept_partitions_cost_one_hive_client_call_however_many"
   tests/test_examples.py
   tests/test_dpp_submit.py
+  tests/test_kept_listing.py
 )
 # the client road (dpp.enable on a Connect client) and the server road (dpp connect-server)
 CONNECT_SMOKE=("tests/test_connect.py::test_enable_prunes_path_table_declared_by_conf"

@@ -90,6 +90,15 @@ class TableCatalog:
         self._readers: dict[int, tuple[Table, DataFrame]] = {}
 
     # ------------------------------------------------------------------ declared tables
+    def kept_listing(self) -> Optional[int]:
+        """``spark.dpp.declaredTables.keptListing`` now; None (Spark's reader) while some
+        ``spark.dpp.*`` value cannot be read: a table read whole must not fail on a setting
+        the hook reports and runs unpruned under."""
+        try:
+            return self.config().declared_kept_listing
+        except DppError:
+            return None
+
     def register(self, name: str, path: str, *,
                  partition_types: Optional[dict[str, str]] = None) -> Table:
         """Declares the folder ``path`` under ``name`` (see ``DppSession.register_table``)."""
@@ -189,7 +198,7 @@ class TableCatalog:
         kept) and keeps that reading when it agrees with Spark's; otherwise the table is
         read whole by Spark, and the report says which column differs."""
         try:
-            reader = folder_dataframe(self.spark, t)
+            reader = folder_dataframe(self.spark, t, self.kept_listing())
             schema = reader.schema
         except Exception as exc:
             # Spark's reader cannot read the folder now: the loader's own checks name what is

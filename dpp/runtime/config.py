@@ -112,6 +112,16 @@ def _parse_positive_int(key: str, raw: str) -> int:
     return v
 
 
+def _parse_partition_count_or_off(key: str, raw: str) -> Optional[int]:
+    """A partition count (0 and up), or ``off``."""
+    text = raw.strip().lower()
+    if text in ("off", "false", "never"):
+        return None
+    if not _INT.match(raw) or not text.lstrip("+").isascii() or int(text) < 0:
+        raise ConfigError(f"{key}={raw!r}: expected a partition count (0 or more) or off")
+    return int(text)
+
+
 def _parse_fpp(key: str, raw: str) -> float:
     try:
         v = float(raw.strip())
@@ -238,6 +248,7 @@ class DppConfig:
     collector: str = "auto"
     lister: str = "auto"
     list_whole_catalog_tables: bool = False
+    declared_kept_listing: Optional[int] = 1000   # partitions; None: Spark's reader always
     optimizer_hook: bool = True
     sql_path: str = "hook"
     connect_dataframes: bool = False     # Spark Connect: the DataFrame plan rewrite
@@ -379,6 +390,8 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.collector": ("collector", _parse_choice(COLLECTORS)),
     "spark.dpp.lister": ("lister", _parse_choice(LISTERS)),
     "spark.dpp.listWholeCatalogTables": ("list_whole_catalog_tables", _parse_bool),
+    "spark.dpp.declaredTables.keptListing": ("declared_kept_listing",
+                                             _parse_partition_count_or_off),
     "spark.dpp.optimizerHook": ("optimizer_hook", _parse_bool),
     SQL_PATH_KEY: ("sql_path", _parse_choice(SQL_PATHS)),
     "spark.dpp.connect.dataFrames": ("connect_dataframes", _parse_bool),
@@ -476,6 +489,15 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "but the table is then read as dpp listed it, not as Spark defines it: Spark's "
         "file-status cache is not consulted). `false` (the default) leaves such tables to "
         "Spark. The optimizer hook leaves every catalog table it does not prune to Spark."),
+    "spark.dpp.declaredTables.keptListing": (
+        "a partition count (0 or more), off",
+        "A declared table (`spark.dpp.tables.*`, `register_table`) of at least this many "
+        "partition folders is read through a file index that knows the partitions by their "
+        "folder names (one listing per partition level) and lists a partition's files only "
+        "when a scan keeps it, instead of Spark's reader listing every folder at each "
+        "query; used only where the names and the first data file prove it reads what "
+        "`spark.read.parquet(<folder>)` reads (integer or word partition values; see the "
+        "manual's declared tables). `off`: always Spark's reader. Classic sessions only."),
     "spark.dpp.optimizerHook": (
         "true, false",
         "On a classic session `dpp.enable` installs the optimizer hook, so DataFrame jobs, "

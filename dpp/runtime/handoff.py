@@ -174,15 +174,16 @@ class Handoff:
         th = time.perf_counter()
         # the reader the query's lookup checked the table against (its listing not counted)
         df = self.catalog.reader_for(table)
+        kept = self.catalog.kept_listing()
         if df is None and (self.runtime.remote
                            or not worth_counting(self.spark, table.location)):
             # (on Spark Connect the server lists: its requests are not counted here)
-            df = folder_dataframe(self.spark, table)
+            df = folder_dataframe(self.spark, table, kept)
         elif df is None:
             # Spark's requests for the handoff (the folder listed by its reader), counted
             with _HANDOFF_COUNT_LOCK:
                 before = storage_calls(self.spark)
-                df = folder_dataframe(self.spark, table)
+                df = folder_dataframe(self.spark, table, kept)
                 after = storage_calls(self.spark)
             if before is not None and after is not None:
                 result.handoff_list_calls = after[0] - before[0]
@@ -373,12 +374,13 @@ class Handoff:
         return out
 
 
-def full_dataframe(spark: SparkSession, table: Table) -> DataFrame:
+def full_dataframe(spark: SparkSession, table: Table,
+                   kept_listing: Optional[int] = None) -> DataFrame:
     """A table read whole, as Spark defines it: a catalog table is ``spark.table``, a
     declared one Spark's reader of its folder made now (:func:`hive_splits.spark_io.
     folder_dataframe`: its files, schema and partition values are the reader's, never a
     listing or a schema dpp kept from earlier — a folder emptied since reads as Spark reads
-    it)."""
+    it). ``kept_listing``: ``spark.dpp.declaredTables.keptListing``."""
     if table.is_catalog or is_connect_catalog(table):
         return spark.table(quote_table(table.catalog_name or table.name))
-    return folder_dataframe(spark, table)
+    return folder_dataframe(spark, table, kept_listing)

@@ -34,6 +34,9 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * #setDelays(double, double)} sets them at runtime for every instance in this JVM, until
  * {@link #clearDelays()}.
  *
+ * <p>A listing of more than {@link #PAGE} entries costs one LIST per page of them, as an
+ * object store pages its listings.
+ *
  * <p>One request of a caller costs one delay and one count, however the local filesystem
  * implements it: {@code RawLocalFileSystem.listStatus} takes each child's status with {@code
  * getFileStatus}, {@code listLocatedStatus} and {@code listStatusIterator} list through {@code
@@ -158,12 +161,25 @@ public class LaggedLocalFileSystem extends RawLocalFileSystem {
 
   @Override
   public FileStatus[] listStatus(Path f) throws IOException {
+    boolean outermost = DEPTH.get()[0] == 0;
     FileStatus[] out = request(KIND_LIST, () -> super.listStatus(f));
     for (int i = 0; i < out.length; i++) {
       out[i] = LocalStatus.of(out[i]);
     }
+    if (outermost) {
+      // an object store answers a listing in pages of PAGE entries: each page after the
+      // first is one more request (S3's ListObjectsV2 returns at most 1,000 keys)
+      for (int more = (out.length - 1) / PAGE; more > 0; more--) {
+        LIST.incrementAndGet();
+        CountingLocalFileSystem.countList();
+        lag(effective(listOverrideNanos, listNanos));
+      }
+    }
     return out;
   }
+
+  /** Entries one LIST request returns: a longer listing costs one request per page. */
+  public static final int PAGE = 1000;
 
   @Override
   public RemoteIterator<LocatedFileStatus> listLocatedStatus(Path f) throws IOException {

@@ -46,6 +46,8 @@ SETTINGS = {
     "spark.dpp.statsPruning.enabled": ["auto", "true", "false"],
     "spark.dpp.filterCache.enabled": ["true", "false"],
     "spark.sql.sources.partitionColumnTypeInference.enabled": ["true", "true", "false"],
+    # declared tables read through dpp's kept-partition index (0: any size) or Spark's reader
+    "spark.dpp.declaredTables.keptListing": ["0", "0", "off"],
 }
 
 

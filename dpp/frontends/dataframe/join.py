@@ -83,7 +83,7 @@ def run_join(session: "SessionParts", fact: str, dim_df: DataFrame,
     else:
         report.add_table_unpruned(fact, None, Refusal(Code.DISABLED) if not cfg.enabled else
                                   Refusal.of(Code.FACT_SIDE_PRESERVED, how=norm_how))
-        fact_df = full_dataframe(session.spark, table)
+        fact_df = full_dataframe(session.spark, table, cfg.declared_kept_listing)
     cond = None
     for fcol, dcol in on:
         c = fact_df[fcol] == dim_df[dcol]

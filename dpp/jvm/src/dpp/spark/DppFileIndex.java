@@ -172,6 +172,12 @@ public final class DppFileIndex extends CompatFileIndex {
         if (all == null) {
             return CompatFileIndex.listFiles(base, partitionFilters, dataFilters);
         }
+        if (base instanceof FolderIndex) {
+            // a declared folder listed where a scan needs it: the folders the loader ruled
+            // out are never listed, the rest as Spark's index over them lists them
+            return subtract(((FolderIndex) base).listWhere(partitionFilters, dataFilters,
+                this::ruledOut));
+        }
         if (base instanceof InMemoryFileIndex) {
             // a relation that holds Spark's own listing (spark.read.parquet, a path table):
             // its files, order, reader options (pathGlobFilter, modifiedAfter...), snapshot,
@@ -789,7 +795,9 @@ public final class DppFileIndex extends CompatFileIndex {
         }
         Seq<Expression> none =
             CollectionConverters.asScala(new ArrayList<Expression>()).toList();
-        if (base instanceof InMemoryFileIndex) {
+        if (base instanceof FolderIndex) {
+            all = subtract(((FolderIndex) base).listWhere(none, none, this::ruledOut));
+        } else if (base instanceof InMemoryFileIndex) {
             all = subtract(CompatFileIndex.listFiles(base, none, none));
         } else if (base instanceof CatalogFileIndex) {
             all = listCatalog(none, none);
