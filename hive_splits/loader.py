@@ -45,7 +45,7 @@ from dpp.core.outcomes import FilterOutcome, WaitResult
 from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 from hive_splits.footers import FooterCache, cannot_match, read_footer
 from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister
-from hive_splits.naming import parse_folder_name, partition_path
+from hive_splits.naming import DEFAULT_PARTITION_NAME, parse_folder_name, partition_path
 from hive_splits.table import CatalogPartition, Table, local_path
 
 __all__ = ["DynamicFilter", "KeyExpression", "Split", "KeptPartition", "FilterStatus", "LevelStats",
@@ -641,13 +641,24 @@ class SplitLoader:
                 raise LayoutError(f"table {t.name}: folder {exc.filename or root!r} does not "
                                   f"exist (removed while the table was being listed?)") from None
             children = []
+            # a folder named exactly "<column>=<text>" with nothing escaped needs no parsing
+            prefix = pc.name + "="
+            cut = len(prefix) if "%" not in pc.name and "=" not in pc.name else 0
             for (folder, values, rel, texts), (dirs, files) in zip(current, listings):
                 if files:
                     raise LayoutError(
                         f"table {t.name}: data file {files[0].path!r} sits among partition "
                         f"folders of column {pc.name!r}, expected only {pc.name}=... folders")
                 for e in dirs:
-                    parsed = parse_folder_name(e.name)
+                    name = e.name
+                    if (cut and name.startswith(prefix) and len(name) > cut
+                            and "%" not in name):
+                        raw: Optional[str] = name[cut:]
+                        if raw == DEFAULT_PARTITION_NAME:
+                            raw = None
+                        children.append((e.path, values, rel, texts, name, raw))
+                        continue
+                    parsed = parse_folder_name(name)
                     if parsed is None or parsed[0] != pc.name:
                         self._stray_folder(e.path, parsed, pc.name)
                         continue   # empty: no files to read, as in Spark's discovery
@@ -657,14 +668,23 @@ class SplitLoader:
             # integers as Spark writes them, tested in one pass (most of the work at 100,000
             # partitions); the rest one by one below
             _integral_answers(test, pc.type, dict.fromkeys(c[5] for c in children))
+            memo = test.memo   # type: ignore[attr-defined]
+            if not self._expressions:
+                current = self._split_level(depth, pc.name, children, test, memo)
+                if not current:
+                    break
+                continue
             tested, readable = [], []
             for child in children:
-                try:
-                    tested.append(test(child[5], child[0]))
-                except LayoutError:
-                    if self._data_file_below(child[0]) is not None:
-                        raise
-                    continue   # holds no file: Spark's discovery passes it over, so do we
+                hit = memo.get(child[5])
+                if hit is None:
+                    try:
+                        hit = test(child[5], child[0])
+                    except LayoutError:
+                        if self._data_file_below(child[0]) is not None:
+                            raise
+                        continue   # holds no file: Spark's discovery passes it over, so do we
+                tested.append(hit)
                 readable.append(child)
             children = readable
             verdicts = [v for _value, v in tested]
@@ -688,6 +708,34 @@ class SplitLoader:
             if not current:
                 break
         return [KeptPartition(p, v, r) for p, v, r, _t in current]
+
+    def _split_level(self, depth: int, column: str, children: list[tuple],
+                     test: Callable[[Optional[str], Any], tuple[Any, str]],
+                     memo: dict[Optional[str], tuple[Any, str]]
+                     ) -> list[tuple[str, dict, str, dict]]:
+        """One level's folders into kept and pruned in one pass (no filter by expression to
+        wait for): the folders a level has are 100,000 at the most partitioned tables."""
+        kept = []
+        pruned = self._res.pruned_folders
+        verdicts = []
+        for path, values, rel, texts, name, raw in children:
+            hit = memo.get(raw)
+            if hit is None:
+                try:
+                    hit = test(raw, path)
+                except LayoutError:
+                    if self._data_file_below(path) is not None:
+                        raise
+                    continue   # holds no file: Spark's discovery passes it over, so do we
+            value, verdict = hit
+            verdicts.append(verdict)
+            if verdict == "keep":
+                kept.append((path, {**values, column: value}, rel + "/" + name if rel else name,
+                             {**texts, column: raw}))
+            else:
+                pruned.append(rel + "/" + name if rel else name)
+        self._count_level(depth, verdicts, True)
+        return kept
 
     def _stray_folder(self, path: str, parsed: Optional[tuple[str, Optional[str]]],
                       column: str) -> None:

@@ -194,6 +194,11 @@ def kept_listing_dataframe(spark: Any, root: str, min_partitions: int) -> Option
     return DataFrame(jdf, spark)
 
 
+def folder_uri(path: str) -> str:
+    """A folder's location as Spark's reader is given it (a local path as a ``file:`` URI)."""
+    return _uri(path)
+
+
 def folder_sql(table: Table) -> str:
     """The relation :func:`folder_dataframe` makes, as SQL text (``parquet.`<folder>```): a
     view defined by it is analysed again by every query that names it, in the querying

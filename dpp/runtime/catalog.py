@@ -35,7 +35,7 @@ from dpp.runtime.schema_cache import SchemaCache
 from dpp.runtime.views import PlainViews, norm_name
 from hive_splits import Table, table_from_catalog, table_from_path
 from hive_splits.metastore import MetastorePartitions
-from hive_splits.spark_io import folder_dataframe
+from hive_splits.spark_io import folder_dataframe, folder_uri, kept_listing_dataframe
 from hive_splits.table import catalog_metadata, catalog_partition_names
 
 __all__ = ["TableCatalog", "schema_differs"]
@@ -107,7 +107,9 @@ class TableCatalog:
         table = table_from_path(path, name=key, partition_types=partition_types,
                                 timestamp_type=rules.timestamp_type,
                                 type_inference=rules.type_inference,
-                                lister=self.runtime.lister(path, self.config()))
+                                lister=self.runtime.lister(path, self.config()),
+                                spark_types=(None if partition_types
+                                             else self._kept_listing_types(path)))
         with self.lock:
             self.tables[key] = table
             self._forget_readers(key)
@@ -115,6 +117,23 @@ class TableCatalog:
         self.schemas.forget(key)
         self.views.usable(key)  # a user's object of that name wins: said now, once
         return table
+
+    def _kept_listing_types(self, path: str) -> Optional[dict[str, str]]:
+        """The column types Spark's reader gives the folder, where the kept-partition index
+        reads it (:func:`hive_splits.spark_io.kept_listing_dataframe`: proved from the folder
+        names, one listing per partition level), or None. Without them the declaration
+        infers the partition types itself, listing every partition folder."""
+        kept = self.kept_listing()
+        if kept is None or self.remote:
+            return None
+        try:
+            df = kept_listing_dataframe(self.spark, folder_uri(path), kept)
+        except Exception as exc:   # the declaration infers the types itself
+            log.debug("dpp: %s: no types from the kept-partition index (%s)", path, exc)
+            return None
+        if df is None:
+            return None
+        return {f.name: f.dataType.simpleString() for f in df.schema.fields}
 
     def unregister(self, name: str) -> None:
         """Forgets a declared table, and drops the plain view made of it (a user's own view

@@ -101,16 +101,27 @@ public final class FolderIndex extends CompatFileIndex {
 
     /** One partition folder: its path and the raw text of each partition column. */
     static final class Leaf {
-        final Path path;
+        private final Path parent;
+        private final String name;
         final String rel;
         final String[] raw;
         final String order;   // where its files come in Spark's path order: "rel/"
+        private Path path;
 
-        Leaf(Path path, String rel, String[] raw) {
-            this.path = path;
+        Leaf(Path parent, String name, String rel, String[] raw) {
+            this.parent = parent;
+            this.name = name;
             this.rel = rel;
             this.raw = raw;
             this.order = rel + "/";
+        }
+
+        /** Made when asked: a Hadoop path costs microseconds, times every partition. */
+        synchronized Path path() {
+            if (path == null) {
+                path = new Path(parent, name);
+            }
+            return path;
         }
     }
 
@@ -217,7 +228,7 @@ public final class FolderIndex extends CompatFileIndex {
             if (tried++ >= PROBES) {
                 throw new Giveup("no data file in the first " + PROBES + " folders");
             }
-            long[] stat = listed(session, l.path, opts, cache);
+            long[] stat = listed(session, l.path(), opts, cache);
             holdsData.put(l, stat[1] > 0);
             if (stat[0] > 0) {
                 first = l;
@@ -241,7 +252,7 @@ public final class FolderIndex extends CompatFileIndex {
                     if (probes++ >= PROBES) {
                         break;
                     }
-                    data = listed(session, l.path, opts, cache)[1] > 0;
+                    data = listed(session, l.path(), opts, cache)[1] > 0;
                     holdsData.put(l, data);
                 }
                 if (data) {
@@ -256,7 +267,7 @@ public final class FolderIndex extends CompatFileIndex {
         }
 
         Dataset<Row> probe = session.read().option("basePath", root.toString())
-            .parquet(first.path.toString());
+            .parquet(first.path().toString());
         StructType probed = probe.schema();
         LogicalPlan probePlan = probe.queryExecution().analyzed();
         if (!(probePlan instanceof LogicalRelation)
@@ -306,7 +317,7 @@ public final class FolderIndex extends CompatFileIndex {
         // the relation Spark's reader makes for this folder with the table's schema given,
         // over this index instead of a listing of every folder
         Dataset<Row> shaped = session.read().schema(full).option("basePath", root.toString())
-            .parquet(first.path.toString());
+            .parquet(first.path().toString());
         LogicalPlan plan = shaped.queryExecution().analyzed();
         if (!(plan instanceof LogicalRelation)
                 || !(((LogicalRelation) plan).relation() instanceof HadoopFsRelation)) {
@@ -346,17 +357,17 @@ public final class FolderIndex extends CompatFileIndex {
         for (Entry st : entries(fs, dir)) {
             String name = st.name;
             if (name.startsWith("_metadata") || name.startsWith("_common_metadata")) {
-                throw new Giveup("a Parquet summary file at " + st.path);
+                throw new Giveup("a Parquet summary file at " + st.path());
             }
             if (hidden(name)) {
                 continue;
             }
             if (!st.dir) {
-                throw new Giveup("a file beside partition folders: " + st.path);
+                throw new Giveup("a file beside partition folders: " + st.path());
             }
             int eq = name.indexOf('=');
             if (eq <= 0 || eq == name.length() - 1) {
-                throw new Giveup("a folder that is no partition: " + st.path);
+                throw new Giveup("a folder that is no partition: " + st.path());
             }
             String col = name.substring(0, eq);
             if (column == null) {
@@ -389,7 +400,7 @@ public final class FolderIndex extends CompatFileIndex {
         } else if (!leaves.isEmpty()) {
             deeper = false;
         } else {
-            deeper = hasPartitionFolders(fs, subdirs.get(0).path);
+            deeper = hasPartitionFolders(fs, subdirs.get(0).path());
         }
         for (Entry st : subdirs) {
             String name = st.name;
@@ -398,9 +409,9 @@ public final class FolderIndex extends CompatFileIndex {
             next.add(value);
             String r = rel.isEmpty() ? name : rel + "/" + name;
             if (deeper) {
-                walk(fs, st.path, r, next, columns, leaves);
+                walk(fs, st.path(), r, next, columns, leaves);
             } else {
-                leaves.add(new Leaf(st.path, r, next.toArray(new String[0])));
+                leaves.add(new Leaf(dir, name, r, next.toArray(new String[0])));
             }
         }
     }
@@ -414,16 +425,20 @@ public final class FolderIndex extends CompatFileIndex {
         return false;
     }
 
-    /** A folder's entry: its name, path, and whether it is a folder. */
+    /** A folder's entry: its name, its folder, and whether it is a folder. */
     static final class Entry {
         final String name;
-        final Path path;
+        final Path parent;
         final boolean dir;
 
-        Entry(String name, Path path, boolean dir) {
+        Entry(String name, Path parent, boolean dir) {
             this.name = name;
-            this.path = path;
+            this.parent = parent;
             this.dir = dir;
+        }
+
+        Path path() {
+            return new Path(parent, name);
         }
     }
 
@@ -465,7 +480,7 @@ public final class FolderIndex extends CompatFileIndex {
         if (!"file".equals(uri.getScheme())) {
             List<Entry> out = new ArrayList<>();
             for (FileStatus st : fs.listStatus(dir)) {
-                out.add(new Entry(st.getPath().getName(), st.getPath(), st.isDirectory()));
+                out.add(new Entry(st.getPath().getName(), dir, st.isDirectory()));
             }
             return out;
         }
@@ -482,8 +497,7 @@ public final class FolderIndex extends CompatFileIndex {
                  java.nio.file.Files.newDirectoryStream(local)) {
             for (java.nio.file.Path child : ds) {
                 String name = child.getFileName().toString();
-                out.add(new Entry(name, new Path(dir, name),
-                    java.nio.file.Files.isDirectory(child)));
+                out.add(new Entry(name, dir, java.nio.file.Files.isDirectory(child)));
             }
         }
         List<Entry> entries = Collections.unmodifiableList(out);
@@ -613,6 +627,7 @@ public final class FolderIndex extends CompatFileIndex {
     List<PartitionDirectory> listWhere(Seq<Expression> partitionFilters,
                                        Seq<Expression> dataFilters, Predicate<String> ruledOut) {
         List<Path> paths = new ArrayList<>();
+        java.util.Set<String> chosen = new java.util.HashSet<>();
         BasePredicate pred = predicate(partitionFilters);
         List<Object[]> values = values();
         for (int i = 0; i < leaves.size(); i++) {
@@ -623,14 +638,15 @@ public final class FolderIndex extends CompatFileIndex {
             if (pred != null && !pred.eval(new GenericInternalRow(values.get(i)))) {
                 continue;
             }
-            paths.add(l.path);
+            paths.add(l.path());
+            chosen.add(l.rel);
         }
         if (paths.isEmpty()) {
             return new ArrayList<>();
         }
         List<PartitionDirectory> listed =
             CompatFileIndex.listFiles(sub(paths), partitionFilters, dataFilters);
-        missing(new java.util.HashSet<>(paths), listed);
+        missing(chosen, listed);
         return listed;
     }
 
@@ -641,7 +657,7 @@ public final class FolderIndex extends CompatFileIndex {
      * replaces the folder a query reads), and so does this — never fewer rows in silence.
      * Under {@code spark.sql.files.ignoreMissingFiles} Spark's reader skips them: so does this.
      */
-    private void missing(java.util.Set<Path> paths, List<PartitionDirectory> listed) {
+    private void missing(java.util.Set<String> chosen, List<PartitionDirectory> listed) {
         java.util.Set<String> covered = new java.util.HashSet<>();
         String base = trimmed(root);
         for (PartitionDirectory pd : listed) {
@@ -666,19 +682,19 @@ public final class FolderIndex extends CompatFileIndex {
             return;
         }
         for (Leaf l : leaves) {
-            if (!paths.contains(l.path) || covered.contains(l.rel)) {
+            if (!chosen.contains(l.rel) || covered.contains(l.rel)) {
                 continue;
             }
             boolean there;
             try {
-                there = l.path.getFileSystem(Compat.sessionState(session).newHadoopConf())
-                    .exists(l.path);
+                there = l.path().getFileSystem(Compat.sessionState(session).newHadoopConf())
+                    .exists(l.path());
             } catch (java.io.IOException e) {
                 there = false;
             }
             if (!there) {
                 throw new IllegalStateException(new java.io.FileNotFoundException(
-                    "partition folder " + l.path + " of " + root + " no longer exists: it was "
+                    "partition folder " + l.path() + " of " + root + " no longer exists: it was "
                     + "there when the query's DataFrame was made"));
             }
         }
