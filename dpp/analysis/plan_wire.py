@@ -87,6 +87,8 @@ class Relation(_RelationRequired, total=False):
                             # names read in the session time zone now
     staticallyEmpty: bool   # a catalog table Spark's static partition filters leave empty
     namesToken: str         # its partition names as the rule listed them for this plan
+    folderNames: str        # a declared folder's partition folders as its kept-partition
+    #                         index knows them (a token, as namesToken)
     sizeInBytes: int        # an unpartitioned relation's size as Spark estimates it
     #                         (dpp.analysis.rules.is_fact decides whether it is a fact)
 

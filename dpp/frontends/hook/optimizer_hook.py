@@ -57,6 +57,7 @@ from dpp.analysis.plan_pairs import Prune, find_prunes, relation_nodes, unstable
 from dpp.analysis.plan_wire import WIRE_VERSION, WireError, check_list_answer, check_plan
 from dpp.runtime.report import JobReport
 from hive_splits import DynamicFilter, KeyExpression, LoadResult, SplitLoader, Table
+from hive_splits.listing import PrelistedLister
 
 if TYPE_CHECKING:
     from dpp.runtime.session_parts import SessionParts
@@ -464,8 +465,11 @@ class OptimizerHook:
     def _load(self, table: Table, dyn: list[DynamicFilter], cfg: Any, rules: SparkRules
               ) -> LoadResult:
         s = self.session
+        lister = s.runtime.lister(table.location, cfg)
+        if isinstance(table.lister, PrelistedLister):
+            lister = table.lister.over(lister)   # the index's folders, the session's lister
         return SplitLoader(table, TupleDomain.all(), dyn, wait_timeout=cfg.wait_timeout,
-                           rules=rules, lister=s.runtime.lister(table.location, cfg),
+                           rules=rules, lister=lister,
                            files_by_spark=True, **s.runtime.loader_stats(cfg)).load()
 
     # ------------------------------------------------------------------ the index's call

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Optional
 from dpp.core.refusals import Code, Refusal
 from dpp.core.spark_rules import SparkRules
 from hive_splits import Table, table_from_path
+from hive_splits.jvm_refs import jvm_class, jvm_text
+from hive_splits.listing import LocalLister, PrelistedLister
 from hive_splits.metastore import MetastorePartitions
 from hive_splits.naming import parse_folder_name
 
@@ -87,6 +89,9 @@ class RelationTables:
                 if fresh is None or self._differs(rel, node, fresh) is not None:
                     return None, table.name, why
                 table = fresh
+            token = rel.get("folderNames")
+            if token and table.partition_columns:
+                table = self._prelisted(table, token)
         if kind == "catalog":
             why = self._differs(rel, node, table)
             if why is not None:
@@ -101,6 +106,23 @@ class RelationTables:
             # read in today's zone, which is how dpp reads them
             return None, table.name, Refusal.of(Code.TIMESTAMP_ZONE, stamped[0])
         return table, table.name, None
+
+    def _prelisted(self, table: Table, token: str) -> Table:
+        """``table`` listed by the partition folders its relation's kept-partition index
+        knows (``folderNames``): the loader judges those folders and lists only the kept
+        ones' files. The names are taken once; gone (or no jar): the table as it is."""
+        try:
+            held = jvm_class(self.session.spark._jvm, "dpp.spark.DppHook").takeNames(token)
+        except Exception as exc:
+            log.debug("dpp: %s: the index's folder names unavailable (%s)", table.name, exc)
+            return table
+        if held is None:
+            return table
+        text = jvm_text(held)
+        rels = text.split("\n") if text else []
+        lister = table.lister if table.lister is not None else LocalLister()
+        return dataclasses.replace(
+            table, lister=PrelistedLister(lister, lister.location(table.location), rels))
 
     @staticmethod
     def _differs(rel: dict[str, Any], node: dict[str, Any], table: Table

@@ -608,6 +608,20 @@ public final class FolderIndex extends CompatFileIndex {
         return root;
     }
 
+    /** The partition folders this index knows, relative to the root, one per line, kept for
+     * the split loader under a token ({@code DppHook.takeNames}): the loader judges the
+     * folders this index lists, without listing them again. */
+    String namesToken() {
+        StringBuilder b = new StringBuilder(leaves.size() * 16);
+        for (int i = 0; i < leaves.size(); i++) {
+            if (i > 0) {
+                b.append('\n');
+            }
+            b.append(leaves.get(i).rel);
+        }
+        return StaticPruning.keepText(b);
+    }
+
     public int partitions() {
         return leaves.size();
     }

@@ -581,6 +581,9 @@ final class PlanDescriber {
         if (token != null) {
             r.put("namesToken", token);
         }
+        if (loc instanceof FolderIndex) {
+            r.put("folderNames", ((FolderIndex) loc).namesToken());
+        }
     }
 
     private void passThrough(NamedExpression e, ArrayNode map) {

@@ -118,6 +118,11 @@ final class StaticPruning {
                 b.append('\n');
             }
         }
+        return keepText(b);
+    }
+
+    /** Keeps names already one per line until the loader takes them ({@link #takeNames}). */
+    static String keepText(StringBuilder b) {
         String token = java.util.UUID.randomUUID().toString();
         synchronized (NAMES) {
             NAMES.put(token, b);
