@@ -178,6 +178,9 @@ class PrelistedLister(Lister):
         """Sub-folder names by the folder's path relative to the root ("": the root)."""
         if self._below is None:
             below: dict[str, list[str]] = {}
+            if not any("/" in rel for rel in self._rels):   # one level: the root's folders
+                self._below = {"": sorted(set(self._rels))}
+                return self._below
             for rel in self._rels:
                 parent, _, name = rel.rpartition("/")
                 while True:

@@ -320,6 +320,7 @@ class ListAnswer(TypedDict, total=False):
     version: int
     reason: str
     prunedFolders: list[str]
+    keptFolders: list[str]   # a FolderIndex's loader kept these; every other is ruled out
     droppedFiles: dict[str, list[str]]
     partitions: list[dict[str, Any]]
     catalog: dict[str, Any]

@@ -21,6 +21,7 @@ from dpp.runtime.decision import real_column, table_columns
 from dpp.frontends.hook.tables import uri
 from dpp.analysis.plan_pairs import Prune, relation_nodes
 from hive_splits import LoadResult, Table
+from hive_splits.listing import PrelistedLister
 from hive_splits.naming import parse_folder_name
 
 __all__ = ["probe_type", "probe_type_of", "encode", "ruled_out", "catalog_answer", "plan_text",
@@ -103,6 +104,13 @@ def ruled_out(table: Table, result: LoadResult) -> dict[str, Any]:
                 if os.path.basename(f.path) not in names]
         if gone:
             dropped[kp.relative] = gone
+    if isinstance(table.lister, PrelistedLister) and all(
+            kp.relative is not None for kp in result.partitions):
+        # the load judged exactly the folders the relation's index knows: the kept ones say
+        # it all (30 names, not the 99,970 others of a 100,000-partition table)
+        return {"prunedFolders": [], "droppedFiles": dropped,
+                "keptFolders": [kp.relative for kp in result.partitions
+                                if kp.relative is not None]}
     return {"prunedFolders": list(result.pruned_folders), "droppedFiles": dropped}
 
 

@@ -90,6 +90,9 @@ public final class DppFileIndex extends CompatFileIndex {
     // what the loader ruled out, for a base index that holds Spark's own listing: folders
     // (relative paths, any level) and, per kept folder, file names skipped by statistics
     private volatile Set<String> prunedFolders;
+    // for a base that knows its partition folders by name (FolderIndex), the loader's kept
+    // ones: every other is ruled out (null: prunedFolders says what is)
+    private volatile Set<String> keptFolders;
     private volatile Map<String, Set<String>> droppedFiles;
     // for a catalog table: the kept partitions' catalog values (column -> raw text, null for
     // the default partition; null: every partition kept), and the files skipped, by path
@@ -549,6 +552,20 @@ public final class DppFileIndex extends CompatFileIndex {
                 for (JsonNode f : a.path("prunedFolders")) {
                     prunedFolders.add(f.asText());
                 }
+                if (a.has("keptFolders")) {
+                    if (!(base instanceof FolderIndex)) {
+                        // kept folders speak only for the folders the index knows
+                        LOG.warn("dpp: the answer for {} names kept folders of an index that "
+                            + "does not know its folders; Spark's own listing is read", base);
+                        fellBack = true;
+                        return null;
+                    }
+                    Set<String> kept = new HashSet<>();
+                    for (JsonNode f : a.path("keptFolders")) {
+                        kept.add(f.asText());
+                    }
+                    keptFolders = kept;
+                }
                 droppedFiles = new HashMap<>();
                 Iterator<Map.Entry<String, JsonNode>> it = a.path("droppedFiles").fields();
                 while (it.hasNext()) {
@@ -705,6 +722,19 @@ public final class DppFileIndex extends CompatFileIndex {
     }
 
     private boolean ruledOut(String rel) {
+        Set<String> kept = keptFolders;
+        if (kept != null) {
+            int cut = rel.indexOf('/');
+            while (true) {
+                if (kept.contains(cut < 0 ? rel : rel.substring(0, cut))) {
+                    return false;
+                }
+                if (cut < 0) {
+                    return true;
+                }
+                cut = rel.indexOf('/', cut + 1);
+            }
+        }
         int at = rel.indexOf('/');
         while (true) {
             String prefix = at < 0 ? rel : rel.substring(0, at);
