@@ -199,6 +199,16 @@ class PrelistedLister(Lister):
             self._below = below
         return self._below
 
+    def names_below(self, folder: str) -> Optional[list[str]]:
+        """The names of ``folder``'s partition folders, sorted, or None where it is not a
+        folder of the partition levels."""
+        path = folder.rstrip("/")
+        if path == self._root:
+            return self._children().get("")
+        if path.startswith(self._root + "/"):
+            return self._children().get(path[len(self._root) + 1:])
+        return None
+
     def list(self, folder: str) -> tuple[list[DirEntry], list[FileEntry]]:
         path = folder.rstrip("/")
         if path == self._root:
