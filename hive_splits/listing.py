@@ -32,7 +32,7 @@ import struct
 import threading
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Optional
-from urllib.parse import quote, unquote, urlparse
+from urllib.parse import unquote, urlparse
 
 from dpp.core.errors import LayoutError
 from hive_splits.naming import is_hidden

@@ -96,8 +96,7 @@ public final class FolderIndex extends CompatFileIndex {
     // one client of Spark's file-status cache for every listing of this index: a folder is
     // listed once per DataFrame, and a DataFrame run again reads the listing it read before
     private final FileStatusCache statuses;
-    private volatile InMemoryFileIndex lastSub;
-    private volatile List<Path> lastPaths;
+    private final Named named;   // where the folders' cast values are kept across indexes
 
     /** One partition folder: its path and the raw text of each partition column. */
     static final class Leaf {
@@ -126,7 +125,8 @@ public final class FolderIndex extends CompatFileIndex {
     }
 
     private FolderIndex(SparkSession session, Path root, StructType dataSchema,
-                        StructType partitionSchema, List<Leaf> leaves, long size, ZoneId zone) {
+                        StructType partitionSchema, List<Leaf> leaves, long size, ZoneId zone,
+                        Named named) {
         this.session = session;
         this.root = root;
         this.dataSchema = dataSchema;
@@ -135,6 +135,7 @@ public final class FolderIndex extends CompatFileIndex {
         this.size = size;
         this.zone = zone;
         this.statuses = FileStatusCache$.MODULE$.getOrCreate(session);
+        this.named = named;
     }
 
     /** Why the last {@link #open} on this thread answered null. */
@@ -191,19 +192,29 @@ public final class FolderIndex extends CompatFileIndex {
         Path given = new Path(rootText);
         FileSystem fs = given.getFileSystem(hadoop);
         Path root = fs.makeQualified(given);
-        List<Leaf> leaves = new ArrayList<>();
-        List<String> columns = new ArrayList<>();
-        walk(fs, root, "", new ArrayList<>(), columns, leaves);
+        // the folders as named now: for a local root whose entries are the ones listed
+        // before (its modification time stands), the folders read from them before
+        List<Entry> rootEntries = entries(fs, root);
+        Named named = NAMED.get(root.toString());
+        if (named == null || named.rootEntries != rootEntries) {
+            List<Leaf> found = new ArrayList<>();
+            List<String> cols = new ArrayList<>();
+            walk(fs, root, "", new ArrayList<>(), cols, found);
+            named = new Named(rootEntries, Collections.unmodifiableList(found),
+                Collections.unmodifiableList(cols));
+            if (cols.size() == 1 && "file".equals(root.toUri().getScheme())) {
+                NAMED.put(root.toString(), named);   // one level: the root's entries say all
+            }
+        }
+        List<Leaf> leaves = named.leaves;
+        List<String> columns = named.columns;
         if (columns.isEmpty()) {
             throw new Giveup("no partition folders");
         }
         if (leaves.size() < minPartitions) {
             throw new Giveup("fewer than " + minPartitions + " partitions");
         }
-        // Spark orders data files by their path text; the folder whose files come first is
-        // the first folder in order of "relative path/"
-        List<Leaf> ordered = new ArrayList<>(leaves);
-        ordered.sort((a, b) -> a.order.compareTo(b.order));
+        List<Leaf> ordered = named.ordered();
 
         int n = columns.size();
         DataType[] types = new DataType[n];
@@ -312,7 +323,7 @@ public final class FolderIndex extends CompatFileIndex {
         long size = multiply(Math.max(firstBytes, 1L), leaves.size());
         ZoneId zone = ZoneId.of(conf.sessionLocalTimeZone());
         FolderIndex index = new FolderIndex(session, root, dataSchema, partitionSchema,
-            Collections.unmodifiableList(leaves), size, zone);
+            leaves, size, zone, named);
 
         // the relation Spark's reader makes for this folder with the table's schema given,
         // over this index instead of a listing of every folder
@@ -424,6 +435,42 @@ public final class FolderIndex extends CompatFileIndex {
         }
         return false;
     }
+
+    /** A one-level local folder's partitions as read from its root's entries (reused while
+     * those entries are: the query after the one that read them finds them unchanged). */
+    static final class Named {
+        final List<Entry> rootEntries;
+        final List<Leaf> leaves;
+        final List<String> columns;
+        private List<Leaf> ordered;
+        private final Map<String, List<Object[]>> values = new java.util.concurrent.ConcurrentHashMap<>();
+
+        Named(List<Entry> rootEntries, List<Leaf> leaves, List<String> columns) {
+            this.rootEntries = rootEntries;
+            this.leaves = leaves;
+            this.columns = columns;
+        }
+
+        /** Spark orders data files by their path text: the folders in order of "rel/". */
+        synchronized List<Leaf> ordered() {
+            if (ordered == null) {
+                List<Leaf> o = new ArrayList<>(leaves);
+                o.sort((a, b) -> a.order.compareTo(b.order));
+                ordered = Collections.unmodifiableList(o);
+            }
+            return ordered;
+        }
+    }
+
+    private static final Map<String, Named> NAMED = java.util.Collections.synchronizedMap(
+        new java.util.LinkedHashMap<String, Named>(16, 0.75f, true) {
+            private static final long serialVersionUID = 1L;
+
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, Named> eldest) {
+                return size() > 16;
+            }
+        });
 
     /** A folder's entry: its name, its folder, and whether it is a folder. */
     static final class Entry {
@@ -658,10 +705,33 @@ public final class FolderIndex extends CompatFileIndex {
         if (paths.isEmpty()) {
             return new ArrayList<>();
         }
-        List<PartitionDirectory> listed =
-            CompatFileIndex.listFiles(sub(paths), partitionFilters, dataFilters);
+        List<PartitionDirectory> listed = shaped(
+            CompatFileIndex.listFiles(sub(paths), partitionFilters, dataFilters));
         missing(chosen, listed);
         return listed;
+    }
+
+    /**
+     * Spark's listing of the kept folders as partitions of this table: a listing of folders
+     * that hold no file has no partition columns at all (Spark's index then answers one
+     * directory without values, which a scan of this table's columns cannot read: nothing
+     * to read, as Spark's reader of the whole folder finds there); a partition of other
+     * columns (a kept folder holding another partition level) fails, as Spark's reader of
+     * the folder fails on its conflicting partition columns.
+     */
+    private List<PartitionDirectory> shaped(List<PartitionDirectory> listed) {
+        int n = partitionSchema.fields().length;
+        List<PartitionDirectory> out = new ArrayList<>(listed.size());
+        for (PartitionDirectory pd : listed) {
+            if (pd.values().numFields() == n) {
+                out.add(pd);
+            } else if (!pd.files().isEmpty()) {
+                throw new IllegalStateException("conflicting partition folders under " + root
+                    + ": a kept folder holds partitions of other columns than "
+                    + partitionSchema.simpleString());
+            }
+        }
+        return out;
     }
 
     /**
@@ -722,11 +792,9 @@ public final class FolderIndex extends CompatFileIndex {
         return s;
     }
 
+    /** Spark's index over these folders (a new one per listing: two scans of one relation
+     * may list at once; the index's file-status cache client keeps a folder listed once). */
     private InMemoryFileIndex sub(List<Path> paths) {
-        InMemoryFileIndex held = lastSub;
-        if (held != null && paths.equals(lastPaths)) {
-            return held;
-        }
         Map<String, String> options = new HashMap<>();
         options.put("basePath", root.toString());
         StructType full = new StructType(concat(Arrays.asList(dataSchema.fields()),
@@ -735,8 +803,6 @@ public final class FolderIndex extends CompatFileIndex {
             CollectionConverters.asScala(paths).toList(), Compat.toMap(options),
             Option.apply(full), statuses, Option.empty(),
             Option.empty());
-        lastPaths = paths;
-        lastSub = idx;
         return idx;
     }
 
@@ -744,6 +810,13 @@ public final class FolderIndex extends CompatFileIndex {
     private List<Object[]> values() {
         List<Object[]> held = typed;
         if (held != null) {
+            return held;
+        }
+        // the values of INT, BIGINT and STRING folders need no time zone: kept per type
+        String key = partitionSchema.json();
+        held = named.values.get(key);
+        if (held != null) {
+            typed = held;
             return held;
         }
         StructField[] fields = partitionSchema.fields();
@@ -757,6 +830,7 @@ public final class FolderIndex extends CompatFileIndex {
             out.add(row);
         }
         typed = out;
+        named.values.put(key, out);
         return out;
     }
 
@@ -837,8 +911,6 @@ public final class FolderIndex extends CompatFileIndex {
     @Override
     public void refresh() {
         statuses.invalidateAll();
-        lastSub = null;
-        lastPaths = null;
     }
 
     @Override
