@@ -463,3 +463,29 @@ def test_listing_only_folders_without_files_gives_no_valueless_partition(
     listed = index.listFiles(seq, none)
     for i in range(listed.size()):
         assert listed.apply(i).values().numFields() == 1
+
+
+def test_two_dataframes_of_the_table_made_apart_each_read_their_own_folders(
+        spark: Any, declared: Any) -> None:
+    """A DataFrame of the declared table made before a partition was added, joined with one
+    made after, both by the same dimension: each relation's index knows its own folders.
+    Their loads are not one (an answer that names kept folders speaks only for the folders
+    one index knows): the new partition is judged and read by the relation that has it."""
+    root, _session = declared
+    spark.createDataFrame([(50, 1), (3, 1), (4, 0)], "d_day INT, pick INT") \
+        .createOrReplaceTempView("kl_dim2")
+    dim = spark.table("kl_dim2").where("pick = 1").select("d_day")
+    before = spark.table(NAME)
+    _file(root / "day=50", "part-0.parquet", _ints(item=[50], amount=[7]))
+    after = spark.table(NAME)
+    got = (before.join(dim, before.day == dim.d_day).select("day", "amount")
+           .unionByName(after.join(dim, after.day == dim.d_day).select("day", "amount")))
+    ref = spark.read.parquet(root.as_uri())
+    ref_before = ref.where("day != 50")   # what the reader made before the partition read
+    want = (ref_before.join(dim, ref_before.day == dim.d_day).select("day", "amount")
+            .unionByName(ref.join(dim, ref.day == dim.d_day).select("day", "amount")))
+    try:
+        assert _rows(got) == _rows(want)
+        assert (50, 7) in _rows(got)
+    finally:
+        spark.catalog.dropTempView("kl_dim2")

@@ -167,7 +167,10 @@ class OptimizerHook:
                 continue
             probes.append(Probe(
                 ref=rel_id, table=table, label=name,
-                table_key=f"{plain_path(table.location)}|{name}",
+                # a declared folder's kept-partition index names its folders: only scans of
+                # one index (one token) may share a load, whose answer names kept folders
+                table_key=(f"{plain_path(table.location)}|{name}|"
+                           f"{rels[rel_id].get('folderNames') or ''}"),
                 keys=tuple(ProbeKey(build=p.build, column=real_column(table, p.column)
                                     or p.column, data=p.data,
                                     build_facts=tuple(_relation_name(rels.get(r, {}))

@@ -39,6 +39,8 @@ class RelationTables:
         self.session = session
         self._lock = threading.Lock()
         self._path_tables: dict[tuple[str, str], Optional[Table]] = {}
+        # folder names of declared folders' kept-partition indexes, by token (most recent)
+        self._names: dict[str, list[str]] = {}
 
     def table_for(self, rel: dict[str, Any], node: dict[str, Any], prunes: list["Prune"],
                   cfg: Any = None, rules: Optional[SparkRules] = None
@@ -111,15 +113,22 @@ class RelationTables:
         """``table`` listed by the partition folders its relation's kept-partition index
         knows (``folderNames``): the loader judges those folders and lists only the kept
         ones' files. The names are taken once; gone (or no jar): the table as it is."""
-        try:
-            held = jvm_class(self.session.spark._jvm, "dpp.spark.DppHook").takeNames(token)
-        except Exception as exc:
-            log.debug("dpp: %s: the index's folder names unavailable (%s)", table.name, exc)
-            return table
-        if held is None:
-            return table
-        text = jvm_text(held)
-        rels = text.split("\n") if text else []
+        rels = self._names.get(token)
+        if rels is None:
+            try:
+                held = jvm_class(self.session.spark._jvm, "dpp.spark.DppHook").takeNames(token)
+            except Exception as exc:
+                log.debug("dpp: %s: the index's folder names unavailable (%s)", table.name,
+                          exc)
+                return table
+            if held is None:
+                return table
+            text = jvm_text(held)
+            rels = text.split("\n") if text else []
+            with self._lock:   # the token stands for these names: its other scans reuse them
+                self._names[token] = rels
+                while len(self._names) > 8:
+                    self._names.pop(next(iter(self._names)))
         lister = table.lister if table.lister is not None else LocalLister()
         return dataclasses.replace(
             table, lister=PrelistedLister(lister, lister.location(table.location), rels))

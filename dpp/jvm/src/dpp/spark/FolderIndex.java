@@ -658,16 +658,26 @@ public final class FolderIndex extends CompatFileIndex {
     /** The partition folders this index knows, relative to the root, one per line, kept for
      * the split loader under a token ({@code DppHook.takeNames}): the loader judges the
      * folders this index lists, without listing them again. */
-    String namesToken() {
-        StringBuilder b = new StringBuilder(leaves.size() * 16);
-        for (int i = 0; i < leaves.size(); i++) {
-            if (i > 0) {
-                b.append('\n');
-            }
-            b.append(leaves.get(i).rel);
+    synchronized String namesToken() {
+        // one token per index: two scans of one relation (a DataFrame used twice) name the
+        // same folders, so their loads may be one; another index's folders, another token
+        if (token == null) {
+            token = java.util.UUID.randomUUID().toString();
         }
-        return StaticPruning.keepText(b);
+        if (!StaticPruning.holds(token)) {
+            StringBuilder b = new StringBuilder(leaves.size() * 16);
+            for (int i = 0; i < leaves.size(); i++) {
+                if (i > 0) {
+                    b.append('\n');
+                }
+                b.append(leaves.get(i).rel);
+            }
+            StaticPruning.keepText(token, b);
+        }
+        return token;
     }
+
+    private String token;   // of this index's folder names (namesToken)
 
     public int partitions() {
         return leaves.size();

@@ -123,7 +123,19 @@ final class StaticPruning {
 
     /** Keeps names already one per line until the loader takes them ({@link #takeNames}). */
     static String keepText(StringBuilder b) {
-        String token = java.util.UUID.randomUUID().toString();
+        return keepText(java.util.UUID.randomUUID().toString(), b);
+    }
+
+    /** Whether names are kept under {@code token} now. */
+    static boolean holds(String token) {
+        synchronized (NAMES) {
+            return NAMES.containsKey(token);
+        }
+    }
+
+    /** {@link #keepText} under a token of the caller's (one that stands for the same names
+     * each time it is kept). */
+    static String keepText(String token, StringBuilder b) {
         synchronized (NAMES) {
             NAMES.put(token, b);
             namesChars += b.length();
