@@ -782,18 +782,31 @@ public final class DppFileIndex extends CompatFileIndex {
         if (fs.isEmpty()) {
             return all;
         }
-        StructField[] fields = partitionSchema().fields();
+        BasePredicate pred = partitionPredicate(fs, partitionSchema().fields());
+        List<PartitionDirectory> kept = new ArrayList<>();
+        for (PartitionDirectory p : all) {
+            if (pred.eval(p.values())) {
+                kept.add(p);
+            }
+        }
+        return kept;
+    }
+
+    /** Partition filters as one predicate over a row of partition values in {@code fields}'
+     * order, each column bound by name (any case) to the filters' attribute of that name. */
+    static BasePredicate partitionPredicate(List<Expression> fs, StructField[] fields) {
         Map<String, AttributeReference> byName = new HashMap<>();
         for (Expression f : fs) {
             for (Attribute a : CollectionConverters.asJava(f.references().toSeq())) {
                 if (a instanceof AttributeReference) {
-                    byName.put(a.name().toLowerCase(), (AttributeReference) a);
+                    byName.put(a.name().toLowerCase(java.util.Locale.ROOT),
+                        (AttributeReference) a);
                 }
             }
         }
         List<Attribute> input = new ArrayList<>();
         for (StructField f : fields) {
-            AttributeReference a = byName.get(f.name().toLowerCase());
+            AttributeReference a = byName.get(f.name().toLowerCase(java.util.Locale.ROOT));
             if (a == null) {
                 a = new AttributeReference(f.name(), f.dataType(), true, Metadata.empty(),
                     NamedExpression$.MODULE$.newExprId(),
@@ -808,13 +821,7 @@ public final class DppFileIndex extends CompatFileIndex {
         BasePredicate pred = Predicate$.MODULE$.create(cond,
             CollectionConverters.asScala(input).toList());
         pred.initialize(0);
-        List<PartitionDirectory> kept = new ArrayList<>();
-        for (PartitionDirectory p : all) {
-            if (pred.eval(p.values())) {
-                kept.add(p);
-            }
-        }
-        return kept;
+        return pred;
     }
 
     @Override

@@ -6,7 +6,6 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.function.Predicate;
 
@@ -17,16 +16,10 @@ import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.And;
-import org.apache.spark.sql.catalyst.expressions.Attribute;
-import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.BasePredicate;
 import org.apache.spark.sql.catalyst.expressions.DynamicPruning;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
-import org.apache.spark.sql.catalyst.expressions.Predicate$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.FileStatusCache;
@@ -858,33 +851,7 @@ public final class FolderIndex extends CompatFileIndex {
             return null;
         }
         try {
-            StructField[] fields = partitionSchema.fields();
-            Map<String, AttributeReference> byName = new HashMap<>();
-            for (Expression f : fs) {
-                for (Attribute a : CollectionConverters.asJava(f.references().toSeq())) {
-                    if (a instanceof AttributeReference) {
-                        byName.put(a.name().toLowerCase(Locale.ROOT), (AttributeReference) a);
-                    }
-                }
-            }
-            List<Attribute> input = new ArrayList<>();
-            for (StructField f : fields) {
-                AttributeReference a = byName.get(f.name().toLowerCase(Locale.ROOT));
-                if (a == null) {
-                    a = new AttributeReference(f.name(), f.dataType(), true, Metadata.empty(),
-                        NamedExpression$.MODULE$.newExprId(),
-                        CollectionConverters.asScala(new ArrayList<String>()).toList());
-                }
-                input.add(a);
-            }
-            Expression cond = fs.get(0);
-            for (int i = 1; i < fs.size(); i++) {
-                cond = new And(cond, fs.get(i));
-            }
-            BasePredicate pred = Predicate$.MODULE$.create(cond,
-                CollectionConverters.asScala(input).toList());
-            pred.initialize(0);
-            return pred;
+            return DppFileIndex.partitionPredicate(fs, partitionSchema.fields());
         } catch (Throwable t) {
             LOG.debug("dpp: partition filters of {} not evaluated on folder names ({})", root,
                 t.toString());
