@@ -455,15 +455,19 @@ public final class FolderIndex extends CompatFileIndex {
         }
     }
 
-    private static final Map<String, Named> NAMED = java.util.Collections.synchronizedMap(
-        new java.util.LinkedHashMap<String, Named>(16, 0.75f, true) {
+    private static final Map<String, Named> NAMED = lru(16);
+
+    /** A synchronized map of at most {@code most} entries, the least recently used dropped. */
+    private static <K, V> Map<K, V> lru(int most) {
+        return Collections.synchronizedMap(new java.util.LinkedHashMap<K, V>(16, 0.75f, true) {
             private static final long serialVersionUID = 1L;
 
             @Override
-            protected boolean removeEldestEntry(Map.Entry<String, Named> eldest) {
-                return size() > 16;
+            protected boolean removeEldestEntry(Map.Entry<K, V> eldest) {
+                return size() > most;
             }
         });
+    }
 
     /** A folder's entry: its name, its folder, and whether it is a folder. */
     static final class Entry {
@@ -495,15 +499,7 @@ public final class FolderIndex extends CompatFileIndex {
 
     /** Local folders' entries, reused while the folder's modification time is the one they
      * were listed under (an entry added, removed or renamed changes it). */
-    private static final Map<String, Listed> LOCAL = java.util.Collections.synchronizedMap(
-        new java.util.LinkedHashMap<String, Listed>(64, 0.75f, true) {
-            private static final long serialVersionUID = 1L;
-
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<String, Listed> eldest) {
-                return size() > 256;
-            }
-        });
+    private static final Map<String, Listed> LOCAL = lru(256);
     /** A listing is kept only when the folder's last change is this much older than the
      * listing: a change in the same clock tick as the one before would not move the time. */
     private static final long QUIET_MS = 2000;
