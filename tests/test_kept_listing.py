@@ -458,8 +458,8 @@ def test_listing_only_folders_without_files_gives_no_valueless_partition(
     jvm = spark._jvm
     filters = jvm.java.util.ArrayList()
     filters.add(cond)
-    seq = jvm.scala.jdk.javaapi.CollectionConverters.asScala(filters).toList()
-    none = jvm.scala.jdk.javaapi.CollectionConverters.asScala(jvm.java.util.ArrayList()).toList()
+    seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq(filters)   # Scala 2.12 and 2.13
+    none = jvm.org.apache.spark.api.python.PythonUtils.toSeq(jvm.java.util.ArrayList())
     listed = index.listFiles(seq, none)
     for i in range(listed.size()):
         assert listed.apply(i).values().numFields() == 1
