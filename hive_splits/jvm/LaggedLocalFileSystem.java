@@ -201,9 +201,11 @@ public class LaggedLocalFileSystem extends RawLocalFileSystem {
         } catch (java.nio.file.NoSuchFileException e) {
           continue;   // removed while listed
         }
+        // the path as Hadoop's local status names it: qualified by this filesystem
+        Path path = new Path(child.toAbsolutePath().toString())
+            .makeQualified(getUri(), getWorkingDirectory());
         out.add(new LocalStatus(a.size(), a.isDirectory(), block,
-            a.lastModifiedTime().toMillis(), a.lastAccessTime().toMillis(),
-            new Path(f, child.getFileName().toString())));
+            a.lastModifiedTime().toMillis(), a.lastAccessTime().toMillis(), path));
       }
     } catch (java.nio.file.NoSuchFileException e) {
       throw new java.io.FileNotFoundException("File " + f + " does not exist");
