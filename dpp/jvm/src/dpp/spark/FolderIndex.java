@@ -192,7 +192,7 @@ public final class FolderIndex extends CompatFileIndex {
         if (named == null || named.rootEntries != rootEntries) {
             List<Leaf> found = new ArrayList<>();
             List<String> cols = new ArrayList<>();
-            walk(fs, root, "", new ArrayList<>(), cols, found);
+            walk(fs, root, rootEntries, "", new ArrayList<>(), cols, found);
             named = new Named(rootEntries, Collections.unmodifiableList(found),
                 Collections.unmodifiableList(cols));
             if (cols.size() == 1 && "file".equals(root.toUri().getScheme())) {
@@ -353,12 +353,14 @@ public final class FolderIndex extends CompatFileIndex {
 
     /** Lists partition folders level by level (names only below the first level that holds
      * no partition folder). Gives up on anything Spark's reader would read otherwise. */
-    private static void walk(FileSystem fs, Path dir, String rel, List<String> raws,
-                             List<String> columns, List<Leaf> leaves) throws Exception {
+    private static void walk(FileSystem fs, Path dir, List<Entry> listed, String rel,
+                             List<String> raws, List<String> columns, List<Leaf> leaves)
+            throws Exception {
         int level = raws.size();
         String column = null;
         List<Entry> subdirs = new ArrayList<>();
-        for (Entry st : entries(fs, dir)) {
+        // (the root's entries come listed: on an object store a listing is a request a page)
+        for (Entry st : listed != null ? listed : entries(fs, dir)) {
             String name = st.name;
             if (name.startsWith("_metadata") || name.startsWith("_common_metadata")) {
                 throw new Giveup("a Parquet summary file at " + st.path());
@@ -413,7 +415,7 @@ public final class FolderIndex extends CompatFileIndex {
             next.add(value);
             String r = rel.isEmpty() ? name : rel + "/" + name;
             if (deeper) {
-                walk(fs, st.path(), r, next, columns, leaves);
+                walk(fs, st.path(), null, r, next, columns, leaves);
             } else {
                 leaves.add(new Leaf(dir, name, r, next.toArray(new String[0])));
             }
