@@ -178,8 +178,12 @@ class PrelistedLister(Lister):
         """Sub-folder names by the folder's path relative to the root ("": the root)."""
         if self._below is None:
             below: dict[str, list[str]] = {}
-            if not any("/" in rel for rel in self._rels):   # one level: the root's folders
-                self._below = {"": sorted(set(self._rels))}
+            if "/" not in "\n".join(self._rels):   # one level: the root's folders
+                # (kept in order before sorting: an index's names come sorted, and a sort of
+                # sorted names is one pass where a set's order would need a full sort)
+                names = list(dict.fromkeys(self._rels))
+                names.sort()
+                self._below = {"": names}
                 return self._below
             for rel in self._rels:
                 parent, _, name = rel.rpartition("/")

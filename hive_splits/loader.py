@@ -46,6 +46,7 @@ from dpp.core.spark_rules import DEFAULT_RULES, SparkRules
 from hive_splits.footers import FooterCache, cannot_match, read_footer
 from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister, PrelistedLister
 from hive_splits.naming import DEFAULT_PARTITION_NAME, parse_folder_name, partition_path
+from hive_splits.name_verdicts import NamedVerdicts, integral_name_verdicts
 from hive_splits.table import CatalogPartition, Table, local_path
 
 __all__ = ["DynamicFilter", "KeyExpression", "Split", "KeptPartition", "FilterStatus", "LevelStats",
@@ -723,6 +724,12 @@ class SplitLoader:
         prefix = pc.name + "="
         cut = len(prefix) if "%" not in pc.name and "=" not in pc.name else 0
         base = root.rstrip("/") + "/"
+        test = self._tester(0)
+        domains = getattr(test, "domains", None)
+        if cut and domains is not None:
+            fast = integral_name_verdicts(names, prefix, pc.type.integral_bounds, *domains)
+            if fast is not None:
+                return self._named_verdicts(base, names, pc.name, fast)
         rows: list[tuple[str, Optional[str]]] = []
         for name in names:
             if cut and name.startswith(prefix) and len(name) > cut and "%" not in name:
@@ -734,7 +741,6 @@ class SplitLoader:
                 self._stray_folder(base + name, parsed, pc.name)
                 continue
             rows.append((name, parsed[1]))
-        test = self._tester(0)
         _integral_answers(test, pc.type, dict.fromkeys(raw for _n, raw in rows))
         memo = test.memo   # type: ignore[attr-defined]
         kept: list[KeptPartition] = []
@@ -755,6 +761,20 @@ class SplitLoader:
             else:
                 pruned.append(name)
         self._count_level(0, verdicts, True)
+        return kept
+
+    def _named_verdicts(self, base: str, names: list[str], column: str,
+                        fast: NamedVerdicts) -> list[KeptPartition]:
+        """:meth:`_enumerate_named`'s result from a level judged in one pass."""
+        kept = [KeptPartition(base + names[i], {column: v}, names[i])
+                for i, v in zip(fast.kept, fast.values)]
+        pruned = self._res.pruned_folders
+        start = 0
+        for i in fast.kept:   # the names between two kept ones, a slice at a time
+            pruned.extend(names[start:i])
+            start = i + 1
+        pruned.extend(names[start:])
+        self._count_fast(0, len(names), fast)
         return kept
 
     def _split_level(self, depth: int, column: str, children: list[tuple],
@@ -874,7 +894,14 @@ class SplitLoader:
         current = list(range(len(rows)))   # indexes of the partitions still kept
         typed: list[dict[str, Any]] = [{} for _ in rows] if len(columns) > 1 else []
         first: dict[Optional[str], tuple[Any, str]] = {}   # the first level's answers
+        fast = self._catalog_fast(rows)
+        if fast is not None:   # one integer level, judged in one pass
+            self._count_fast(0, len(rows), fast)
+            current = fast.kept
+            first = {rows[i][0]: (v, "keep") for i, v in zip(fast.kept, fast.values)}
         for depth, pc in enumerate(t.partition_columns):
+            if fast is not None:
+                break
             answers = self._level_answers(depth, rows, current, objects)
             if depth == 0:
                 first = answers
@@ -902,7 +929,8 @@ class SplitLoader:
         if source is not None and current:
             fetched, info = source.fetch([spec_of(i) for i in current],
                                          [values_of(i) for i in current],
-                                         self._column_values(rows))
+                                         [fast.sorted_values([r[0] for r in rows])]
+                                         if fast is not None else self._column_values(rows))
             self._res.metastore.update(info)
             by_spec = {p.values: p for p in fetched}
             gone = [spec_of(i) for i in current if spec_of(i) not in by_spec]
@@ -925,6 +953,33 @@ class SplitLoader:
             rel = partition_path(list(cp.values)) if cp.at_default_path(t.location, path) else None
             out.append(KeptPartition(path, values_of(i), rel, dict(cp.values)))
         return out
+
+    def _catalog_fast(self, rows: list[tuple[Optional[str], ...]]) -> Optional[NamedVerdicts]:
+        """A one-column table's integer partitions judged in one pass, or None where each
+        must be judged on its own (see :mod:`hive_splits.name_verdicts`)."""
+        if len(self.table.partition_columns) != 1 or self._expressions or not rows:
+            return None
+        test = self._tester_at(0)
+        domains = getattr(test, "domains", None)
+        if domains is None:
+            return None
+        texts = [r[0] for r in rows]
+        if None in texts:
+            return None
+        return integral_name_verdicts(texts, "", self.table.partition_columns[0].type
+                                      .integral_bounds, *domains)
+
+    def _count_fast(self, level: int, seen: int, fast: NamedVerdicts) -> None:
+        """:meth:`_count_level` for a level judged in one pass."""
+        lv = self._res.levels[level]
+        lv.seen += seen
+        self._res.partitions_total += seen
+        lv.kept += len(fast.kept)
+        dynamic = seen - len(fast.kept) - fast.static_pruned
+        lv.pruned_static += fast.static_pruned
+        self._res.pruned_static += fast.static_pruned
+        lv.pruned_dynamic += dynamic
+        self._res.pruned_dynamic += dynamic
 
     def _column_values(self, rows: list[tuple[Optional[str], ...]]
                        ) -> Optional[list[list[tuple[Any, str]]]]:

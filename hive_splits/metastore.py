@@ -155,15 +155,15 @@ class MetastorePartitions:
             return []
         pattern = "/".join(re.escape(escape_path_name(c.name)) + "=([^/\n]+)"
                            for c in self.columns)
-        found = re.findall(f"^{pattern}$", "\n".join(names), re.IGNORECASE | re.MULTILINE)
+        joined = "\n".join(names)
+        found = re.findall(f"^{pattern}$", joined, re.IGNORECASE | re.MULTILINE)
         if len(found) != len(names):   # one does not fit: the slow path names it
             return [tuple(v for _, v in spec) for spec in self._parsed(names)]
         if len(self.columns) == 1:
             found = [(v,) for v in found]
-        escaped = any("%" in n for n in names)
-        default = DEFAULT_PARTITION_NAME
-        if not escaped and not any(default in n for n in names):
+        if "%" not in joined and DEFAULT_PARTITION_NAME not in joined:
             return found
+        default = DEFAULT_PARTITION_NAME
         return [tuple(None if v == default else unescape_path_name(v) for v in row)
                 for row in found]
 
