@@ -362,7 +362,13 @@ class SplitLoader:
                 else:
                     self._keep_unlisted(leaves)
             else:
-                self._list_files(self._enumerate_folders())
+                leaves = self._enumerate_folders()
+                if isinstance(self.lister, PrelistedLister) and not self._files_needed():
+                    # the kept-partition index lists its kept folders through Spark's own
+                    # index: listing them here too would be every kept folder twice
+                    self._keep_unlisted(leaves)
+                else:
+                    self._list_files(leaves)
         if os.environ.get(DROP_KEPT_SWITCH) == "1":
             _drop_one_kept(res, self._dynamic_domain, self.table)
         self._finish_filters("not needed: no partition survived")
@@ -839,7 +845,7 @@ class SplitLoader:
         return None
 
     def _files_needed(self) -> bool:
-        """Whether a catalog table's kept partitions must be listed here: always, unless
+        """Whether a table's kept partitions must be listed here: always, unless
         ``files_by_spark`` and nothing can skip a file (statistics on a data column's domain,
         buckets by the bucket column's)."""
         if not self.files_by_spark:
@@ -853,7 +859,8 @@ class SplitLoader:
                                                  or bucket in self._pending))
 
     def _keep_unlisted(self, leaves: list[KeptPartition]) -> None:
-        """The kept partitions of a catalog table Spark lists itself: counted, not listed."""
+        """The kept partitions of a table Spark lists itself (a catalog table's, a declared
+        folder's kept-partition index): counted, not listed."""
         res = self._res
         for kp in leaves:
             res.partitions_kept += 1

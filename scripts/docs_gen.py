@@ -67,6 +67,8 @@ def _default_text(key: str, value: Any) -> str:
             if value % mult == 0:
                 return f"{value // mult}{unit}"
         return str(value)
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
     return str(value)
 
 

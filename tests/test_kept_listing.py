@@ -334,8 +334,9 @@ def test_a_declared_table_is_pruned_through_the_index(spark: Any, declared: Any)
     report = session.last_report.to_dict()
     fact = [t for t in report["tables"] if t.get("partitions_kept") is not None][0]
     assert (fact["partitions_kept"], fact["partitions_total"]) == (3, 40), fact
-    # the loader judged the folders the index knows by name: it listed the kept three only
-    assert fact["list_calls"] == 3, fact
+    # the loader judged the folders the index knows by name and listed none: the index
+    # lists the kept three through Spark's own index (listing them here too was each twice)
+    assert fact["list_calls"] == 0, fact
     # the declared table's relation is over the index; the scan read the kept files only
     leaf = spark.table(NAME)._jdf.queryExecution().analyzed().collectLeaves().head()
     assert leaf.relation().location().getClass().getSimpleName() == "FolderIndex"
@@ -489,3 +490,68 @@ def test_two_dataframes_of_the_table_made_apart_each_read_their_own_folders(
         assert (50, 7) in _rows(got)
     finally:
         spark.catalog.dropTempView("kl_dim2")
+
+
+# --------------------------------------------------------------- folder modification times
+
+def _aged(root: Path, seconds: float = 3600.0) -> None:
+    """Every folder under ``root`` (and it) last changed ``seconds`` ago."""
+    import os
+    import time
+
+    then = time.time() - seconds
+    for folder in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+        os.utime(folder, (then, then))
+
+
+def test_on_a_filesystem_with_folder_times_the_names_are_listed_again_only_after_a_change(
+        spark: Any, jar: None, tmp_path: Path) -> None:
+    """``spark.dpp.declaredTables.folderTimes`` names ``lagfs`` (the local disk behind an
+    object store's interface: its folders keep the disk's times): the index reuses a folder's
+    entries while its time stands — fewer LIST requests than without the setting, the same
+    rows — and a partition added since (the root's time moves) is read at once."""
+    from hive_splits.storage_calls import lag_uri
+
+    if spark.sparkContext.getConf().get("spark.hadoop.fs.lagfs.impl", None) is None:
+        pytest.skip("the session was started without fs.lagfs.impl (counting_conf)")
+    lagfs = spark._jvm.dpp.hadoop.LaggedLocalFileSystem
+    root = tmp_path / "fact"
+    for d in range(1, 13):
+        _file(root / f"day={d}", "part-0.parquet", _ints(item=[d], amount=[d]))
+    _aged(root)
+    uri = lag_uri(root)
+
+    def opened(times: str) -> tuple[list[tuple], int]:
+        with spark_conf(spark, {"spark.dpp.declaredTables.folderTimes": times}):
+            before = int(lagfs.counts()[0])
+            lazy = kept_listing_dataframe(spark, uri, 0)
+            lists = int(lagfs.counts()[0]) - before
+        assert lazy is not None, _why(spark)
+        return _rows(lazy), lists
+
+    want = _rows(spark.read.parquet(uri))
+    opened("lagfs")   # the entries read once under the setting
+    timed, timed_lists = opened("lagfs")
+    untimed, untimed_lists = opened("")
+    again, again_lists = opened("")
+    assert timed == untimed == again == want
+    assert untimed_lists == again_lists   # without the setting: listed at every opening
+    assert timed_lists < untimed_lists, (timed_lists, untimed_lists)
+    # a partition added: the root's time moves, its entries are listed again, the rows read
+    _file(root / "day=13", "part-0.parquet", _ints(item=[13], amount=[13]))
+    rows, _ = opened("lagfs")
+    assert rows == _rows(spark.read.parquet(uri))
+    assert (13, 13, 13) in rows
+
+
+def test_folder_times_take_filesystem_schemes_only() -> None:
+    from dpp.core.errors import ConfigError
+    from dpp.runtime.config import DppConfig
+
+    cfg = DppConfig.from_mapping({"spark.dpp.declaredTables.folderTimes": " HDFS, webhdfs ,"})
+    assert cfg.declared_folder_times == ("hdfs", "webhdfs")
+    assert DppConfig.from_mapping({}).declared_folder_times == ("hdfs",)
+    assert DppConfig.from_mapping({"spark.dpp.declaredTables.folderTimes": ""}
+                               ).declared_folder_times == ()
+    with pytest.raises(ConfigError, match="s3a://"):
+        DppConfig.from_mapping({"spark.dpp.declaredTables.folderTimes": "hdfs,s3a://"})

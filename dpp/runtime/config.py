@@ -122,6 +122,23 @@ def _parse_partition_count_or_off(key: str, raw: str) -> Optional[int]:
     return int(text)
 
 
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
+
+
+def _parse_schemes(key: str, raw: str) -> tuple[str, ...]:
+    """Filesystem URI schemes, comma-separated (``hdfs,webhdfs``); empty: none."""
+    out = []
+    for part in raw.split(","):
+        s = part.strip().lower()
+        if not s:
+            continue
+        if not _SCHEME.fullmatch(s):
+            raise ConfigError(f"{key}={raw!r}: {part.strip()!r} is not a filesystem URI "
+                              f"scheme (expected e.g. hdfs,webhdfs)")
+        out.append(s)
+    return tuple(out)
+
+
 def _parse_fpp(key: str, raw: str) -> float:
     try:
         v = float(raw.strip())
@@ -249,6 +266,8 @@ class DppConfig:
     lister: str = "auto"
     list_whole_catalog_tables: bool = False
     declared_kept_listing: Optional[int] = 1000   # partitions; None: Spark's reader always
+    # filesystems (besides the local one) whose folder times change with their entries
+    declared_folder_times: tuple[str, ...] = ("hdfs",)
     optimizer_hook: bool = True
     sql_path: str = "hook"
     connect_dataframes: bool = False     # Spark Connect: the DataFrame plan rewrite
@@ -392,6 +411,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "spark.dpp.listWholeCatalogTables": ("list_whole_catalog_tables", _parse_bool),
     "spark.dpp.declaredTables.keptListing": ("declared_kept_listing",
                                              _parse_partition_count_or_off),
+    "spark.dpp.declaredTables.folderTimes": ("declared_folder_times", _parse_schemes),
     "spark.dpp.optimizerHook": ("optimizer_hook", _parse_bool),
     SQL_PATH_KEY: ("sql_path", _parse_choice(SQL_PATHS)),
     "spark.dpp.connect.dataFrames": ("connect_dataframes", _parse_bool),
@@ -498,6 +518,15 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "query; used only where the names and the first data file prove it reads what "
         "`spark.read.parquet(<folder>)` reads (integer or word partition values; see the "
         "manual's declared tables). `off`: always Spark's reader. Classic sessions only."),
+    "spark.dpp.declaredTables.folderTimes": (
+        "filesystem URI schemes, comma-separated (may be empty)",
+        "The filesystems, besides the local disk (always), whose folder modification time "
+        "changes whenever an entry is added, removed or renamed (HDFS's does; an object "
+        "store such as S3 keeps no folder times). On these the kept-partition index of a "
+        "declared table reuses a folder's names from an earlier query while its "
+        "modification time is unchanged and older than a minute (one status request "
+        "instead of a listing of one request per 1,000 names); elsewhere it lists the "
+        "folder at each query. Name a filesystem here only if its folder times behave so."),
     "spark.dpp.optimizerHook": (
         "true, false",
         "On a classic session `dpp.enable` installs the optimizer hook, so DataFrame jobs, "

@@ -187,15 +187,16 @@ public final class FolderIndex extends CompatFileIndex {
         Path root = fs.makeQualified(given);
         // the folders as named now: for a local root whose entries are the ones listed
         // before (its modification time stands), the folders read from them before
-        List<Entry> rootEntries = entries(fs, root);
+        java.util.Set<String> timed = timedSchemes(conf.getConfString(FOLDER_TIMES, "hdfs"));
+        List<Entry> rootEntries = entries(fs, root, timed);
         Named named = NAMED.get(root.toString());
         if (named == null || named.rootEntries != rootEntries) {
             List<Leaf> found = new ArrayList<>();
             List<String> cols = new ArrayList<>();
-            walk(fs, root, rootEntries, "", new ArrayList<>(), cols, found);
+            walk(fs, root, rootEntries, "", new ArrayList<>(), cols, found, timed);
             named = new Named(rootEntries, Collections.unmodifiableList(found),
                 Collections.unmodifiableList(cols));
-            if (cols.size() == 1 && "file".equals(root.toUri().getScheme())) {
+            if (cols.size() == 1 && timesFolders(root, timed)) {
                 NAMED.put(root.toString(), named);   // one level: the root's entries say all
             }
         }
@@ -354,13 +355,13 @@ public final class FolderIndex extends CompatFileIndex {
     /** Lists partition folders level by level (names only below the first level that holds
      * no partition folder). Gives up on anything Spark's reader would read otherwise. */
     private static void walk(FileSystem fs, Path dir, List<Entry> listed, String rel,
-                             List<String> raws, List<String> columns, List<Leaf> leaves)
-            throws Exception {
+                             List<String> raws, List<String> columns, List<Leaf> leaves,
+                             java.util.Set<String> timed) throws Exception {
         int level = raws.size();
         String column = null;
         List<Entry> subdirs = new ArrayList<>();
         // (the root's entries come listed: on an object store a listing is a request a page)
-        for (Entry st : listed != null ? listed : entries(fs, dir)) {
+        for (Entry st : listed != null ? listed : entries(fs, dir, timed)) {
             String name = st.name;
             if (name.startsWith("_metadata") || name.startsWith("_common_metadata")) {
                 throw new Giveup("a Parquet summary file at " + st.path());
@@ -406,7 +407,7 @@ public final class FolderIndex extends CompatFileIndex {
         } else if (!leaves.isEmpty()) {
             deeper = false;
         } else {
-            deeper = hasPartitionFolders(fs, subdirs.get(0).path());
+            deeper = hasPartitionFolders(fs, subdirs.get(0).path(), timed);
         }
         for (Entry st : subdirs) {
             String name = st.name;
@@ -415,15 +416,16 @@ public final class FolderIndex extends CompatFileIndex {
             next.add(value);
             String r = rel.isEmpty() ? name : rel + "/" + name;
             if (deeper) {
-                walk(fs, st.path(), null, r, next, columns, leaves);
+                walk(fs, st.path(), null, r, next, columns, leaves, timed);
             } else {
                 leaves.add(new Leaf(dir, name, r, next.toArray(new String[0])));
             }
         }
     }
 
-    private static boolean hasPartitionFolders(FileSystem fs, Path dir) throws Exception {
-        for (Entry st : entries(fs, dir)) {
+    private static boolean hasPartitionFolders(FileSystem fs, Path dir,
+                                               java.util.Set<String> timed) throws Exception {
+        for (Entry st : entries(fs, dir, timed)) {
             if (st.dir && !hidden(st.name) && st.name.indexOf('=') > 0) {
                 return true;
             }
@@ -488,7 +490,7 @@ public final class FolderIndex extends CompatFileIndex {
         }
     }
 
-    /** A local folder's entries as listed, and its modification time then. */
+    /** A folder's entries as listed, and its modification time then. */
     private static final class Listed {
         final long mtime;
         final List<Entry> entries;
@@ -499,28 +501,70 @@ public final class FolderIndex extends CompatFileIndex {
         }
     }
 
-    /** Local folders' entries, reused while the folder's modification time is the one they
-     * were listed under (an entry added, removed or renamed changes it). */
+    /** The setting naming the filesystems (URI schemes) besides the local one whose folder
+     * modification time changes whenever an entry is added, removed or renamed (HDFS's
+     * does; an object store keeps no folder times). */
+    static final String FOLDER_TIMES = "spark.dpp.declaredTables.folderTimes";
+
+    static java.util.Set<String> timedSchemes(String text) {
+        java.util.Set<String> out = new java.util.HashSet<>();
+        out.add("file");
+        for (String s : text.split(",")) {
+            String t = s.trim().toLowerCase(java.util.Locale.ROOT);
+            if (!t.isEmpty()) {
+                out.add(t);
+            }
+        }
+        return out;
+    }
+
+    static boolean timesFolders(Path dir, java.util.Set<String> timed) {
+        String scheme = dir.toUri().getScheme();
+        return scheme != null && timed.contains(scheme.toLowerCase(java.util.Locale.ROOT));
+    }
+
+    /** Folders' entries, reused while the folder's modification time is the one they were
+     * listed under (an entry added, removed or renamed changes it). */
     private static final Map<String, Listed> LOCAL = lru(256);
-    /** A listing is kept only when the folder's last change is this much older than the
-     * listing: a change in the same clock tick as the one before would not move the time. */
+    /** A local listing is kept only when the folder's last change is this much older than
+     * the listing: a change in the same clock tick as the one before would not move the
+     * time. */
     private static final long QUIET_MS = 2000;
+    /** The same for a remote filesystem's folder, whose time is its server's clock: wide
+     * enough for the two clocks to differ. */
+    private static final long REMOTE_QUIET_MS = 60_000;
 
     /**
      * A folder's entries. A local folder ({@code file:}) is read by name through java.nio
      * — Hadoop's local listing reads every entry's status, seconds for 100,000 — and its
      * entries are kept while its modification time stands (one status read per query
-     * instead of a listing); any other filesystem is listed through Hadoop each time (one
-     * request per page on an object store, which keeps no folder times).
+     * instead of a listing); so are a folder's on a filesystem named in
+     * {@link #FOLDER_TIMES}, through Hadoop. Any other filesystem is listed through Hadoop
+     * each time (one request per page on an object store, which keeps no folder times).
      */
-    static List<Entry> entries(FileSystem fs, Path dir) throws java.io.IOException {
+    static List<Entry> entries(FileSystem fs, Path dir, java.util.Set<String> timed)
+            throws java.io.IOException {
         java.net.URI uri = dir.toUri();
         if (!"file".equals(uri.getScheme())) {
+            boolean keep = timesFolders(dir, timed);
+            String key = dir.toString();
+            long started = System.currentTimeMillis();
+            long mtime = keep ? fs.getFileStatus(dir).getModificationTime() : 0L;
+            Listed held = mtime > 0 ? LOCAL.get(key) : null;
+            if (held != null && held.mtime == mtime) {
+                return held.entries;
+            }
             List<Entry> out = new ArrayList<>();
             for (FileStatus st : fs.listStatus(dir)) {
                 out.add(new Entry(st.getPath().getName(), dir, st.isDirectory()));
             }
-            return out;
+            List<Entry> entries = Collections.unmodifiableList(out);
+            if (mtime > 0 && started - mtime > REMOTE_QUIET_MS) {
+                LOCAL.put(key, new Listed(mtime, entries));
+            } else if (keep) {
+                LOCAL.remove(key);
+            }
+            return entries;
         }
         java.nio.file.Path local = java.nio.file.Paths.get(uri.getPath());
         String key = local.toString();
