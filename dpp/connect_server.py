@@ -160,7 +160,7 @@ def stop(spark: Any) -> None:
 def _install(spark: Any) -> None:
     """dpp on the root session, its hook serving every session, declared tables global."""
     import dpp
-    from hive_splits.spark_io import folder_sql
+    from hive_splits.spark_io import folder_sql, folder_uri
 
     session = dpp.enable(spark)
     hook = session.optimizer_hook
@@ -174,7 +174,11 @@ def _install(spark: Any) -> None:
         # Spark fixes a view's columns and types when it is made; the rule this declares
         # parses the view afresh in each query, so a client reads the folder as its own
         # spark.read.parquet does then (its settings, the folder's schema of that moment)
-        if not spark._jvm.dpp.spark.DppHook.declareView(spark._jsparkSession, name, text):
+        # (a folder of many partitions is read through the kept-partition index, as on a
+        # classic session; one declared with its types keeps the view's text)
+        folder = None if table.given_types else folder_uri(table.location)
+        if not spark._jvm.dpp.spark.DppHook.declareView(spark._jsparkSession, name, text,
+                                                         folder):
             log.warning("dpp connect-server: Spark %s resolves global_temp.%s as a view whose "
                         "columns and types are fixed now (Spark 4 reads the folder afresh "
                         "per query)", spark.version, name)

@@ -26,6 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from dpp.runtime.report import JobReport
@@ -59,10 +61,21 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DppConn
     data_root = workdir / "data"
     data_root.mkdir()
     fact, _cal = write_shape_data(data_root)
+    for sid in range(24):   # integer partitions: what the kept-partition index reads
+        folder = data_root / "by_store" / f"sid={sid}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"amount": pa.array([sid, 2 * sid], pa.int64())}),
+                       folder / "part-0.parquet")
+    (data_root / "stores").mkdir()
+    pq.write_table(pa.table({"store": pa.array(range(24), pa.int32()),
+                             "pick": pa.array([int(i % 7 == 3) for i in range(24)], pa.int32())}),
+                   data_root / "stores" / "part-0.parquet")
     ui_port = _free_port()
     srv = DppConnectServer(workdir, conf={"spark.dpp.waitTimeout": "120s",
                                           "spark.dpp.report.path": str(workdir / "reports.jsonl"),
                                           "spark.dpp.tables.js_declared": str(fact),
+                                          "spark.dpp.tables.js_by_store":
+                                              str(data_root / "by_store"),
                                           # the Spark UI, as a client's user reads it
                                           "spark.ui.enabled": "true",
                                           "spark.ui.port": str(ui_port),
@@ -173,6 +186,32 @@ def test_declared_table_is_a_global_view_every_session_reads(data: dict[str, Any
     new = _of(_reports(data["reports"])[before:], on)
     _assert_fact_pruned(new, "declared table")
     assert any(t.table == "js_declared" for r in new for t in r.tables)
+
+
+def test_a_declared_folder_of_many_partitions_is_read_through_the_kept_partition_index(
+        data: dict[str, Any]) -> None:
+    """With ``spark.dpp.declaredTables.keptListing`` at or below its partition count, a
+    declared view reads the folder through the kept-partition index, as a classic session
+    does: the same rows as Spark's reader, and the split loader judges the folders the index
+    knows by name without listing one (with the setting off: Spark's reader, listed)."""
+    on, off = data["on"], data["off"]
+    stores = data["fact"].parent / "stores"
+    q = (f"SELECT f.sid, count(*) AS n, sum(f.amount) AS s FROM global_temp.js_by_store f "
+         f"JOIN parquet.`{stores}` d ON f.sid = d.store WHERE d.pick = 1 "
+         f"GROUP BY f.sid ORDER BY f.sid")
+    expected = _rows(off.sql(q).collect())
+    assert sorted(r[0] for r in expected) == [3, 10, 17]
+    listed = {}
+    for setting in ("0", "off"):
+        with spark_conf(on, {"spark.dpp.declaredTables.keptListing": setting}):
+            before = len(_reports(data["reports"]))
+            assert _rows(on.sql(q).collect()) == expected
+            new = _of(_reports(data["reports"])[before:], on)
+        tables = [t for r in new for t in r.tables if t.table == "js_by_store"]
+        assert tables and all(t.partitions_kept == 3 and t.partitions_total == 24
+                              for t in tables), tables
+        listed[setting] = sum(t.list_calls for t in tables)
+    assert listed["0"] == 0 and listed["off"] > 0, listed
 
 
 def test_reports_name_the_connect_session(data: dict[str, Any]) -> None:

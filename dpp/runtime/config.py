@@ -299,7 +299,9 @@ class DppConfig:
         """The effective settings under their Spark key names (for reports)."""
         d = asdict(self)
         d["coordinator"] = redact_url(d["coordinator"])
-        return {key: d[name] for key, (name, _) in _KEYS.items()}
+        # a list setting as it is written (a report's settings are scalars)
+        return {key: ",".join(d[name]) if isinstance(d[name], (tuple, list)) else d[name]
+                for key, (name, _) in _KEYS.items()}
 
 
 def spark_settings(spark: Any, session: Optional[Mapping[str, str]] = None) -> dict[str, str]:

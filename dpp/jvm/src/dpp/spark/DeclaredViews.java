@@ -30,7 +30,11 @@ import scala.runtime.AbstractPartialFunction;
  * parsed afresh, where a query names the view: Spark's file-source resolution then lists and
  * types the folder as that session's {@code spark.read.parquet} would, and the name still
  * qualifies its columns. A view a user dropped or redefined under the same name no longer has
- * dpp's text and is left to Spark.
+ * dpp's text and is left to Spark. A folder of at least {@code spark.dpp.declaredTables
+ * .keptListing} partitions is put there as the kept-partition index's relation instead
+ * ({@link FolderIndex}: the same relation as the reader's, its partitions known by name, a
+ * partition's files listed only when a scan keeps it), where the index proves it reads what
+ * the reader reads.
  */
 final class DeclaredViews extends Rule<LogicalPlan> {
     /** view name (as the catalog formats it: lower-cased) → the text dpp defined it by. */
@@ -42,8 +46,44 @@ final class DeclaredViews extends Rule<LogicalPlan> {
         this.session = session;
     }
 
-    static void declare(String name, String text) {
-        TEXTS.put(name.toLowerCase(Locale.ROOT), text.trim());
+    /** view name → the folder it reads (a URI, as Spark's reader is given it). */
+    private static final Map<String, String> FOLDERS = new ConcurrentHashMap<>();
+
+    static void declare(String name, String text, String folder) {
+        String key = name.toLowerCase(Locale.ROOT);
+        TEXTS.put(key, text.trim());
+        if (folder != null) {
+            FOLDERS.put(key, folder);
+        } else {
+            FOLDERS.remove(key);
+        }
+    }
+
+    /** The setting that sends a declared folder of at least that many partitions through the
+     * kept-partition index ({@link FolderIndex}), as on a classic session. */
+    static final String KEPT_LISTING = "spark.dpp.declaredTables.keptListing";
+
+    /** The view's relation over the kept-partition index, or null (the view's text then):
+     * what {@code spark.read.parquet(FOLDER)} reads, proved from the folder's names and first
+     * data file, without listing every partition's files at each query. */
+    private LogicalPlan overIndex(String view) {
+        String folder = FOLDERS.get(view.toLowerCase(Locale.ROOT));
+        if (folder == null) {
+            return null;
+        }
+        String setting = session.conf().get(KEPT_LISTING, "1000").trim().toLowerCase(Locale.ROOT);
+        int min;
+        try {
+            min = Integer.parseInt(setting.startsWith("+") ? setting.substring(1) : setting);
+        } catch (NumberFormatException e) {
+            return null;   // off (or a value dpp's settings refuse, said there)
+        }
+        if (min < 0) {
+            return null;
+        }
+        org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> ds =
+            FolderIndex.open(session, folder, min);
+        return ds == null ? null : ds.queryExecution().analyzed();
     }
 
     @Override
@@ -72,9 +112,12 @@ final class DeclaredViews extends Rule<LogicalPlan> {
                     java.util.List<String> ident = CollectionConverters.asJava(
                         ((UnresolvedRelation) p).multipartIdentifier());
                     try {
-                        LogicalPlan read = Compat.sessionState(session).sqlParser().parsePlan(text);
                         java.util.List<String> qualifier = new java.util.ArrayList<>(ident);
                         String name = qualifier.remove(qualifier.size() - 1);
+                        LogicalPlan read = overIndex(name);
+                        if (read == null) {
+                            read = Compat.sessionState(session).sqlParser().parsePlan(text);
+                        }
                         return new SubqueryAlias(new AliasIdentifier(name,
                             CollectionConverters.asScala(qualifier).toList()), read);
                     } catch (Exception e) {   // Spark 3.5 declares its ParseException

@@ -150,7 +150,8 @@ public final class DppHook {
      * ({@link DeclaredViews}). Returns false on a Spark line with no analyzer rule run before
      * relations are resolved (3.5): there the view is Spark's, columns fixed when declared.
      */
-    public static boolean declareView(SparkSession root, String name, String viewText) {
+    public static boolean declareView(SparkSession root, String name, String viewText,
+                                      String folder) {
         SparkSessionExtensions ext = Compat.extensions(root);
         synchronized (VIEWS_INSTALLED) {
             Boolean done = VIEWS_INSTALLED.get(ext);
@@ -159,7 +160,7 @@ public final class DppHook {
                 VIEWS_INSTALLED.put(ext, done);
             }
             if (done) {
-                DeclaredViews.declare(name, viewText);
+                DeclaredViews.declare(name, viewText, folder);
             }
             return done;
         }
