@@ -519,7 +519,8 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "when a scan keeps it, instead of Spark's reader listing every folder at each "
         "query; used only where the names and the first data file prove it reads what "
         "`spark.read.parquet(<folder>)` reads (integer or word partition values; see the "
-        "manual's declared tables). `off`: always Spark's reader. Classic sessions only."),
+        "manual's declared tables). `off`: always Spark's reader. Classic sessions, and the "
+        "declared views of `dpp connect-server`."),
     "spark.dpp.declaredTables.folderTimes": (
         "filesystem URI schemes, comma-separated (may be empty)",
         "The filesystems, besides the local disk (always), whose folder modification time "
