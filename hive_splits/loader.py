@@ -652,29 +652,14 @@ class SplitLoader:
             except FileNotFoundError as exc:
                 raise LayoutError(f"table {t.name}: folder {exc.filename or root!r} does not "
                                   f"exist (removed while the table was being listed?)") from None
-            children = []
-            # a folder named exactly "<column>=<text>" with nothing escaped needs no parsing
-            prefix = pc.name + "="
-            cut = len(prefix) if "%" not in pc.name and "=" not in pc.name else 0
+            children: list[tuple] = []
             for (folder, values, rel, texts), (dirs, files) in zip(current, listings):
                 if files:
                     raise LayoutError(
                         f"table {t.name}: data file {files[0].path!r} sits among partition "
                         f"folders of column {pc.name!r}, expected only {pc.name}=... folders")
-                for e in dirs:
-                    name = e.name
-                    if (cut and name.startswith(prefix) and len(name) > cut
-                            and "%" not in name):
-                        raw: Optional[str] = name[cut:]
-                        if raw == DEFAULT_PARTITION_NAME:
-                            raw = None
-                        children.append((e.path, values, rel, texts, name, raw))
-                        continue
-                    parsed = parse_folder_name(name)
-                    if parsed is None or parsed[0] != pc.name:
-                        self._stray_folder(e.path, parsed, pc.name)
-                        continue   # empty: no files to read, as in Spark's discovery
-                    children.append((e.path, values, rel, texts, e.name, parsed[1]))
+                self._add_children(children, pc.name, ((e.name, e.path) for e in dirs),
+                                   values, rel, texts)
             # values of this level are known; wait (bounded) for this column's filters
             test = self._tester(depth)
             # integers as Spark writes them, tested in one pass (most of the work at 100,000
@@ -723,9 +708,9 @@ class SplitLoader:
 
     def _enumerate_named(self, root: str, names: list[str]) -> list[KeptPartition]:
         """A one-level table whose partition folders are known by name (another listing
-        made them: :class:`PrelistedLister`): judged as :meth:`_enumerate_folders` judges a
-        listed level, with a path made only for a folder kept — at 100,000 partitions the
-        per-folder work is most of a query's cost."""
+        made them: :class:`PrelistedLister`): integer names judged in one pass, with a path
+        made only for a folder kept (at 100,000 partitions the per-folder work is most of a
+        query's cost); any other level as :meth:`_enumerate_folders` judges a listed one."""
         pc = self.table.partition_columns[0]
         prefix = pc.name + "="
         cut = len(prefix) if "%" not in pc.name and "=" not in pc.name else 0
@@ -736,38 +721,34 @@ class SplitLoader:
             fast = integral_name_verdicts(names, prefix, pc.type.integral_bounds, *domains)
             if fast is not None:
                 return self._named_verdicts(base, names, pc.name, fast)
-        rows: list[tuple[str, Optional[str]]] = []
-        for name in names:
+        children: list[tuple] = []
+        self._add_children(children, pc.name, ((n, base + n) for n in names), {}, "", {})
+        _integral_answers(test, pc.type, dict.fromkeys(c[5] for c in children))
+        memo = test.memo   # type: ignore[attr-defined]
+        kept = self._split_level(0, pc.name, children, test, memo)
+        return [KeptPartition(p, v, r) for p, v, r, _t in kept]
+
+    def _add_children(self, children: list[tuple], column: str,
+                      entries: Iterable[tuple[str, str]], values: dict, rel: str,
+                      texts: dict) -> None:
+        """Appends ``(path, values, rel, texts, name, raw)`` for each ``(name, path)`` that is
+        a ``column=...`` folder (raw: its unescaped value, None for the NULL partition); a
+        folder of another name is checked as Spark's discovery would (:meth:`_stray_folder`)
+        and passed over."""
+        # a folder named exactly "<column>=<text>" with nothing escaped needs no parsing
+        prefix = column + "="
+        cut = len(prefix) if "%" not in column and "=" not in column else 0
+        for name, path in entries:
             if cut and name.startswith(prefix) and len(name) > cut and "%" not in name:
                 raw: Optional[str] = name[cut:]
-                rows.append((name, None if raw == DEFAULT_PARTITION_NAME else raw))
+                children.append((path, values, rel, texts, name,
+                                 None if raw == DEFAULT_PARTITION_NAME else raw))
                 continue
             parsed = parse_folder_name(name)
-            if parsed is None or parsed[0] != pc.name:
-                self._stray_folder(base + name, parsed, pc.name)
-                continue
-            rows.append((name, parsed[1]))
-        _integral_answers(test, pc.type, dict.fromkeys(raw for _n, raw in rows))
-        memo = test.memo   # type: ignore[attr-defined]
-        kept: list[KeptPartition] = []
-        pruned = self._res.pruned_folders
-        verdicts = []
-        for name, raw in rows:
-            hit = memo.get(raw)
-            if hit is None:
-                try:
-                    hit = test(raw, base + name)
-                except LayoutError:
-                    if self._data_file_below(base + name) is not None:
-                        raise
-                    continue   # holds no file: Spark's discovery passes it over, so do we
-            verdicts.append(hit[1])
-            if hit[1] == "keep":
-                kept.append(KeptPartition(base + name, {pc.name: hit[0]}, name))
-            else:
-                pruned.append(name)
-        self._count_level(0, verdicts, True)
-        return kept
+            if parsed is None or parsed[0] != column:
+                self._stray_folder(path, parsed, column)
+                continue   # empty: no files to read, as in Spark's discovery
+            children.append((path, values, rel, texts, name, parsed[1]))
 
     def _named_verdicts(self, base: str, names: list[str], column: str,
                         fast: NamedVerdicts) -> list[KeptPartition]:

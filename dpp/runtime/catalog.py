@@ -126,14 +126,14 @@ class TableCatalog:
         kept = self.kept_listing()
         if kept is None or self.remote:
             return None
+        df = kept_listing_dataframe(self.spark, folder_uri(path), kept)   # never raises
+        if df is None:
+            return None
         try:
-            df = kept_listing_dataframe(self.spark, folder_uri(path), kept)
+            return {f.name: f.dataType.simpleString() for f in df.schema.fields}
         except Exception as exc:   # the declaration infers the types itself
             log.debug("dpp: %s: no types from the kept-partition index (%s)", path, exc)
             return None
-        if df is None:
-            return None
-        return {f.name: f.dataType.simpleString() for f in df.schema.fields}
 
     def unregister(self, name: str) -> None:
         """Forgets a declared table, and drops the plain view made of it (a user's own view
