@@ -37,7 +37,7 @@ import time
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional
 
 from dpp.core.domain import DataType, Domain, TupleDomain
 from dpp.core.errors import DomainError, LayoutError, ValueOutOfRange
@@ -48,6 +48,9 @@ from hive_splits.listing import DirEntry, FileEntry, Lister, LocalLister, Prelis
 from hive_splits.naming import DEFAULT_PARTITION_NAME, parse_folder_name, partition_path
 from hive_splits.name_verdicts import NamedVerdicts, integral_name_verdicts
 from hive_splits.table import CatalogPartition, Table, local_path
+
+if TYPE_CHECKING:
+    from hive_splits.metastore import Spec
 
 __all__ = ["DynamicFilter", "KeyExpression", "Split", "KeptPartition", "FilterStatus", "LevelStats",
            "LoadResult", "SplitLoader"]
