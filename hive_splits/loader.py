@@ -955,8 +955,6 @@ class SplitLoader:
         if domains is None:
             return None
         texts = [r[0] for r in rows]
-        if None in texts:
-            return None
         return integral_name_verdicts(texts, "", self.table.partition_columns[0].type
                                       .integral_bounds, *domains)
 

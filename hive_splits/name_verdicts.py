@@ -40,13 +40,15 @@ class NamedVerdicts:
         import pyarrow.compute as pc
 
         order = pc.sort_indices(self.every).to_pylist()
+        valid = len(self.every) - self.every.null_count   # NULL sorts last: no place here
+        order = order[:valid]
         return [(v, texts[i]) for v, i in zip(pc.take(self.every, order).to_pylist(), order)]
 
 
 def integral_name_verdicts(names: Sequence[str], prefix: str, bounds: Optional[tuple[int, int]],
                            static: Any, dynamic: Any) -> Optional[NamedVerdicts]:
-    """The verdicts of ``names`` (each ``prefix`` + an integer; ``prefix`` may be empty)
-    against ``static`` then
+    """The verdicts of ``names`` (each ``prefix`` + an integer; with ``prefix`` empty, raw
+    values, None standing for the NULL partition) against ``static`` then
     ``dynamic`` (:class:`~dpp.core.domain.Domain` or None), or None where one name or domain
     needs the per-name test. ``bounds``: the column type's (lowest, highest) value."""
     if not names or bounds is None:
@@ -62,8 +64,8 @@ def integral_name_verdicts(names: Sequence[str], prefix: str, bounds: Optional[t
     import pyarrow.compute as pc
 
     texts = pa.array(names, type=pa.string())
-    if texts.null_count:
-        return None
+    if texts.null_count and prefix:
+        return None   # a name is never None; a raw value is, for the NULL partition
     if prefix:
         if not pc.all(pc.starts_with(texts, prefix)).as_py():
             return None
@@ -74,7 +76,7 @@ def integral_name_verdicts(names: Sequence[str], prefix: str, bounds: Optional[t
         return None
     values = pc.cast(raws, pa.int64())
     span = pc.min_max(values)
-    if span["min"].as_py() < lo or span["max"].as_py() > hi:
+    if span["min"].is_valid and (span["min"].as_py() < lo or span["max"].as_py() > hi):
         return None
     keep = None
     static_out = 0
@@ -87,6 +89,8 @@ def integral_name_verdicts(names: Sequence[str], prefix: str, bounds: Optional[t
             mask = None
         if mask is None:
             return None
+        if values.null_count:   # the NULL partition: what the domain says of NULL
+            mask = pc.if_else(pc.is_null(values), pa.scalar(bool(d.null_allowed)), mask)
         if keep is not None:
             mask = pc.and_(keep, mask)
         if d is static:

@@ -20,11 +20,11 @@ from hive_splits.name_verdicts import integral_name_verdicts
 TYPES = ("tinyint", "smallint", "int", "bigint")
 
 
-def _reference(texts: list[str], static: Optional[Domain], dynamic: Optional[Domain]
-               ) -> list[str]:
+def _reference(texts: list[Optional[str]], static: Optional[Domain],
+               dynamic: Optional[Domain]) -> list[str]:
     out = []
     for raw in texts:
-        v = int(raw)
+        v = None if raw is None else int(raw)
         if static is not None and not static.contains(v):
             out.append("static")
         elif dynamic is not None and not dynamic.contains(v):
@@ -36,9 +36,13 @@ def _reference(texts: list[str], static: Optional[Domain], dynamic: Optional[Dom
 
 def _domain(rng: random.Random, type_: str, pool: list[int]) -> Optional[Domain]:
     kind = rng.choice(["none-given", "values", "range", "open", "bloom", "all", "empty",
-                       "ranges"])
+                       "ranges", "null-only", "values-or-null"])
     if kind == "none-given":
         return None
+    if kind == "null-only":
+        return Domain.only_null(type_)
+    if kind == "values-or-null":
+        return Domain.values(type_, rng.sample(pool, min(len(pool), 5)), null_allowed=True)
     if kind == "values":
         return Domain.values(type_, rng.sample(pool, min(len(pool), rng.randint(1, 40))))
     if kind == "range":
@@ -78,15 +82,19 @@ def test_one_pass_verdicts_are_the_domains_answers(seed: int) -> None:
     static = _domain(rng, dom_type, values)
     dynamic = _domain(rng, dom_type, values)
     prefix = rng.choice(["", "day=", "d_é="])
-    names = [prefix + t for t in texts]
+    names: list[Any] = [prefix + t for t in texts]
+    raws: list[Optional[str]] = list(texts)
+    if not prefix and seed % 2:   # raw values: the NULL partition among them
+        raws.insert(rng.randrange(len(raws) + 1), None)
+        names = list(raws)
     got = integral_name_verdicts(names, prefix, (lo, hi), static, dynamic)
     assert got is not None
-    want = _reference(texts, static, dynamic)
+    want = _reference(raws, static, dynamic)
     kept = [i for i, v in enumerate(want) if v == "keep"]
     assert got.kept == kept
-    assert got.values == [int(texts[i]) for i in kept]
+    assert got.values == [None if raws[i] is None else int(raws[i]) for i in kept]
     assert got.static_pruned == want.count("static")
-    assert [v for v, _t in got.sorted_values(texts)] == sorted(int(t) for t in texts)
+    assert [v for v, _t in got.sorted_values(raws)] == sorted(int(t) for t in texts)
 
 
 @pytest.mark.parametrize("odd", ["007", "+1", "1.0", " 1", "1 ", "", "__HIVE_DEFAULT_PARTITION__",
@@ -176,3 +184,70 @@ def test_the_loader_keeps_the_same_partitions_with_and_without_the_pass(
 
     assert key(fast) == key(slow)
     assert fast.partitions_kept == slow.partitions_kept > 0
+
+
+@pytest.mark.parametrize("null_allowed", [True, False])
+@pytest.mark.parametrize("kind", ["values", "range", "bloom", "all", "none"])
+def test_the_null_partition_is_kept_exactly_where_the_domain_holds_null(
+        kind: str, null_allowed: bool) -> None:
+    texts = [None, "1", "5", "9", None]
+    d = {"values": lambda: Domain.values("int", [5], null_allowed=null_allowed),
+         "range": lambda: Domain.range("int", 4, 6, null_allowed=null_allowed),
+         "bloom": lambda: Domain.bloom("int", [5], 0.01, null_allowed=null_allowed),
+         "all": lambda: Domain.all("int") if null_allowed else Domain.not_null("int"),
+         "none": lambda: (Domain.only_null("int") if null_allowed else Domain.none("int"))}[kind]()
+    for static, dynamic in ((None, d), (d, None), (d, d)):
+        got = integral_name_verdicts(texts, "", (-(1 << 31), (1 << 31) - 1), static, dynamic)
+        assert got is not None
+        want = _reference(texts, static, dynamic)
+        assert got.kept == [i for i, v in enumerate(want) if v == "keep"], (static, dynamic)
+        assert (0 in got.kept) == null_allowed
+        assert got.static_pruned == want.count("static")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_catalog_tables_partitions_are_kept_the_same_with_and_without_the_pass(
+        tmp_path: Any, monkeypatch: Any, seed: int) -> None:
+    """A one-column catalog table (its partitions as the catalog lists them, the NULL
+    partition among them): the loader keeps the same partitions, files and counts."""
+    from dpp.core.domain import TupleDomain
+    from hive_splits import loader as L
+    from hive_splits.naming import DEFAULT_PARTITION_NAME
+    from hive_splits.table import CatalogPartition, PartitionColumn, Table
+    from tests.conftest import answer
+
+    rng = random.Random(100 + seed)
+    values = sorted(rng.sample(range(0, 300), 40))
+    texts: list[Optional[str]] = [str(v) for v in values] + [None]
+    root = _folders(tmp_path, [str(v) for v in values] + [DEFAULT_PARTITION_NAME])
+    parts = tuple(CatalogPartition((("day", t),), f"{root}/day={t or DEFAULT_PARTITION_NAME}")
+                  for t in texts)
+    table = Table(name="t", location=root, columns=(("x", "bigint"),),
+                  partition_columns=(PartitionColumn("day", "int"),),
+                  catalog_partitions=parts, catalog_name="default.t")
+    dynamic = Domain.values("int", rng.sample(values, 8), null_allowed=seed % 2 == 1)
+    static = TupleDomain.of({"day": Domain.range("int", 20, 250, null_allowed=True)}) \
+        if seed >= 2 else None
+    calls = []
+
+    def spy(*a: Any, **k: Any) -> Any:
+        got = integral_name_verdicts(*a, **k)
+        calls.append(got is not None)
+        return got
+
+    def load(enabled: bool) -> Any:
+        monkeypatch.setattr(L, "integral_name_verdicts",
+                            spy if enabled else (lambda *a, **k: None))
+        f = L.DynamicFilter("f1", "day", lambda _t: answer(dynamic))
+        return L.SplitLoader(table, static=static, dynamic=[f], wait_timeout=5).load()
+
+    fast, slow = load(True), load(False)
+    assert calls == [True]
+
+    def key(r: Any) -> Any:
+        return ([(k.path, k.values, k.relative) for k in r.partitions],
+                r.partitions_total, r.pruned_static, r.pruned_dynamic,
+                sorted(s.path for s in r.splits))
+
+    assert key(fast) == key(slow)
+    assert any(k.values["day"] is None for k in fast.partitions) == (seed % 2 == 1)
