@@ -212,6 +212,20 @@ def test_a_declared_folder_of_many_partitions_is_read_through_the_kept_partition
                               for t in tables), tables
         listed[setting] = sum(t.list_calls for t in tables)
     assert listed["0"] == 0 and listed["off"] > 0, listed
+    # a partition added between two queries is read by the next one (the index is opened
+    # in each query's analysis)
+    folder = data["fact"].parent / "by_store" / "sid=31"
+    folder.mkdir()
+    pq.write_table(pa.table({"amount": pa.array([5], pa.int64())}), folder / "part-0.parquet")
+    stores2 = data["fact"].parent / "stores_late"
+    stores2.mkdir()
+    pq.write_table(pa.table({"store": pa.array([3, 31], pa.int32()),
+                             "pick": pa.array([1, 1], pa.int32())}), stores2 / "part-0.parquet")
+    late = q.replace(str(stores), str(stores2))
+    with spark_conf(on, {"spark.dpp.declaredTables.keptListing": "0"}):
+        got = _rows(on.sql(late).collect())
+    assert got == _rows(off.sql(late).collect())
+    assert (31, 1, 5) in got and len(got) == 2
 
 
 def test_reports_name_the_connect_session(data: dict[str, Any]) -> None:
