@@ -189,7 +189,7 @@ def test_declared_table_is_a_global_view_every_session_reads(data: dict[str, Any
 
 
 def test_a_declared_folder_of_many_partitions_is_read_through_the_kept_partition_index(
-        data: dict[str, Any]) -> None:
+        data: dict[str, Any], capsys: pytest.CaptureFixture) -> None:
     """With ``spark.dpp.declaredTables.keptListing`` at or below its partition count, a
     declared view reads the folder through the kept-partition index, as a classic session
     does: the same rows as Spark's reader, and the split loader judges the folders the index
@@ -226,6 +226,13 @@ def test_a_declared_folder_of_many_partitions_is_read_through_the_kept_partition
         got = _rows(on.sql(late).collect())
     assert got == _rows(off.sql(late).collect())
     assert (31, 1, 5) in got and len(got) == 2
+    # a session with dpp off reads the view by its text: Spark's reader, nothing of dpp's
+    capsys.readouterr()
+    for s in (on, off):
+        with spark_conf(s, {"spark.dpp.declaredTables.keptListing": "0"}):
+            s.sql("SELECT * FROM global_temp.js_by_store").explain()
+    shown_on, shown_off = capsys.readouterr().out.split("== Physical Plan ==")[1:]
+    assert "FolderIndex" in shown_on and "FolderIndex" not in shown_off, (shown_on, shown_off)
 
 
 def test_reports_name_the_connect_session(data: dict[str, Any]) -> None:

@@ -71,6 +71,11 @@ final class DeclaredViews extends Rule<LogicalPlan> {
         if (folder == null) {
             return null;
         }
+        String enabled = session.conf().get("spark.dpp.enabled", "true").trim()
+            .toLowerCase(Locale.ROOT);
+        if (java.util.Arrays.asList("false", "0", "no", "off").contains(enabled)) {
+            return null;   // dpp off in this session: Spark's reader, nothing of dpp's
+        }
         String setting = session.conf().get(KEPT_LISTING, "1000").trim().toLowerCase(Locale.ROOT);
         int min;
         try {
