@@ -69,7 +69,8 @@ def integral_name_verdicts(names: Sequence[str], prefix: str, bounds: Optional[t
     if prefix:
         if not pc.all(pc.starts_with(texts, prefix)).as_py():
             return None
-        raws = pc.utf8_slice_codeunits(texts, len(prefix))
+        # (a stop given: pyarrow < 12 fails without one; a folder name is 255 bytes at most)
+        raws = pc.utf8_slice_codeunits(texts, len(prefix), stop=1 << 16)
     else:
         raws = texts
     if not pc.all(pc.match_substring_regex(raws, _CANONICAL)).as_py():
