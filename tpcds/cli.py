@@ -289,6 +289,8 @@ def cmd_partitions(args: argparse.Namespace) -> int:
         result = run_scale(spark, cfg, _progress)
     finally:
         spark.stop()
+    if args.conf:   # the settings the run was made under, shown with its results
+        result["config"]["conf"] = _pairs(args.conf)
     (out / "result.json").write_text(json.dumps(result, indent=1))
     (out / "report.md").write_text(render_markdown(result))
     others = [json.loads(Path(p).read_text()) for p in args.plot_with]

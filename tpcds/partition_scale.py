@@ -412,6 +412,7 @@ def render_markdown(result: dict[str, Any]) -> str:
            f"{cfg['repeat']} run(s) per cell, the first (cold) shown"
            + ("; not run past " + ", ".join(f"{n:,} partitions for {k}"
                                               for k, n in sorted(limits.items())) if limits else "")
+           + "".join(f"; `{k}={v}`" for k, v in (cfg.get("conf") or {}).items())
            + ". Growth: the largest size run over the smallest.", "",
            "| kind | mode | " + " | ".join(f"{n:,} partitions (s)" for n in cfg["sizes"])
            + " | growth | rows |",
@@ -455,14 +456,22 @@ def render_plot(results: list[dict[str, Any]], path: Path) -> None:
                        if r["kind"] == kind and r["mode"] == mode and r["elapsed"]]
                 if pts:
                     xs, ys = zip(*pts)
+                    # one color per kind and mode in every panel
+                    color = f"C{KINDS.index(kind) * len(MODES) + MODES.index(mode)}" \
+                        if kind in KINDS and mode in MODES else None
                     ax.plot(xs, ys, marker="o", linestyle="-" if mode == "dpp" else "--",
+                            color=color,
                             label=f"{kind}, {'dpp' if mode == 'dpp' else 'Spark DPP'}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("partitions of the fact")
         ax.set_ylabel("seconds per query (cold)")
         lag = cfg.get("lag")
-        ax.set_title(f"{lag[0]:g} ms LIST / {lag[1]:g} ms HEAD" if lag else "local disk")
+        title = f"{lag[0]:g} ms LIST / {lag[1]:g} ms HEAD" if lag else "local disk"
+        conf = cfg.get("conf") or {}
+        if conf:   # e.g. "folderTimes=hdfs,lagfs"
+            title += "\n" + ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in conf.items())
+        ax.set_title(title, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
