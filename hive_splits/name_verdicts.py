@@ -85,7 +85,7 @@ def integral_name_verdicts(names: Sequence[str], prefix: str, bounds: Optional[t
         if d is None:
             continue
         try:
-            mask = _mask(d, values, pa, pc)
+            mask = _mask(d, values)
         except (pa.ArrowInvalid, OverflowError, TypeError):   # a bound beyond int64
             mask = None
         if mask is None:
@@ -104,16 +104,19 @@ def integral_name_verdicts(names: Sequence[str], prefix: str, bounds: Optional[t
     return NamedVerdicts(idx.to_pylist(), pc.take(values, idx).to_pylist(), static_out, values)
 
 
-def _mask(d: Any, values: Any, pa: Any, pc: Any) -> Any:
+def _mask(d: Any, values: Any) -> Any:
     """Which ``values`` (int64) ``d`` may hold, as a boolean array; None for a domain this
     pass does not read (the caller then tests name by name)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     vs = d.value_set
     kind = getattr(vs, "kind", None)
     n = len(values)
     if kind == "all":
-        return pa.array([True] * n, type=pa.bool_())
+        return pa.repeat(pa.scalar(True), n)
     if kind == "none" or getattr(vs, "empty", False):
-        return pa.array([False] * n, type=pa.bool_())
+        return pa.repeat(pa.scalar(False), n)
     if kind == "values":
         keys = vs.discrete_keys()
         if keys is None or any(not isinstance(k, int) or isinstance(k, bool) for k in keys):
@@ -122,7 +125,7 @@ def _mask(d: Any, values: Any, pa: Any, pc: Any) -> Any:
         return pc.is_in(values, value_set=pa.array(inside, type=pa.int64()))
     if kind in ("range", "bloom"):
         envelope = vs.as_ranges()
-        mask = _in_ranges(envelope, values, pa, pc)
+        mask = _in_ranges(envelope, values)
         if mask is None or kind == "range":
             return mask
         # a bloom filter: its exact envelope first, then its own test for what lies inside
@@ -137,8 +140,11 @@ def _mask(d: Any, values: Any, pa: Any, pc: Any) -> Any:
     return None
 
 
-def _in_ranges(ranges: Sequence[Any], values: Any, pa: Any, pc: Any) -> Any:
+def _in_ranges(ranges: Sequence[Any], values: Any) -> Any:
     """``values`` inside any of ``ranges`` (integer bounds, None unbounded)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if len(ranges) > _MAX_RANGES:
         return None
     mask = None
@@ -153,8 +159,8 @@ def _in_ranges(ranges: Sequence[Any], values: Any, pa: Any, pc: Any) -> Any:
             h = (pc.less_equal if r.high_inclusive else pc.less)(values, r.high)
             m = h if m is None else pc.and_(m, h)
         if m is None:
-            m = pa.array([True] * len(values), type=pa.bool_())
+            m = pa.repeat(pa.scalar(True), len(values))
         mask = m if mask is None else pc.or_(mask, m)
     if mask is None:
-        return pa.array([False] * len(values), type=pa.bool_())
+        return pa.repeat(pa.scalar(False), len(values))
     return mask
