@@ -111,3 +111,31 @@ def test_thread_cpu_adds_up_to_the_process(front: ClassicFront) -> None:
                             "windows": [w.to_dict()]})
     assert "Driver JVM CPU per right answer by thread" in text
     assert "| **whole JVM** |" in text
+
+
+def test_rounds_report_medians_and_every_round() -> None:
+    """With several rounds a ratio is of the cells' medians (the lower middle of an even
+    count), and every round's figure is shown: one lucky window does not decide it."""
+    from tpcds.concurrency import Window, median_qpm, render_markdown
+
+    def w(mode: str, n: int, qpm: float, rnd: int) -> dict:
+        win = Window("classic", mode, n, 1.0, wall_s=1.0, correct=1, qpm=qpm)
+        win.round = rnd
+        return win.to_dict()
+
+    ws = [w("spark", 16, 300.0, 0), w("dpp", 16, 200.0, 0),
+          w("dpp", 16, 330.0, 1), w("spark", 16, 100.0, 1),
+          w("spark", 16, 310.0, 2), w("dpp", 16, 320.0, 2),
+          w("dpp", 1, 10.0, 0), w("dpp", 1, 30.0, 1)]
+    assert median_qpm(ws, "classic", "spark", 16) == 300.0
+    assert median_qpm(ws, "classic", "dpp", 16) == 320.0
+    assert median_qpm(ws, "classic", "dpp", 1) == 10.0   # even count: the lower middle
+    assert median_qpm(ws, "connect", "dpp", 16) is None
+    text = render_markdown({"config": {"partitions": 10, "kind": "catalog", "variants": 1,
+                                       "seconds": 1, "cores": 2, "clients": [1, 16],
+                                       "fronts": ["classic"], "modes": ["spark", "dpp"],
+                                       "rounds": 3},
+                            "windows": ws})
+    assert "| classic | dpp | 16 | 200.0, 330.0, 320.0 | 320.0 |" in text
+    assert "| classic | 16 | 1.07× |" in text   # 320 / 300
+    assert "| classic | 1 | — |" in text         # no spark cell at 1 client

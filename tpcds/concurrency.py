@@ -38,7 +38,7 @@ Usage::
 
     python -m tpcds.concurrency --out bench-out/concurrency [--seconds 60] [--clients 1,4,16]
         [--fronts classic,connect] [--modes spark,dpp] [--partitions 1000]
-        [--kind catalog|declared] [--profile-seconds 20]
+        [--kind catalog|declared] [--profile-seconds 20] [--rounds 3]
 """
 from __future__ import annotations
 
@@ -948,6 +948,7 @@ class Window:
     dpp: dict[str, Any] = field(default_factory=dict)
     profiled: bool = False
     profile: dict[str, Any] = field(default_factory=dict)
+    round: int = 0   # which pass over the cells (``--rounds``)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -988,6 +989,7 @@ class Config:
     warm_up_seconds: float = 30.0
     conf: list[str] = field(default_factory=list)
     driver_memory: str = "2g"
+    rounds: int = 1
 
 
 class Front:
@@ -1366,10 +1368,15 @@ def run(cfg: Config, say: Progress) -> dict[str, Any]:
             continue
         try:
             front.warm_up(min(max(cfg.clients), 4 if front_name == "classic" else 16))
-            for k, n in enumerate(cfg.clients):
-                order = cfg.modes if k % 2 == 0 else list(reversed(cfg.modes))
-                for mode in order:
-                    windows.append(front.window(mode, n, cfg.seconds))
+            for rnd in range(cfg.rounds):
+                # the driver JVM keeps compiling for minutes: whichever mode runs later
+                # runs warmer, so each round swaps the order of the modes in every cell
+                for k, n in enumerate(cfg.clients):
+                    order = cfg.modes if (k + rnd) % 2 == 0 else list(reversed(cfg.modes))
+                    for mode in order:
+                        w = front.window(mode, n, cfg.seconds)
+                        w.round = rnd
+                        windows.append(w)
             if cfg.profile_seconds > 0:
                 for mode in cfg.modes:
                     windows.append(front.window(mode, max(cfg.clients), cfg.profile_seconds,
@@ -1381,6 +1388,7 @@ def run(cfg: Config, say: Progress) -> dict[str, Any]:
                        "kind": cfg.kind, "profile_seconds": cfg.profile_seconds,
                        "warm_up_seconds": cfg.warm_up_seconds,
                        "driver_memory": cfg.driver_memory, "conf": cfg.conf,
+                       "rounds": cfg.rounds,
                        "cores": os.cpu_count(), "started": started, "commit": _commit(),
                        "variants": len(variants(cfg.partitions, cfg.keep))},
             "windows": [w.to_dict() for w in windows], "broken": broken}
@@ -1412,16 +1420,24 @@ def line(w: Window) -> str:
             + (f"\n    errors: {w.errors[0]}" if w.errors else ""))
 
 
-def _cell(windows: list[dict[str, Any]], front: str, mode: str, n: int
-          ) -> Optional[dict[str, Any]]:
-    return next((w for w in windows if w["front"] == front and w["mode"] == mode
-                 and w["clients"] == n and not w["profiled"]), None)
+def _cells(windows: list[dict[str, Any]], front: str, mode: str, n: int
+           ) -> list[dict[str, Any]]:
+    return [w for w in windows if w["front"] == front and w["mode"] == mode
+            and w["clients"] == n and not w["profiled"]]
 
 
-def _ratio(a: Optional[dict[str, Any]], b: Optional[dict[str, Any]]) -> str:
-    if not a or not b or not b["qpm"]:
+def median_qpm(windows: list[dict[str, Any]], front: str, mode: str, n: int
+               ) -> Optional[float]:
+    """The median queries per minute of a cell over its rounds (the lower middle of an even
+    count: a cell is never flattered by the average of its two best), or None."""
+    qs = sorted(w["qpm"] for w in _cells(windows, front, mode, n))
+    return qs[(len(qs) - 1) // 2] if qs else None
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> str:
+    if a is None or not b:
         return "—"
-    return f"{a['qpm'] / b['qpm']:.2f}×"
+    return f"{a / b:.2f}×"
 
 
 def _thread_table(ws: list[dict[str, Any]], top: int = 12) -> list[str]:
@@ -1471,18 +1487,31 @@ def render_markdown(result: dict[str, Any]) -> str:
                    f"{w['correct']} | {w['wrong']} | {w['failed']} | "
                    f"{lat.get('median', float('nan')):.2f} | {lat.get('p90', float('nan')):.2f} "
                    f"| {per_core} | {cpu} |")
-    out += ["", "Ratios:", "", "| front end | N | dpp / spark |", "| --- | ---: | ---: |"]
+    rounds = int(cfg.get("rounds") or 1)
+    if rounds > 1:
+        out += ["", f"Queries per minute per cell over {rounds} rounds (each round swaps the "
+                f"order of the modes; median = the lower middle value):", "",
+                "| front end | mode | N | rounds | median |", "| --- | --- | ---: | --- | ---: |"]
+        for front in cfg["fronts"]:
+            for n in cfg["clients"]:
+                for mode in cfg["modes"]:
+                    qs = [w["qpm"] for w in _cells(ws, front, mode, n)]
+                    if qs:
+                        out.append(f"| {front} | {mode} | {n} | "
+                                   f"{', '.join(f'{q:.1f}' for q in qs)} | "
+                                   f"{median_qpm(ws, front, mode, n):.1f} |")
+    of = " (medians over rounds)" if rounds > 1 else ""
+    out += ["", f"Ratios{of}:", "", "| front end | N | dpp / spark |", "| --- | ---: | ---: |"]
     for front in cfg["fronts"]:
         for n in cfg["clients"]:
-            out.append(f"| {front} | {n} | "
-                       f"{_ratio(_cell(ws, front, 'dpp', n), _cell(ws, front, 'spark', n))} |")
+            out.append(f"| {front} | {n} | {_ratio(median_qpm(ws, front, 'dpp', n), median_qpm(ws, front, 'spark', n))} |")
     lo, hi = min(cfg["clients"]), max(cfg["clients"])
     out += ["", f"| front end | mode | {hi} clients / {lo} client (scaling) |",
             "| --- | --- | ---: |"]
     for front in cfg["fronts"]:
         for mode in cfg["modes"]:
             out.append(f"| {front} | {mode} | "
-                       f"{_ratio(_cell(ws, front, mode, hi), _cell(ws, front, mode, lo))} |")
+                       f"{_ratio(median_qpm(ws, front, mode, hi), median_qpm(ws, front, mode, lo))} |")
     for front, why in (result.get("broken") or {}).items():
         out += ["", f"**{front} did not run**: {why}"]
     dpp_rows = [w for w in ws if w["dpp"].get("reports") and not w["profiled"]]
@@ -1620,6 +1649,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--warm-up-seconds", type=float, default=30.0,
                     help="unmeasured run per mode before the windows (JIT warm-up)")
     ap.add_argument("--driver-memory", default="2g", help="driver memory of each driver")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure every cell this many times, the modes' order swapped each "
+                         "round; ratios are of the medians")
     ap.add_argument("--conf", action="append", default=[],
                     help="extra Spark conf key=value of the classic session")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -1639,7 +1671,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                  fronts=fronts, modes=_words(args.modes, MODES, "--modes"), kind=args.kind,
                  profile_seconds=args.profile_seconds, conf=list(args.conf),
                  warm_up_seconds=args.warm_up_seconds,
-                 driver_memory=args.driver_memory)
+                 driver_memory=args.driver_memory, rounds=args.rounds)
+    if cfg.rounds < 1:
+        raise SystemExit(f"--rounds must be at least 1, got {cfg.rounds}")
     existing = cfg.data / f"p{cfg.partitions}" / MANIFEST
     if existing.is_file() and json.loads(existing.read_text()).get("keep") != cfg.keep:
         raise SystemExit(f"{existing.parent} was generated with another --keep; it would be "
