@@ -219,7 +219,18 @@ def build_job_group(sc: Any, group: str, description: str) -> Iterator[None]:
         finally:
             sc.removeTag(group)
         return
+    from hive_splits.jvm_refs import jvm_static   # driver only: build tasks never get here
+
     sc = getattr(sc, "sparkContext", sc)
+    enter = jvm_static(sc._jvm, "dpp.spark.BuildSide", "enterJobGroup")
+    restore = jvm_static(sc._jvm, "dpp.spark.BuildSide", "restoreJobGroup")
+    if enter is not None and restore is not None:   # one round trip each way
+        replaced = enter(sc._jsc, group, description)
+        try:
+            yield
+        finally:
+            restore(sc._jsc, replaced)
+        return
     saved = {k: sc.getLocalProperty(k) for k in _JOB_PROPS}
     try:
         sc.setJobGroup(group, description, interruptOnCancel=True)

@@ -46,6 +46,7 @@ from dpp.core.remote import functions_for
 from dpp.core.spark_compat import to_arrow
 from dpp.core.spark_rules import BROADCAST_KEY, broadcast_threshold
 from dpp.core.policy import CollapsePolicy
+from hive_splits.jvm_refs import jvm_static
 
 __all__ = ["build_filter_native"]
 
@@ -79,7 +80,9 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
         raise DomainError(f"max_distinct must be >= 0, got {max_distinct}")
     policy = CollapsePolicy.of(max_distinct, float(bloom_fpp) if bloom_enabled else None,
                                bloom_capacity)
-    selected = df.select(key)
+    # the hook's build frame is its key column alone, its schema already read (PySpark keeps
+    # it): a projection to that column again would be five more round trips to the JVM
+    selected = df if df.columns == [key] else df.select(key)
     if selected.columns[0] == _COUNT:
         raise DomainError(f"filter {filter_id!r}: key column name {_COUNT!r} is reserved")
     field = selected.schema.fields[0]
@@ -154,6 +157,12 @@ def _small(limited: Any) -> bool:
     if jdf is None:
         return True
     try:
+        # one round trip where the hook jar is loaded (dpp.spark.BuildSide), else the walk
+        estimate = jvm_static(limited.sparkSession._jvm, "dpp.spark.BuildSide",
+                              "sizeBelowLimits")
+        if estimate is not None:
+            size_text, raw = str(estimate(jdf)).split("\n", 1)
+            return int(size_text) <= broadcast_threshold(raw or None)
         node = jdf.queryExecution().optimizedPlan()
         while node.nodeName() in ("GlobalLimit", "LocalLimit") and node.children().size() == 1:
             node = node.children().head()

@@ -9,9 +9,10 @@ is a handle that stays valid as long as the JVM, so it is kept here per JVM view
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
-__all__ = ["jvm_class", "scala_object", "jvm_cached", "jvm_text"]
+__all__ = ["jvm_class", "scala_object", "jvm_cached", "jvm_static", "forget_misses", "jvm_text"]
 
 _LOCK = threading.Lock()
 # (id of the JVM view, name) -> (the view, the handle): the view is kept so its id is not reused
@@ -23,6 +24,8 @@ _CACHE: dict[tuple[int, str], tuple[Any, Any]] = {}
 # most 7,800 bytes in UTF-8 (a backslash or newline py4j escapes is 2 bytes, like a pair half),
 # so each piece is one write. Beyond ~40 pieces their round trips cost what the stall does.
 _PIECE_CHARS = 2600
+# how long jvm_static keeps a class or method the JVM did not have
+_MISS_SECONDS = 60.0
 _MOST_PIECES = 40
 
 
@@ -66,6 +69,40 @@ def jvm_cached(jvm: Any, key: str, make: Any) -> Any:
     with _LOCK:
         _CACHE[ck] = (jvm, obj)
     return obj
+
+
+def jvm_static(jvm: Any, class_name: str, method: str) -> Any:
+    """The py4j handle of the static method ``method`` of class ``class_name``, looked up once
+    per JVM view (py4j asks the JVM what a class's attribute is on every access: one more
+    round trip per call), or None where the JVM has no such class or method. A miss is asked
+    again after :data:`_MISS_SECONDS` (a jar loaded into the running driver later)."""
+    ck = (id(jvm), f"static:{class_name}#{method}")
+    hit = _CACHE.get(ck)
+    if hit is not None and hit[0] is jvm:
+        member, at = hit[1]
+        if member is not None or time.monotonic() - at < _MISS_SECONDS:
+            return member
+    from py4j.java_gateway import JavaClass
+
+    cls = jvm
+    for part in class_name.split("."):   # not jvm_class: it would keep a miss for good
+        cls = getattr(cls, part)
+    try:
+        member = getattr(cls, method) if isinstance(cls, JavaClass) else None
+    except Exception:   # py4j: no such member in the JVM
+        member = None
+    with _LOCK:
+        _CACHE[ck] = (jvm, (member, time.monotonic()))
+    return member
+
+
+def forget_misses(jvm: Any) -> None:
+    """Drops what :func:`jvm_static` found missing in ``jvm`` (called where a jar has just
+    been added to the running driver: its classes are there now)."""
+    with _LOCK:
+        for ck in [k for k, (view, v) in _CACHE.items()
+                   if k[0] == id(jvm) and k[1].startswith("static:") and v[0] is None]:
+            del _CACHE[ck]
 
 
 def jvm_text(chars: Any) -> str:

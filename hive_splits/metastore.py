@@ -27,7 +27,7 @@ import re
 from typing import Any, Iterable, Optional, Sequence
 
 from dpp.core.errors import LayoutError
-from hive_splits.jvm_refs import jvm_class, jvm_text, scala_object
+from hive_splits.jvm_refs import jvm_static, jvm_class, jvm_text, scala_object
 from hive_splits.naming import (DEFAULT_PARTITION_NAME, escape_path_name, parse_folder_name,
                                 unescape_path_name)
 
@@ -119,7 +119,10 @@ class MetastorePartitions:
         if self.listed is not None:
             token, self.listed = self.listed, None   # taken once: a second call lists
             try:
-                kept = jvm_class(jvm, "dpp.spark.DppHook").takeNames(token)
+                take = jvm_static(jvm, "dpp.spark.DppHook", "takeNames")
+                if take is None:
+                    raise LookupError("dpp.spark.DppHook.takeNames")
+                kept = take(token)
             except Exception as exc:   # no hook jar of this build: list below
                 log.debug("table %s: the rule's names unavailable (%s)", self.name, exc)
                 kept = None

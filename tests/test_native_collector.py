@@ -181,7 +181,32 @@ def test_arrow_collector_still_selectable_and_reports_which_ran(spark, tmp_path)
         dpp.close()
 
 
-def test_rows_are_tried_whole_only_where_spark_estimates_a_small_build_side(spark):
+# the driver's build steps through the hook jar's one-call helpers (dpp.spark.BuildSide), and
+# through PySpark's calls where the jar lacks them: both must give the same answers
+HELPER_WAYS = ["jar", "pyspark"]
+
+
+@pytest.fixture
+def helper_way(request, monkeypatch):
+    if request.param == "pyspark":
+        import collectors.native
+        import hive_splits.jvm_refs
+
+        monkeypatch.setattr(collectors.native, "jvm_static", lambda *a: None)
+        monkeypatch.setattr(hive_splits.jvm_refs, "jvm_static", lambda *a: None)
+    else:
+        from dpp.runtime.jvm_build import load_into
+        from hive_splits.jvm_refs import jvm_static
+
+        spark = request.getfixturevalue("spark")
+        load_into(spark)
+        assert jvm_static(spark._jvm, "dpp.spark.BuildSide", "sizeBelowLimits") is not None, \
+            "the session's hook jar has no dpp.spark.BuildSide"
+    return request.param
+
+
+@pytest.mark.parametrize("helper_way", HELPER_WAYS, indirect=True)
+def test_rows_are_tried_whole_only_where_spark_estimates_a_small_build_side(spark, helper_way):
     """A build side Spark estimates past the bound is grouped at once: trying its rows first
     would scan it twice when they are too many. The estimate is read below the row bound the
     collection puts on top (the bound's own estimate is rows × row size, always small)."""
@@ -201,3 +226,53 @@ def test_rows_are_tried_whole_only_where_spark_estimates_a_small_build_side(spar
         assert not _small(bounded(spark.range(1000).selectExpr("id AS k")))   # 8,000 bytes
     with spark_conf(spark, {"spark.sql.autoBroadcastJoinThreshold": "200m"}):
         assert _small(bounded(big))
+
+
+@pytest.mark.parametrize("helper_way", HELPER_WAYS, indirect=True)
+@pytest.mark.parametrize("before", [None, ("mine", "my own jobs", "false")])
+def test_build_job_group_puts_the_jobs_in_its_group_then_restores_the_threads_own(
+        spark, helper_way, before):
+    """A build's jobs carry its group and description (cancelJobGroup stops them, Spark's UI
+    names them); afterwards the thread's own group, description and interrupt flag are as they
+    were — unset ones unset — so a user's jobs on that thread are not filed under dpp's."""
+    from collectors.build import build_job_group
+
+    sc = spark.sparkContext
+    keys = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+    for k in keys:
+        sc.setLocalProperty(k, None)
+    if before is not None:
+        sc.setJobGroup(before[0], before[1], interruptOnCancel=before[2] == "true")
+    group = f"dpp-build-t-{helper_way}-{before is not None}"
+    try:
+        with build_job_group(spark, group, "dpp build: the test's"):
+            assert sc.getLocalProperty("spark.job.interruptOnCancel") == "true"
+            spark.range(5).count()
+        ids = sc.statusTracker().getJobIdsForGroup(group)
+        assert ids, f"no job in group {group}"
+        store = sc._jsc.sc().statusStore()
+        assert {store.job(i).description().get() for i in ids} == {"dpp build: the test's"}
+        assert tuple(sc.getLocalProperty(k) for k in keys) == (before or (None, None, None))
+    finally:
+        for k in keys:
+            sc.setLocalProperty(k, None)
+
+
+def test_groups_without_jobs_in_one_call(spark):
+    """The hook waits for its build jobs' submission by asking which groups have no job yet:
+    one call for all of them, the ones with a job left out."""
+    from dpp.runtime.jvm_build import load_into
+    from hive_splits.jvm_refs import jvm_static
+
+    load_into(spark)
+    lacking = jvm_static(spark._jvm, "dpp.spark.BuildSide", "withoutJobs")
+    sc = spark.sparkContext
+    sc.setJobGroup("dpp-build-t-has-a-job", "t")
+    try:
+        spark.range(3).count()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    text = str(lacking(sc._jsc, "dpp-build-t-has-a-job\ndpp-build-t-none-yet\n"))
+    assert text.split("\n") == ["dpp-build-t-none-yet"]
+    assert str(lacking(sc._jsc, "dpp-build-t-has-a-job")) == ""

@@ -213,6 +213,9 @@ def load_into(spark: Any) -> Any:
                         f"Spark's MutableURLClassLoader: start the job with "
                         f"--driver-class-path {jar}")
                 loader.addURL(jvm.java.io.File(str(jar)).toURI().toURL())
+                from hive_splits.jvm_refs import forget_misses
+
+                forget_misses(jvm)   # its helpers, looked for before, are there now
             _LOADED[id(jvm)] = jvm
         return jvm.dpp.spark.DppHook
 

@@ -88,6 +88,10 @@ class OptimizerHook:
         self.session = session
         spark = session.spark
         self._jvm_hook = load_into(spark)
+        # the per-query static calls as py4j members: an attribute of a class handle is a
+        # reflection round trip each time it is read
+        self._build_signature = self._jvm_hook.buildSignature
+        self._build_dataset = self._jvm_hook.buildDataset
         ensure_callback_server_started(spark.sparkContext._gateway)
         self._bridge = Bridge(self)
         self._lock = threading.Lock()
@@ -179,7 +183,7 @@ class OptimizerHook:
                                     payload=p)
                            for p in ps if not p.data or probe_type(table, p) is not None)))
         loads = plan_loads(probes, self._stats(cfg, notes),
-                           lambda build: int(self._jvm_hook.buildSignature(
+                           lambda build: int(self._build_signature(
                                msg["request"], *build, scope or msg["request"])))
         notes.extend(n for n in loads.notes if n not in notes)
         shapes: dict[int, str] = {}
@@ -339,8 +343,13 @@ class OptimizerHook:
         if not filter_ids:
             return
         from collectors import job_group_id
+        from hive_splits.jvm_refs import jvm_static
 
-        tracker = self.session.spark.sparkContext.statusTracker()
+        sc = self.session.spark.sparkContext
+        # one round trip a look (dpp.spark.BuildSide), else the tracker's ids group by group
+        lacking = jvm_static(sc._jvm, "dpp.spark.BuildSide", "withoutJobs")
+        tracker = sc.statusTracker() if lacking is None else None
+        groups = {fid: job_group_id(fid) for fid in filter_ids}
         deadline = time.monotonic() + bound
         pending = list(filter_ids)
         # each look at Spark's tracker walks every job it keeps (a thousand by default): the
@@ -348,15 +357,17 @@ class OptimizerHook:
         # within the first few
         pause = 0.005
         while True:
-            still = []
+            live = []
             for fid in pending:
                 future = request.runs.build_future(fid)
-                if future is None or future.done():
-                    continue
-                if list(tracker.getJobIdsForGroup(job_group_id(fid))):
-                    continue
-                still.append(fid)
-            pending = still
+                if future is not None and not future.done():
+                    live.append(fid)
+            if lacking is not None and live:
+                text = str(lacking(sc._jsc, "\n".join(groups[f] for f in live)))
+                without = set(text.split("\n")) if text else set()
+                pending = [f for f in live if groups[f] in without]
+            else:
+                pending = [f for f in live if not list(tracker.getJobIdsForGroup(groups[f]))]
             if not pending or time.monotonic() >= deadline:
                 break
             # back at once when a build is over (a cache hit takes milliseconds), else poll
@@ -446,7 +457,7 @@ class OptimizerHook:
         from pyspark.sql import DataFrame
 
         spark = self.session.spark
-        return DataFrame(self._jvm_hook.buildDataset(request, *p.build), spark)
+        return DataFrame(self._build_dataset(request, *p.build), spark)
 
     def _key_expression(self, request: str, table: Table, p: Prune) -> KeyExpression:
         """The fact-side key of ``p`` as the loader evaluates it: Spark's own evaluation of
