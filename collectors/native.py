@@ -48,7 +48,7 @@ from dpp.core.spark_rules import BROADCAST_KEY, broadcast_threshold
 from dpp.core.policy import CollapsePolicy
 from hive_splits.jvm_refs import jvm_static
 
-__all__ = ["build_filter_native"]
+__all__ = ["build_filter_native", "publish_keys", "KEY_ARROW_TYPES"]
 
 log = logging.getLogger(__name__)
 
@@ -204,3 +204,43 @@ def _min_max(table: Any, name: str, key_types: dict, null: bool) -> TupleDomain:
     d = collector.result().get(name)
     assert d is not None
     return TupleDomain.of({name: Domain(d.type, d.value_set, null)})
+
+
+# the integer key types whose values can come as plain numbers (dpp.spark.SparkKeys), by
+# Spark's name of the type
+KEY_ARROW_TYPES = {"int": "int32", "bigint": "int64", "smallint": "int16", "tinyint": "int8"}
+
+
+def publish_keys(values: list[int], name: str, spark_type: str, *, filter_id: str,
+                 max_distinct: int, bloom_enabled: bool, bloom_fpp: float,
+                 bloom_capacity: Optional[int], sink: PartialSink) -> BuildResult:
+    """Publishes the domain of a build side whose keys are known without running it (the keys
+    Spark's own dynamic pruning took from its broadcast), made as the native build makes it
+    from the same keys: the collector, its collapse and bloom, one part from the driver."""
+    import pyarrow as pa
+
+    t0 = time.monotonic()
+    policy = CollapsePolicy.of(max_distinct, float(bloom_fpp) if bloom_enabled else None,
+                               bloom_capacity)
+    arrow_type = getattr(pa, KEY_ARROW_TYPES[spark_type])()
+    table = pa.table({name: pa.array(values, type=arrow_type)})
+    td, distinct, rows = _collect(table, name, policy, None)
+    key_types = {name: spark_to_datatype(_spark_type(spark_type), name)}
+    payload, coarsened = encode_bounded(td, int(getattr(sink, "max_bytes", DEFAULT_MAX_BYTES)),
+                                        f"filter {filter_id}")
+    expect = getattr(sink, "expect_parts", None)
+    if expect is not None:
+        expect(filter_id, 1, key_types)
+    sink.publish_on_driver(filter_id, 0, payload)
+    return BuildResult(
+        filter_id=filter_id, parts_expected=1, rows=rows, distinct=distinct,
+        seconds=time.monotonic() - t0, published_by="driver", executor_pids=(),
+        parts_reported=1, key_types=key_types, payload_bytes=len(payload),
+        coarsened_parts=int(coarsened), driver_pid=os.getpid(), job_group="")
+
+
+def _spark_type(name: str) -> Any:
+    from pyspark.sql import types as T
+
+    return {"int": T.IntegerType(), "bigint": T.LongType(), "smallint": T.ShortType(),
+            "tinyint": T.ByteType()}[name]

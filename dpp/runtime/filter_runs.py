@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 from pyspark.sql import DataFrame, SparkSession
 
 from collectors import BuildResult, build_filter, dataframe_files, job_group_id
-from collectors.native import build_filter_native
+from collectors.native import KEY_ARROW_TYPES, build_filter_native, publish_keys
 from coordinator import FilterService, fingerprint
 from dpp.runtime.cache_proof import relations_signature, settings_signature
 from dpp.runtime.config import DppConfig
@@ -82,6 +82,7 @@ class BuildOutcome:
     cache_hit: bool = False
     error: Optional[str] = None
     seconds: Optional[float] = None
+    spark_keys: bool = False        # the keys of Spark's own dynamic pruning, no job of dpp's
 
 
 # Failures that say the executors' Python cannot run the Arrow collector (not a Spark error in
@@ -159,6 +160,8 @@ class _Run:
         self.skip_reason: Optional[str] = None      # set before the service is told
         self.fingerprint: Optional[str] = None
         self.future: Optional[cf.Future[BuildOutcome]] = None
+        # a build kept for Spark's keys or a late start: (frame, key, key type, Spark type)
+        self.deferred: Optional[tuple[Any, str, DataType, str]] = None
         self._lock = threading.Lock()
         self._wait_result: Optional[WaitResult] = None
 
@@ -200,6 +203,7 @@ class FilterRuns:
                                            thread_name_prefix="dpp",
                                            initializer=thread_setup or (lambda: mark_internal(spark)))
         self._runs: dict[str, _Run] = {}
+        self._deferral = threading.Lock()   # a deferred build is answered or started once
 
     def __enter__(self) -> "FilterRuns":
         return self
@@ -225,6 +229,75 @@ class FilterRuns:
             log.warning("dpp: build side %s cannot start: %s", spec.build_label, exc)
             return
         run.future = self._pool.submit(self._build, run, df, col, key_type)
+
+    def defer(self, spec: FilterSpec, make_df: Callable[[], DataFrame],
+              key: Optional[str] = None) -> bool:
+        """Registers the filter as :meth:`start` does but keeps its build for later: the keys
+        Spark's own dynamic pruning resolves for the scan may answer it
+        (:meth:`publish_spark_keys`), else :meth:`start_deferred` runs it. False (and the
+        build started now) where its key is not of an integer type."""
+        run = _Run(spec)
+        self._runs[spec.filter_id] = run
+        try:
+            df = make_df()
+            col = key or df.columns[0]
+            spark_type = df.schema[col].dataType.simpleString()
+            key_type = _key_type(spec, df, col)
+            self.service.register(spec.filter_id, _PENDING_PARTS, {col: key_type},
+                                  self.cfg.filter_ttl)
+        except Exception as exc:  # no filter: its waiters see "unavailable"
+            run.start_error = f"{type(exc).__name__}: {exc}"
+            log.warning("dpp: build side %s cannot start: %s", spec.build_label, exc)
+            return True
+        if spark_type not in KEY_ARROW_TYPES:
+            run.future = self._pool.submit(self._build, run, df, col, key_type)
+            return False
+        run.deferred = (df, col, key_type, spark_type)
+        return True
+
+    def deferred(self, filter_id: str) -> bool:
+        """Whether ``filter_id``'s build waits for Spark's keys or its late start."""
+        run = self._runs.get(filter_id)
+        return run is not None and run.deferred is not None
+
+    def start_deferred(self, filter_id: str) -> None:
+        """Runs a deferred build now (no keys of Spark's answered it)."""
+        run = self._runs.get(filter_id)
+        with self._deferral:
+            if run is None or run.deferred is None:
+                return
+            df, col, key_type, _t = run.deferred
+            run.deferred = None
+        run.future = self._pool.submit(self._build, run, df, col, key_type)
+
+    def publish_spark_keys(self, filter_id: str, spark_type: str, values: list[int]) -> bool:
+        """Answers a deferred build with the keys Spark's dynamic pruning resolved for its
+        scan, when they are of the build key's own type; False (nothing done) otherwise."""
+        run = self._runs.get(filter_id)
+        with self._deferral:
+            if run is None or run.deferred is None or run.deferred[3] != spark_type:
+                return False
+            _df, col, _kt, _t = run.deferred
+            run.deferred = None
+        t0 = time.perf_counter()
+        try:
+            cfg = self.cfg
+            result = publish_keys(values, col, spark_type, filter_id=run.spec.filter_id,
+                                  max_distinct=cfg.max_distinct_values,
+                                  bloom_enabled=cfg.bloom_enabled, bloom_fpp=cfg.bloom_fpp,
+                                  bloom_capacity=None, sink=self.service)
+            outcome = BuildOutcome(result=result, seconds=time.perf_counter() - t0,
+                                   spark_keys=True)
+        except Exception as exc:  # the filter fails: no pruning by it, reported
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("dpp: Spark's keys for %s not published: %s", run.spec.build_label,
+                        exc)
+            self.service.fail(run.spec.filter_id, error)
+            outcome = BuildOutcome(error=error, seconds=time.perf_counter() - t0)
+        done: cf.Future[BuildOutcome] = cf.Future()
+        done.set_result(outcome)
+        run.future = done
+        return True
 
     def build_future(self, filter_id: str) -> "Optional[cf.Future[BuildOutcome]]":
         """The running build of ``filter_id`` (None: never started, or it could not start)."""
@@ -400,6 +473,13 @@ class FilterRuns:
                     self.spark.sparkContext.cancelJobGroup(job_group_id(spec.filter_id))
             except Exception:  # pragma: no cover
                 log.debug("cancel %s", spec.filter_id, exc_info=True)
+        if run.deferred is not None:   # left to Spark's keys, and its scan never listed
+            with self._deferral:
+                if run.deferred is not None:
+                    run.deferred = None
+                    run.skip_reason = ("left to the keys of Spark's own dynamic pruning; the "
+                                       "scan was never listed")
+                    self.service.fail(spec.filter_id, run.skip_reason)
         built = run.outcome() or BuildOutcome()
         td = res.domain if res.ok else None
         dom = None
@@ -420,6 +500,7 @@ class FilterRuns:
             kind=(dom.kind if dom is not None else ("none" if td is not None else "unknown")),
             encoded_bytes=res.encoded_bytes, parts_expected=res.parts_expected,
             parts_reported=res.parts_reported, cache_hit=built.cache_hit,
+            spark_keys=built.spark_keys,
             outcome=str(outcome), reason=res.reason or built.error,
             build_seconds=built.seconds, wait_seconds=res.seconds)
 

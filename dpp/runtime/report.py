@@ -90,6 +90,9 @@ class FilterReport:
     parts_expected: int = 0
     parts_reported: int = 0
     cache_hit: bool = False
+    # the keys Spark's own dynamic pruning resolved for the scan (spark.dpp.sparkKeys.enabled):
+    # no build job of dpp's ran
+    spark_keys: bool = False
     outcome: str = "not_used"
     reason: Optional[str] = None
     build_seconds: Optional[float] = None
@@ -584,6 +587,7 @@ _FILTER_SPEC: dict[str, _Check] = {
     "parts_expected": _count,
     "parts_reported": _count,
     "cache_hit": _bool,
+    "spark_keys": _bool,
     "outcome": _one_of(FILTER_OUTCOMES),
     "reason": _optional(_str),
     "build_seconds": _optional(_seconds),
@@ -827,6 +831,8 @@ FIELD_DOCS: dict[str, str] = {
     "filters.parts_expected": "build tasks expected to report",
     "filters.parts_reported": "build tasks that reported",
     "filters.cache_hit": "the filter came from the filter cache (no Spark job ran)",
+    "filters.spark_keys": "the filter is the keys Spark's own dynamic pruning resolved for the "
+                          "scan (`spark.dpp.sparkKeys.enabled`; no build job of dpp's ran)",
     "filters.outcome": "how it ended: " + ", ".join(f"`{o}`" for o in FILTER_OUTCOMES)
                        + "; anything but `complete` means no pruning by it",
     "filters.reason": "why not `complete`",

@@ -48,6 +48,8 @@ SETTINGS = {
     "spark.sql.sources.partitionColumnTypeInference.enabled": ["true", "true", "false"],
     # declared tables read through dpp's kept-partition index (0: any size) or Spark's reader
     "spark.dpp.declaredTables.keptListing": ["0", "0", "off"],
+    # a small build side's keys from Spark's own dynamic pruning (no build job of dpp's)
+    "spark.dpp.sparkKeys.enabled": ["true", "false"],
 }
 
 

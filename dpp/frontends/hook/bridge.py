@@ -67,7 +67,8 @@ class Hook(Protocol):
 
     def on_plan(self, msg: dict[str, Any]) -> dict[str, Any]: ...
 
-    def on_list(self, token: str, call_site: Optional[str] = None) -> dict[str, Any]: ...
+    def on_list(self, token: str, call_site: Optional[str] = None,
+                spark_keys: Optional[dict[str, Any]] = None) -> dict[str, Any]: ...
 
     def on_end(self, scope: str) -> None: ...
 
@@ -96,7 +97,8 @@ class Bridge:
             if op in ("list", "end", "refused"):
                 check(op, msg, f"{op} message")
             if op == "list":
-                return json.dumps(self.hook.on_list(msg["token"], msg.get("callSite")))
+                return json.dumps(self.hook.on_list(msg["token"], msg.get("callSite"),
+                                                    msg.get("sparkKeys")))
             if op == "end":
                 self.hook.on_end(msg["scope"])
                 return json.dumps({"status": "ok"})

@@ -298,19 +298,39 @@ class OptimizerHook:
         wrap: dict[str, str] = {}
         describe: dict[str, str] = {}
         new_filters: list[str] = []
+        # how many relations each build side prunes in this run: one left to Spark's keys
+        # must be one relation's (the keys are its scan's)
+        uses: dict[Hashable, int] = {}
+        for _t, _n, ps in targets.values():
+            for sig in {signature[p.build] for p in ps}:
+                uses[sig] = uses.get(sig, 0) + 1
+        deferred: dict[Hashable, str] = {}   # build signature -> partition column
         with request.lock:
             for table, name, ps in targets.values():
                 for p in ps:
                     sig = signature[p.build]
                     if sig in request.builds:
+                        # a build shared with a relation of an earlier run: Spark's keys for
+                        # one scan would not answer both
+                        runs.start_deferred(request.builds[sig].filter_id)
                         continue
                     spec = FilterSpec(filter_id=f"{qid}-o{len(request.builds) + 1}",
                                       build_label=build_label(msg, p),
                                       probe_type=probe_type(table, p), probe_label=name,
                                       cache_plan=p.build_cacheable)
                     request.builds[sig] = spec
-                    new_filters.append(spec.filter_id)
                     frame = self._build_frame(msg["request"], p)
+                    column = real_column(table, p.column) or p.column
+                    if not (cfg.spark_keys and p.fact_expr is None and uses[sig] == 1
+                            and column.lower() in {n.lower() for n in table.partition_names}
+                            and _broadcast_size(frame)):
+                        column = None
+                    if column is not None:
+                        deferred[sig] = column
+                        request.add(lambda spec=spec, frame=frame:
+                                    runs.defer(spec, lambda: frame, key="dpp_key"))
+                        continue
+                    new_filters.append(spec.filter_id)
                     request.add(lambda spec=spec, frame=frame:
                                 runs.start(spec, lambda: frame, key="dpp_key"))
             for rel_id, (table, name, ps) in targets.items():
@@ -323,6 +343,9 @@ class OptimizerHook:
                     filters = []
                     for p in ps:
                         spec = request.builds[signature[p.build]]
+                        if signature[p.build] in deferred:
+                            request.spark_keyed.setdefault(token, []).append(
+                                (spec.filter_id, deferred[signature[p.build]]))
                         key = (None if p.fact_expr is None
                                else self._key_expression(msg["request"], table, p))
                         filters.append((spec.filter_id, p, key))
@@ -487,7 +510,27 @@ class OptimizerHook:
                            files_by_spark=True, **s.runtime.loader_stats(cfg)).load()
 
     # ------------------------------------------------------------------ the index's call
-    def on_list(self, token: str, call_site: Optional[str] = None) -> dict[str, Any]:
+    @staticmethod
+    def _answer_deferred(request: Request, token: str, spark_keys: dict[str, Any]) -> None:
+        """The builds left to Spark's keys for this relation's scan: answered by the values
+        of Spark's own dynamic pruning filters on their column (several on one column: their
+        common values, as Spark applies them all), else started now."""
+        for filter_id, column in request.spark_keyed.pop(token, []):
+            found = [f for c, fs in spark_keys.items() if c.lower() == column.lower()
+                     for f in fs]
+            types = {f["type"] for f in found}
+            answered = False
+            if found and len(types) == 1:
+                common = set(found[0]["values"])
+                for f in found[1:]:
+                    common &= set(f["values"])
+                answered = request.runs.publish_spark_keys(filter_id, types.pop(),
+                                                           sorted(common))
+            if not answered:
+                request.runs.start_deferred(filter_id)
+
+    def on_list(self, token: str, call_site: Optional[str] = None,
+                spark_keys: Optional[dict[str, Any]] = None) -> dict[str, Any]:
         with self._lock:
             request = self._by_token.get(token)
             kept = self._answers.get(token)
@@ -502,6 +545,7 @@ class OptimizerHook:
             except Exception as exc:  # noqa: BLE001 - a name is never worth a failed listing
                 log.debug("dpp: report not renamed: %s", exc)
         request.ensure_started()
+        self._answer_deferred(request, token, spark_keys or {})
         cfg = request.cfg
         table, name = request.tokens[token]
         try:
@@ -617,6 +661,22 @@ class OptimizerHook:
                     del self._scopes[r.scope]
         for r in stale:
             r.runs.__exit__(None, None, None)
+
+
+def _broadcast_size(frame: Any) -> bool:
+    """Whether Spark estimates the build side under the session's broadcast threshold, so
+    that its own dynamic pruning (broadcast joins only, by default) may hold its keys."""
+    from dpp.core.spark_rules import broadcast_threshold
+    from hive_splits.jvm_refs import jvm_static
+
+    estimate = jvm_static(frame.sparkSession._jvm, "dpp.spark.BuildSide", "sizeBelowLimits")
+    if estimate is None:
+        return False
+    try:
+        size, raw = str(estimate(frame._jdf)).split("\n", 1)
+        return int(size) <= broadcast_threshold(raw or None)
+    except Exception:   # no estimate: dpp's own build, as before
+        return False
 
 
 def _relation_name(rel: dict[str, Any]) -> str:

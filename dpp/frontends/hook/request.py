@@ -35,6 +35,8 @@ class Request:
     pending: list[Callable[[], None]] = field(default_factory=list)
     listed: set[str] = field(default_factory=set)
     whole: set[str] = field(default_factory=set)   # tokens of relations read whole
+    # token -> (filter id, partition column) of the builds left to Spark's keys for its scan
+    spark_keyed: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     started: bool = False
     done: bool = False
     # planned during an explain: the report's name from the action's call site, at the first

@@ -508,6 +508,28 @@ public final class DppFileIndex extends CompatFileIndex {
         return scheme + "://" + auth + u.getPath();
     }
 
+    /** With {@code spark.dpp.sparkKeys.enabled}: the keys Spark's own dynamic pruning
+     * resolved for the scan listing this index ({@link SparkKeys}), for the build sides dpp
+     * left to them; never fails the listing. */
+    private void sparkKeysInto(ObjectNode msg) {
+        try {
+            if (!"true".equalsIgnoreCase(
+                    session.conf().get("spark.dpp.sparkKeys.enabled", "false").trim())) {
+                return;
+            }
+            List<String> columns = new ArrayList<>();
+            for (org.apache.spark.sql.types.StructField f : base.partitionSchema().fields()) {
+                columns.add(f.name());
+            }
+            ObjectNode keys = SparkKeys.of(session, this, columns);
+            if (keys != null) {
+                msg.set("sparkKeys", keys);
+            }
+        } catch (Throwable t) {
+            LOG.debug("dpp: Spark's keys for {} not read ({})", token, t.toString());
+        }
+    }
+
     private List<PartitionDirectory> load() {
         if (loaded != null) {
             return loaded;
@@ -528,6 +550,7 @@ public final class DppFileIndex extends CompatFileIndex {
             if (site != null && !site.isEmpty()) {
                 msg.put("callSite", site);
             }
+            sparkKeysInto(msg);
             String answer = DppHook.call(bridge, msg.toString(), timeoutSeconds + 30.0);
             try {
                 if (answer == null) {

@@ -1,0 +1,158 @@
+"""``spark.dpp.sparkKeys.enabled``: a small build side's keys from Spark's own dynamic pruning.
+
+Spark lists a scan with its static partition filters and applies its dynamic ones to that
+listing afterwards, but resolves them first: when dpp's index is asked, the keys Spark took
+from the broadcast of the dimension (which it makes anyway) are known. With the setting on, a
+build side Spark estimates small, pruning one relation by a plain integer partition column,
+runs no job of dpp's: those keys are its filter. Where Spark planned no such pruning, where
+the key types differ (Spark prunes a cast of the column) or the scan cannot be told apart,
+dpp's own build runs at the listing instead. Every case is checked against Spark with every
+pruning off, on path-declared and catalog facts, with adaptive execution on and off, and on
+Spark's job records (which builds ran a job).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpp
+from collectors import job_group_id
+from tests.conftest import spark_conf
+
+pytestmark = pytest.mark.spark
+
+OFF = {"spark.dpp.enabled": "false",
+       "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
+       "spark.sql.optimizer.runtime.bloomFilter.enabled": "false"}
+DAYS = 8
+PICKED = {2, 5}
+FACTS = ["sk_sales", "sk_sales_cat"]
+
+
+@pytest.fixture(scope="module")
+def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("spark_keys")
+    sales = root / "sales"
+    for day in range(DAYS):
+        folder = sales / f"day={day}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"item": pa.array(range(10), pa.int32()),
+                                 "amount": pa.array([day * 100 + i for i in range(10)],
+                                                    pa.int64())}),
+                       folder / "part-0.parquet")
+    for name, key_type in (("sk_cal", pa.int32()), ("sk_cal_long", pa.int64())):
+        cal = root / name
+        cal.mkdir()
+        pq.write_table(pa.table({"d": pa.array(range(DAYS), key_type),
+                                 "tag": pa.array(["x" if d in PICKED else "y"
+                                                  for d in range(DAYS)])}),
+                       cal / "part-0.parquet")
+        spark.read.parquet(str(cal)).createOrReplaceTempView(name)
+    spark.sql("DROP TABLE IF EXISTS sk_sales_cat")
+    spark.sql(f"CREATE TABLE sk_sales_cat (item INT, amount BIGINT, day INT) USING parquet "
+              f"PARTITIONED BY (day) LOCATION '{sales}'")
+    spark.sql("ALTER TABLE sk_sales_cat RECOVER PARTITIONS")
+    with spark_conf(spark, {"spark.dpp.tables.sk_sales": str(sales),
+                            "spark.dpp.filterCache.enabled": "false",
+                            "spark.dpp.sparkKeys.enabled": "true"}):
+        session = dpp.enable(spark)
+        assert session.optimizer_hook is not None, session.hook_note
+        try:
+            yield {"session": session}
+        finally:
+            dpp.disable(spark)
+            spark.sql("DROP TABLE IF EXISTS sk_sales_cat")
+            for name in ("sk_cal", "sk_cal_long"):
+                spark.catalog.dropTempView(name)
+
+
+def _job(spark: Any, fact: str, cal: str = "sk_cal") -> Any:
+    f, c = spark.table(fact), spark.table(cal).where("tag = 'x'")
+    return (f.join(c, f["day"] == c["d"]).groupBy("day")
+            .agg({"amount": "sum"}).withColumnRenamed("sum(amount)", "total"))
+
+
+def _run(spark: Any, session: Any, df_of: Any) -> tuple[list[tuple], list[tuple], Any]:
+    with spark_conf(spark, OFF):
+        expected = sorted(map(tuple, df_of().collect()))
+    session.last_report = None
+    got = sorted(map(tuple, df_of().collect()))
+    return got, expected, session.last_report
+
+
+def _jobs_of(spark: Any, filter_id: str) -> list[int]:
+    return list(spark.sparkContext.statusTracker().getJobIdsForGroup(job_group_id(filter_id)))
+
+
+@pytest.mark.parametrize("aqe", ["true", "false"])
+@pytest.mark.parametrize("fact", FACTS)
+def test_spark_keys_are_the_filter_and_no_build_job_runs(spark: Any, data: dict[str, Any],
+                                                         fact: str, aqe: str) -> None:
+    with spark_conf(spark, {"spark.sql.adaptive.enabled": aqe}):
+        got, expected, report = _run(spark, data["session"], lambda: _job(spark, fact))
+    assert got == expected and len(expected) == len(PICKED)
+    assert report is not None, "no report"
+    (t,) = [t for t in report.tables if t.pruning == "applied"]
+    assert t.partitions_kept == len(PICKED) and t.partitions_total == DAYS, t
+    (f,) = report.filters
+    assert f.outcome == "complete" and f.spark_keys, f
+    assert f.distinct_values == len(PICKED), f
+    assert _jobs_of(spark, f.filter_id) == [], "a build job ran for keys Spark had"
+
+
+@pytest.mark.parametrize("fact", FACTS)
+def test_without_sparks_own_pruning_dpps_build_runs_at_the_listing(spark: Any,
+                                                                   data: dict[str, Any],
+                                                                   fact: str) -> None:
+    """Spark's dynamic pruning off: no keys at the listing, so the build left to them runs
+    then; the scan is still pruned, with the rows Spark gives."""
+    with spark_conf(spark, {"spark.sql.optimizer.dynamicPartitionPruning.enabled": "false"}):
+        got, expected, report = _run(spark, data["session"], lambda: _job(spark, fact))
+    assert got == expected and len(expected) == len(PICKED)
+    (t,) = [t for t in report.tables if t.pruning == "applied"]
+    assert t.partitions_kept == len(PICKED), t
+    (f,) = report.filters
+    assert f.outcome == "complete" and not f.spark_keys, f
+    assert len(_jobs_of(spark, f.filter_id)) == 1, "the build did not run at the listing"
+
+
+@pytest.mark.parametrize("fact", FACTS)
+def test_a_dimension_key_of_another_type_takes_dpps_build(spark: Any, data: dict[str, Any],
+                                                          fact: str) -> None:
+    """A bigint dimension key against the int partition column: Spark prunes a cast of the
+    column, whose values are not the column's; dpp's own build answers, rows right."""
+    got, expected, report = _run(spark, data["session"],
+                                 lambda: _job(spark, fact, "sk_cal_long"))
+    assert got == expected and len(expected) == len(PICKED)
+    (t,) = [t for t in report.tables if t.pruning == "applied"]
+    assert t.partitions_kept == len(PICKED), t
+    assert report.filters and not any(f.spark_keys for f in report.filters), report.filters
+
+
+@pytest.mark.parametrize("fact", FACTS)
+def test_the_same_fact_twice_in_one_query_keeps_its_rows(spark: Any, data: dict[str, Any],
+                                                         fact: str) -> None:
+    """Two joins of the fact, one pruned by the picked days, one by all the others: an
+    index listed for both scans must keep what either needs, whichever keys answer."""
+    def both() -> Any:
+        f = spark.table(fact)
+        picked = spark.table("sk_cal").where("tag = 'x'")
+        other = spark.table("sk_cal").where("tag = 'y'")
+        a = f.join(picked, f["day"] == picked["d"]).select("day", "amount")
+        g = spark.table(fact)
+        b = g.join(other, g["day"] == other["d"]).select("day", "amount")
+        return a.union(b).groupBy("day").count()
+
+    got, expected, _report = _run(spark, data["session"], both)
+    assert got == expected and len(expected) == DAYS
+
+
+def test_off_by_default_every_build_runs_its_job(spark: Any, data: dict[str, Any]) -> None:
+    with spark_conf(spark, {"spark.dpp.sparkKeys.enabled": "false"}):
+        got, expected, report = _run(spark, data["session"], lambda: _job(spark, "sk_sales"))
+    assert got == expected
+    (f,) = report.filters
+    assert not f.spark_keys and len(_jobs_of(spark, f.filter_id)) == 1, f
