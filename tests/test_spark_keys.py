@@ -156,3 +156,17 @@ def test_off_by_default_every_build_runs_its_job(spark: Any, data: dict[str, Any
     assert got == expected
     (f,) = report.filters
     assert not f.spark_keys and len(_jobs_of(spark, f.filter_id)) == 1, f
+
+
+@pytest.mark.parametrize("fact", FACTS)
+def test_the_fact_again_in_a_subquery_keeps_its_rows(spark: Any, data: dict[str, Any],
+                                                     fact: str) -> None:
+    """The fact joined with the same dimension in the query and in its scalar subquery, where
+    one more filter of Spark's applies to the outer scan only: a listing answered for both
+    scans must keep what the subquery's needs."""
+    sql = (f"SELECT f.day, sum(f.amount) AS total FROM {fact} f JOIN sk_cal c ON f.day = c.d "
+           f"JOIN sk_cal_long l ON f.day = l.d "
+           f"WHERE c.tag = 'x' AND l.d = 2 AND f.amount >= (SELECT max(g.amount) FROM {fact} g "
+           f"JOIN sk_cal c2 ON g.day = c2.d WHERE c2.tag = 'x') - 1000 GROUP BY f.day")
+    got, expected, _report = _run(spark, data["session"], lambda: spark.sql(sql))
+    assert got == expected and expected, expected

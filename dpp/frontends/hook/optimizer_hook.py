@@ -311,8 +311,10 @@ class OptimizerHook:
                     sig = signature[p.build]
                     if sig in request.builds:
                         # a build shared with a relation of an earlier run: Spark's keys for
-                        # one scan would not answer both
-                        runs.start_deferred(request.builds[sig].filter_id)
+                        # one scan would not answer both, so it runs (after its deferral,
+                        # if that is still queued: actions run in order)
+                        request.add(lambda fid=request.builds[sig].filter_id:
+                                    runs.start_deferred(fid))
                         continue
                     spec = FilterSpec(filter_id=f"{qid}-o{len(request.builds) + 1}",
                                       build_label=build_label(msg, p),

@@ -36,8 +36,9 @@ import org.apache.spark.sql.types.ShortType;
  * dimension anyway. The scan is found in the plan of the execution the listing thread runs
  * for ({@code SQLExecution.getQueryExecution}), by its relation's index being this one.
  *
- * <p>Only where that is unambiguous: exactly one scan in the plan reads through this index
- * (an index listed for two scans must keep what either needs), every value resolved, the
+ * <p>Only where that is unambiguous: exactly one scan in the plan reads through this index or
+ * another of its token (a listing answered for two scans must keep what either needs, and
+ * their dynamic filters may differ), every value resolved, the
  * pruned expression a partition column itself (not a cast of it), of an integer type (the
  * values come as JSON numbers). Anything else: nothing, and dpp's own build side runs.
  */
@@ -142,9 +143,14 @@ final class SparkKeys {
             walk(((AdaptiveSparkPlanExec) p).executedPlan(), index, found, depth + 1);
         } else if (p instanceof QueryStageExec) {
             walk(((QueryStageExec) p).plan(), index, found, depth + 1);
-        } else if (p instanceof FileSourceScanExec
-                && ((FileSourceScanExec) p).relation().location() == index) {
-            found.add((FileSourceScanExec) p);
+        } else if (p instanceof FileSourceScanExec) {
+            Object location = ((FileSourceScanExec) p).relation().location();
+            // this index, or another of the same token (a copy of the relation in another
+            // optimizer run of the query, a subquery's): Python answers a token once for all
+            if (location == index || (location instanceof DppFileIndex
+                    && ((DppFileIndex) location).token().equals(index.token()))) {
+                found.add((FileSourceScanExec) p);
+            }
         }
         scala.collection.Iterator<SparkPlan> ch = p.children().iterator();
         while (ch.hasNext()) {
