@@ -128,17 +128,8 @@ def build_filter_native(df: Any, key: str, *, filter_id: str, max_distinct: int,
             raise BuildError(f"native build of filter {filter_id!r} failed: "
                              f"{short_error(exc)}") from exc
 
-    payload, coarsened = encode_bounded(td, int(getattr(sink, "max_bytes", DEFAULT_MAX_BYTES)),
-                                        f"filter {filter_id}")
-    expect = getattr(sink, "expect_parts", None)
-    if expect is not None:
-        expect(filter_id, 1, key_types)
-    sink.publish_on_driver(filter_id, 0, payload)
-    result = BuildResult(
-        filter_id=filter_id, parts_expected=1, rows=rows, distinct=distinct,
-        seconds=time.monotonic() - t0, published_by="driver", executor_pids=(),
-        parts_reported=1, key_types=key_types, payload_bytes=len(payload),
-        coarsened_parts=int(coarsened), driver_pid=os.getpid(), job_group=group)
+    result = _publish(td, key_types, filter_id, sink, rows=rows, distinct=distinct, t0=t0,
+                      group=group)
     log.info("filter %s built natively: %s distinct keys in %d job(s), %.3f s", filter_id,
              "more than " + str(policy.exact_limit) if distinct is None else distinct,
              jobs, result.seconds)
@@ -226,6 +217,14 @@ def publish_keys(values: list[int], name: str, spark_type: str, *, filter_id: st
     table = pa.table({name: pa.array(values, type=arrow_type)})
     td, distinct, rows = _collect(table, name, policy, None)
     key_types = {name: spark_to_datatype(_spark_type(spark_type), name)}
+    return _publish(td, key_types, filter_id, sink, rows=rows, distinct=distinct, t0=t0,
+                    group="")
+
+
+def _publish(td: TupleDomain, key_types: dict, filter_id: str, sink: PartialSink, *,
+             rows: int, distinct: Optional[int], t0: float, group: str) -> BuildResult:
+    """Publishes ``td`` as the filter's one part, from the driver (cut to min/max where it
+    does not fit the service's bound)."""
     payload, coarsened = encode_bounded(td, int(getattr(sink, "max_bytes", DEFAULT_MAX_BYTES)),
                                         f"filter {filter_id}")
     expect = getattr(sink, "expect_parts", None)
@@ -236,7 +235,7 @@ def publish_keys(values: list[int], name: str, spark_type: str, *, filter_id: st
         filter_id=filter_id, parts_expected=1, rows=rows, distinct=distinct,
         seconds=time.monotonic() - t0, published_by="driver", executor_pids=(),
         parts_reported=1, key_types=key_types, payload_bytes=len(payload),
-        coarsened_parts=int(coarsened), driver_pid=os.getpid(), job_group="")
+        coarsened_parts=int(coarsened), driver_pid=os.getpid(), job_group=group)
 
 
 def _spark_type(name: str) -> Any:

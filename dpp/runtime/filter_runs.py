@@ -216,49 +216,35 @@ class FilterRuns:
               key: Optional[str] = None) -> None:
         """Registers the filter, then runs its build side in the pool. ``key`` is the build
         key column (the DataFrame's first column when not given)."""
+        self._register(spec, make_df, key, defer=False)
+
+    def defer(self, spec: FilterSpec, make_df: Callable[[], DataFrame],
+              key: Optional[str] = None) -> None:
+        """Registers the filter as :meth:`start` does but keeps its build for later: the keys
+        Spark's own dynamic pruning resolves for the scan may answer it
+        (:meth:`publish_spark_keys`), else :meth:`start_deferred` runs it. A key not of an
+        integer type (Spark's keys come as numbers) starts now."""
+        self._register(spec, make_df, key, defer=True)
+
+    def _register(self, spec: FilterSpec, make_df: Callable[[], DataFrame],
+                  key: Optional[str], defer: bool) -> None:
         run = _Run(spec)
         self._runs[spec.filter_id] = run
         try:
             df = make_df()
             col = key or df.columns[0]
             key_type = _key_type(spec, df, col)
+            spark_type = df.schema[col].dataType.simpleString() if defer else ""
             self.service.register(spec.filter_id, _PENDING_PARTS, {col: key_type},
                                   self.cfg.filter_ttl)
         except Exception as exc:  # no filter: its waiters see "unavailable"
             run.start_error = f"{type(exc).__name__}: {exc}"
             log.warning("dpp: build side %s cannot start: %s", spec.build_label, exc)
             return
-        run.future = self._pool.submit(self._build, run, df, col, key_type)
-
-    def defer(self, spec: FilterSpec, make_df: Callable[[], DataFrame],
-              key: Optional[str] = None) -> bool:
-        """Registers the filter as :meth:`start` does but keeps its build for later: the keys
-        Spark's own dynamic pruning resolves for the scan may answer it
-        (:meth:`publish_spark_keys`), else :meth:`start_deferred` runs it. False (and the
-        build started now) where its key is not of an integer type."""
-        run = _Run(spec)
-        self._runs[spec.filter_id] = run
-        try:
-            df = make_df()
-            col = key or df.columns[0]
-            spark_type = df.schema[col].dataType.simpleString()
-            key_type = _key_type(spec, df, col)
-            self.service.register(spec.filter_id, _PENDING_PARTS, {col: key_type},
-                                  self.cfg.filter_ttl)
-        except Exception as exc:  # no filter: its waiters see "unavailable"
-            run.start_error = f"{type(exc).__name__}: {exc}"
-            log.warning("dpp: build side %s cannot start: %s", spec.build_label, exc)
-            return True
-        if spark_type not in KEY_ARROW_TYPES:
+        if spark_type in KEY_ARROW_TYPES:
+            run.deferred = (df, col, key_type, spark_type)
+        else:
             run.future = self._pool.submit(self._build, run, df, col, key_type)
-            return False
-        run.deferred = (df, col, key_type, spark_type)
-        return True
-
-    def deferred(self, filter_id: str) -> bool:
-        """Whether ``filter_id``'s build waits for Spark's keys or its late start."""
-        run = self._runs.get(filter_id)
-        return run is not None and run.deferred is not None
 
     def start_deferred(self, filter_id: str) -> None:
         """Runs a deferred build now (no keys of Spark's answered it)."""
