@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.Cast;
 import org.apache.spark.sql.catalyst.expressions.DynamicPruningExpression;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.execution.FileSourceScanExec;
@@ -39,8 +40,10 @@ import org.apache.spark.sql.types.ShortType;
  * <p>Only where that is unambiguous: exactly one scan in the plan reads through this index or
  * another of its token (a listing answered for two scans must keep what either needs, and
  * their dynamic filters may differ), every value resolved, the
- * pruned expression a partition column itself (not a cast of it), of an integer type (the
- * values come as JSON numbers). Anything else: nothing, and dpp's own build side runs.
+ * pruned expression a partition column itself or the column widened to a wider integer type
+ * (an int partition column against bigint keys), of an integer type (the values come as JSON
+ * numbers, of the pruned expression's type: the build key's). Anything else: nothing, and
+ * dpp's own build side runs.
  */
 final class SparkKeys {
     private SparkKeys() {
@@ -81,10 +84,17 @@ final class SparkKeys {
                 continue;
             }
             InSubqueryExec in = (InSubqueryExec) c;
-            if (!(in.child() instanceof AttributeReference)) {
+            Expression pruned = in.child();
+            if (pruned instanceof Cast && widens(((Cast) pruned).child().dataType(),
+                    pruned.dataType())) {
+                // an integer column widened to the build key's type (an int partition column
+                // against bigint keys): exact, each value of the column one value of the keys'
+                pruned = ((Cast) pruned).child();
+            }
+            if (!(pruned instanceof AttributeReference)) {
                 continue;
             }
-            String name = ((AttributeReference) in.child()).name();
+            String name = ((AttributeReference) pruned).name();
             String column = null;
             for (String p : partitionColumns) {
                 if (p.equalsIgnoreCase(name)) {
@@ -114,6 +124,19 @@ final class SparkKeys {
             list.addObject().put("type", type).set("values", vs);
         }
         return out.size() == 0 ? null : out;
+    }
+
+    /** Whether every value of integer type {@code from} is one value of integer type
+     * {@code to} (the same or a wider type). */
+    private static boolean widens(DataType from, DataType to) {
+        String f = integral(from);
+        String t = integral(to);
+        if (f == null || t == null) {
+            return false;
+        }
+        java.util.List<String> order = java.util.Arrays.asList("tinyint", "smallint", "int",
+            "bigint");
+        return order.indexOf(f) <= order.indexOf(t);
     }
 
     private static String integral(DataType t) {
