@@ -140,17 +140,22 @@ def _small(limited: Any) -> bool:
     """Whether Spark's own estimate of the rows under ``limited`` (the build side with the
     row bound on top) is at most the session's broadcast threshold (a filter does not lower
     it: a table that small holds few enough rows to try); True where no estimate can be read
-    (a Spark Connect DataFrame: its plan is in the server).
+    (a Spark Connect DataFrame: its plan is in the server)."""
+    return under_broadcast_threshold(limited, unknown=True)
 
-    The estimate is read below the limit in the plan the collection then runs: Spark
-    optimizes that plan once for both (its query execution keeps the optimized plan)."""
-    jdf = getattr(limited, "_jdf", None)
+
+def under_broadcast_threshold(df: Any, *, unknown: bool) -> bool:
+    """Whether Spark's size estimate of ``df``'s optimized plan, below any limits on top, is
+    at most the session's broadcast threshold; ``unknown`` where no estimate can be read.
+
+    The estimate is read from the plan a collection of ``df`` then runs: Spark optimizes it
+    once for both (its query execution keeps the optimized plan)."""
+    jdf = getattr(df, "_jdf", None)
     if jdf is None:
-        return True
+        return unknown
     try:
         # one round trip where the hook jar is loaded (dpp.spark.BuildSide), else the walk
-        estimate = jvm_static(limited.sparkSession._jvm, "dpp.spark.BuildSide",
-                              "sizeBelowLimits")
+        estimate = jvm_static(df.sparkSession._jvm, "dpp.spark.BuildSide", "sizeBelowLimits")
         if estimate is not None:
             size_text, raw = str(estimate(jdf)).split("\n", 1)
             return int(size_text) <= broadcast_threshold(raw or None)
@@ -158,9 +163,9 @@ def _small(limited: Any) -> bool:
         while node.nodeName() in ("GlobalLimit", "LocalLimit") and node.children().size() == 1:
             node = node.children().head()
         size = int(str(node.stats().sizeInBytes()))
-        limit = broadcast_threshold(limited.sparkSession.conf.get(BROADCAST_KEY, None))
-    except Exception:   # no estimate: try the rows, bounded by raw_rows
-        return True
+        limit = broadcast_threshold(df.sparkSession.conf.get(BROADCAST_KEY, None))
+    except Exception:   # no estimate
+        return unknown
     return size <= limit
 
 

@@ -42,6 +42,7 @@ from dpp.core.errors import ConfigError
 from dpp.core.spark_compat import session_conf
 from dpp.core.spark_rules import SparkRules
 from dpp.core.refusals import Code, Refusal
+from collectors.native import under_broadcast_threshold
 from dpp.runtime.decision import Probe, ProbeKey, plan_loads, real_column
 from dpp.runtime.filter_runs import INTERNAL, FilterRuns, FilterSpec
 from dpp.frontends.hook.explain import ExplainListener, explaining, patch_explain
@@ -325,7 +326,7 @@ class OptimizerHook:
                     column = real_column(table, p.column) or p.column
                     if not (cfg.spark_keys and p.fact_expr is None and uses[sig] == 1
                             and column.lower() in {n.lower() for n in table.partition_names}
-                            and _broadcast_size(frame)):
+                            and under_broadcast_threshold(frame, unknown=False)):
                         column = None
                     if column is not None:
                         deferred[sig] = column
@@ -663,22 +664,6 @@ class OptimizerHook:
                     del self._scopes[r.scope]
         for r in stale:
             r.runs.__exit__(None, None, None)
-
-
-def _broadcast_size(frame: Any) -> bool:
-    """Whether Spark estimates the build side under the session's broadcast threshold, so
-    that its own dynamic pruning (broadcast joins only, by default) may hold its keys."""
-    from dpp.core.spark_rules import broadcast_threshold
-    from hive_splits.jvm_refs import jvm_static
-
-    estimate = jvm_static(frame.sparkSession._jvm, "dpp.spark.BuildSide", "sizeBelowLimits")
-    if estimate is None:
-        return False
-    try:
-        size, raw = str(estimate(frame._jdf)).split("\n", 1)
-        return int(size) <= broadcast_threshold(raw or None)
-    except Exception:   # no estimate: dpp's own build, as before
-        return False
 
 
 def _relation_name(rel: dict[str, Any]) -> str:
