@@ -94,6 +94,12 @@ class FilterService(abc.ABC):
     def cache_put(self, fingerprint: str, domain: TupleDomain, ttl: float) -> bool:
         """Caches a complete filter; False when it could not be stored (never raises)."""
 
+    def cache_clear(self) -> int:
+        """Forgets every cached filter this service can reach, as a new application on an
+        empty cache would meet it (the TPC-DS bench's cold runs); the count forgotten, -1
+        where not known. The default keeps nothing, so forgets nothing."""
+        return 0
+
     @abc.abstractmethod
     def close(self) -> None:
         """Releases connections; pending waiters return ``cancelled``."""

@@ -65,9 +65,11 @@ class _ProcessCache:
             while len(self._items) > _CACHE_ENTRIES:
                 self._items.popitem(last=False)
 
-    def clear(self) -> None:
+    def clear(self) -> int:
         with self._lock:
+            n = len(self._items)
             self._items.clear()
+            return n
 
 
 PROCESS_CACHE = _ProcessCache()
@@ -228,6 +230,10 @@ class EmbeddedFilterService(FilterService):
         PROCESS_CACHE.put(fingerprint, payload, float(ttl))
         self._count("cache_puts")
         return True
+
+    def cache_clear(self) -> int:
+        """The process's cache is shared by every embedded service of this process."""
+        return PROCESS_CACHE.clear()
 
     # ------------------------------------------------------------------ internals
     def _get(self, filter_id: str) -> Optional[_Filter]:

@@ -326,6 +326,18 @@ class RedisFilterService(FilterService):
         self._count("cache_puts")
         return True
 
+    def cache_clear(self) -> int:
+        """Every ``dpp:cache:*`` key of this Redis (the cache is shared by the applications
+        that use it: they meet it empty afterwards too); -1 when Redis cannot be reached."""
+        try:
+            keys = list(self._client.scan_iter(match="dpp:cache:*", count=1000))
+            for i in range(0, len(keys), 500):
+                self._client.delete(*keys[i:i + 500])
+        except self._redis_errors as exc:
+            log.warning("filter cache unavailable at %s: %s", self._where, _describe(exc))
+            return -1
+        return len(keys)
+
     # ------------------------------------------------------------------ internals
     def _ttl_of(self, filter_id: str) -> float:
         return self.default_ttl

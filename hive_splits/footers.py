@@ -59,6 +59,10 @@ class FooterCache:
         with self._lock:
             return len(self._items)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
 
 def read_footer(path: str, size: int, mtime_ns: int, cache: Optional[FooterCache],
                 reader: Optional[Callable[[str, int], Any]] = None,

@@ -157,6 +157,41 @@ def test_cache_hit_and_miss_on_file_change(service):
 
 # --------------------------------------------------------------------------- embedded only
 
+def test_cache_clear_forgets_every_cached_filter(service):
+    """What the TPC-DS bench's cold runs start from: a cached filter is gone afterwards, and
+    a filter put again after the clearing is cached again."""
+    fps = [fingerprint(f"q{i}", ["k"], [("file:/x", i, 1.0)]) for i in range(3)]
+    for i, fp in enumerate(fps):
+        assert service.cache_put(fp, part(i), 60)
+    assert service.cache_get(fps[1]) == part(1)
+    assert service.cache_clear() >= 3
+    assert all(service.cache_get(fp) is None for fp in fps)
+    assert service.cache_clear() == 0
+    assert service.cache_put(fps[0], part(7), 60)
+    assert service.cache_get(fps[0]) == part(7)
+
+
+def test_redis_cache_clear_leaves_filters_in_flight(redis_server):
+    """Only the cache's keys go: a filter being built (its parts, its state) is untouched."""
+    svc = _redis(redis_server.url, app="t-clear")
+    svc.register("f-live", 1, KT, 60)
+    fp = fingerprint("q", ["k"], [("file:/y", 1, 1.0)])
+    assert svc.cache_put(fp, part(5), 60)
+    assert svc.cache_clear() >= 1
+    svc.publish("f-live", 0, encode(part(3)))
+    res = svc.wait("f-live", 5)
+    assert res.outcome == "complete" and res.domain == part(3)
+    assert svc.cache_get(fp) is None
+    svc.close()
+
+
+def test_redis_cache_clear_unreachable_is_minus_one(fresh_redis):
+    svc = _redis(fresh_redis.url, app="t-clear-down")
+    fresh_redis.stop()
+    assert svc.cache_clear() == -1
+    svc.close()
+
+
 def test_embedded_waiter_sleeps_until_woken_without_polling(monkeypatch):
     svc = EmbeddedFilterService(app_id="t-poll", max_distinct=10, bloom_fpp=None,
                                 max_bytes=4096)

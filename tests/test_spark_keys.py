@@ -99,25 +99,26 @@ def test_spark_keys_are_the_filter_and_no_build_job_runs(spark: Any, data: dict[
     (t,) = [t for t in report.tables if t.pruning == "applied"]
     assert t.partitions_kept == len(PICKED) and t.partitions_total == DAYS, t
     (f,) = report.filters
-    assert f.outcome == "complete" and f.spark_keys, f
+    assert f.outcome == "complete" and f.spark_keys and f.deferred, f
     assert f.distinct_values == len(PICKED), f
     assert _jobs_of(spark, f.filter_id) == [], "a build job ran for keys Spark had"
 
 
 @pytest.mark.parametrize("fact", FACTS)
-def test_without_sparks_own_pruning_dpps_build_runs_at_the_listing(spark: Any,
-                                                                   data: dict[str, Any],
-                                                                   fact: str) -> None:
-    """Spark's dynamic pruning off: no keys at the listing, so the build left to them runs
-    then; the scan is still pruned, with the rows Spark gives."""
+def test_without_sparks_own_pruning_nothing_is_left_to_its_keys(spark: Any,
+                                                                 data: dict[str, Any],
+                                                                 fact: str) -> None:
+    """Spark's dynamic pruning off: no keys can come, so no build is left to them — it starts
+    with the query, as with the setting off, not at the scan's listing; the scan is pruned,
+    with Spark's rows."""
     with spark_conf(spark, {"spark.sql.optimizer.dynamicPartitionPruning.enabled": "false"}):
         got, expected, report = _run(spark, data["session"], lambda: _job(spark, fact))
     assert got == expected and len(expected) == len(PICKED)
     (t,) = [t for t in report.tables if t.pruning == "applied"]
     assert t.partitions_kept == len(PICKED), t
     (f,) = report.filters
-    assert f.outcome == "complete" and not f.spark_keys, f
-    assert len(_jobs_of(spark, f.filter_id)) == 1, "the build did not run at the listing"
+    assert f.outcome == "complete" and not f.spark_keys and not f.deferred, f
+    assert len(_jobs_of(spark, f.filter_id)) == 1, "the build did not run"
 
 
 @pytest.mark.parametrize("fact", FACTS)
@@ -159,7 +160,7 @@ def test_off_by_default_every_build_runs_its_job(spark: Any, data: dict[str, Any
         got, expected, report = _run(spark, data["session"], lambda: _job(spark, "sk_sales"))
     assert got == expected
     (f,) = report.filters
-    assert not f.spark_keys and len(_jobs_of(spark, f.filter_id)) == 1, f
+    assert not f.spark_keys and not f.deferred and len(_jobs_of(spark, f.filter_id)) == 1, f
 
 
 @pytest.mark.parametrize("fact", FACTS)
@@ -174,3 +175,24 @@ def test_the_fact_again_in_a_subquery_keeps_its_rows(spark: Any, data: dict[str,
            f"JOIN sk_cal c2 ON g.day = c2.d WHERE c2.tag = 'x') - 1000 GROUP BY f.day")
     got, expected, _report = _run(spark, data["session"], lambda: spark.sql(sql))
     assert got == expected and expected, expected
+
+
+@pytest.mark.parametrize("fact", FACTS)
+def test_where_spark_plans_no_pruning_the_build_runs_at_the_listing(spark: Any,
+                                                                    data: dict[str, Any],
+                                                                    fact: str) -> None:
+    """A sort-merge join asked for by hint: no broadcast of the dimension for Spark's pruning
+    to reuse, and no benefit for it to run a subquery of its own (a tiny fact), so it plans
+    none and no keys come to the listing; the build left to them runs then, one job, and
+    the rows are Spark's."""
+    def job() -> Any:
+        f, c = spark.table(fact), spark.table("sk_cal").where("tag = 'x'").hint("merge")
+        return f.join(c, f["day"] == c["d"]).groupBy("day").agg({"amount": "sum"})
+
+    got, expected, report = _run(spark, data["session"], job)
+    assert got == expected and len(expected) == len(PICKED)
+    (t,) = [t for t in report.tables if t.pruning == "applied"]
+    assert t.partitions_kept == len(PICKED), t
+    (f,) = report.filters
+    assert f.outcome == "complete" and not f.spark_keys and f.deferred, f
+    assert len(_jobs_of(spark, f.filter_id)) == 1, "the build did not run at the listing"

@@ -203,3 +203,30 @@ def test_cli_rejects_a_non_positive_time_limit(data, tmp_path: Path, capsys) -> 
     assert main(["bench", "--data", str(data), "--out", str(tmp_path / "o"),
                  "--query-timeout", "0"]) == 2
     assert "--query-timeout" in capsys.readouterr().err
+
+
+def test_the_cold_run_starts_with_what_dpp_learned_forgotten(spark, data, fast_listing) -> None:
+    """The headline run (rep 0) of each query meets dpp as a new job does: with the filter
+    cache on, a filter cached by an earlier run is not reused by it — the later (warm)
+    repetition reuses it, and the cold run of the next bench in this process forgets it."""
+    key = "spark.dpp.filterCache.enabled"
+    spark.conf.set(key, "true")
+    try:
+        cfg = B.BenchConfig(data_dir=str(data), modes=["dpp"], queries="q52", repeat=2,
+                            table_kinds=["path"], warmup=False)
+        first = B.run_bench(spark, cfg)
+        again = B.run_bench(spark, cfg)
+    finally:
+        spark.conf.unset(key)
+    for res in (first, again):
+        assert B.failures(res) == []
+        by_rep = {r["rep"]: r for r in res["runs"]}
+        cold, warm = by_rep[0], by_rep[1]
+        hits = [f.get("cache_hit") for f in cold["dpp_report"]["filters"]]
+        assert hits and not any(hits), hits
+        assert any(f.get("cache_hit") for f in warm["dpp_report"]["filters"])
+        assert cold["forgot"] is not None and warm["forgot"] is None
+        assert res["summary"]["kinds"]["path"]["totals"]["dpp"]["total_s"] == cold["total_s"]
+        assert res["summary"]["warm"]["path"]["totals"]["dpp"]["total_s"] == warm["total_s"]
+    # the second bench's cold run found the first bench's cached filter and forgot it
+    assert {r["rep"]: r for r in again["runs"]}[0]["forgot"]["filters"] >= 1

@@ -104,7 +104,7 @@ def three_queries() -> dict[str, Any]:
 
 
 def test_medians_per_component_and_cache_counts_per_query() -> None:
-    bd = dpp_breakdown(three_queries())["path"]
+    bd = dpp_breakdown(three_queries(), "all")["path"]
     q3 = bd["queries"]["q3"]
     assert q3["reports"] == 2
     assert q3["build_s"] == pytest.approx(0.6)                 # median of 1.0 and 0.2
@@ -123,7 +123,7 @@ def test_medians_per_component_and_cache_counts_per_query() -> None:
 
 
 def test_sums_over_queries_with_a_report_and_ratio_over_those_spark_ran() -> None:
-    bd = dpp_breakdown(three_queries())["path"]
+    bd = dpp_breakdown(three_queries(), "all")["path"]
     s = bd["sums"]
     assert s["queries"] == 2 and s["queries_with_spark"] == 1          # q3, q9; q7 no report
     assert s["analysis_s"] == pytest.approx(0.02 + 0.05)
@@ -131,6 +131,30 @@ def test_sums_over_queries_with_a_report_and_ratio_over_those_spark_ran() -> Non
     assert s["dpp_s"] == pytest.approx(4.0 + 1.0) and s["spark_s"] == 5.0
     assert s["dpp_over_spark"] == pytest.approx(0.8)                    # q3 only
     assert bd["filter_cache"] == {"hits": 2, "built": 2, "skipped": 1, "filters": 5, "runs": 3}
+
+
+def test_the_headline_is_each_querys_cold_run_and_warm_runs_are_apart() -> None:
+    """By default (the report's headline) only each query's first measured run per mode
+    counts; the later repetitions are summed apart as ``warm``."""
+    res = three_queries()
+    q3 = dpp_breakdown(res)["path"]["queries"]["q3"]
+    assert q3["reports"] == 1 and q3["build_s"] == 1.0
+    assert q3["main_s"] == pytest.approx(3.0)                  # 5 - 0.5 - 1.5
+    assert q3["dpp_s"] == 5.0 and q3["spark_s"] == 4.0 and q3["dpp_over_spark"] == 1.25
+    assert q3["filter_cache"] == {"hits": 0, "built": 2, "skipped": 0, "filters": 2, "runs": 1}
+    ks = res["summary"]["kinds"]["path"]
+    assert ks["totals"]["spark"]["total_s"] == 6.0             # q3 4.0 + q7 2.0 (q9 failed)
+    assert ks["totals"]["dpp"]["total_s"] == pytest.approx(8.2)
+    warm = res["summary"]["warm"]["path"]
+    assert warm["repeats"] == 1 and warm["queries"] == 1       # only q3 ran twice
+    assert warm["totals"]["spark"]["total_s"] == 6.0 and warm["totals"]["dpp"]["total_s"] == 3.0
+    assert warm["dpp_over_spark"]["total_s"] == 0.5
+    md = render_markdown(res)
+    assert "- **warm** (median of 1 later run(s) per query, not the headline): spark 6.0s, " \
+           "dpp 3.0s; dpp / spark 0.50" in md
+    # one run per query and mode: no warm runs, no warm line
+    one = result([run("q3", "spark", 4.0), run("q3", "dpp", 5.0, phases=P)])
+    assert "warm" not in one["summary"] and "- **warm** (" not in render_markdown(one)
 
 
 def test_summary_in_results_json_holds_the_breakdown_and_the_run_total() -> None:
@@ -145,17 +169,18 @@ def test_summary_in_results_json_holds_the_breakdown_and_the_run_total() -> None
 def test_markdown_table_rows_sum_row_and_summary_lines() -> None:
     md = render_markdown(three_queries())
     assert "### dpp overhead breakdown" in md
-    assert ("| q3 | 0.500 | 0.020 | 0.600 | 0.800 | 0.100 | 0.300 | 2.400 | 4.000 | 5.000 | 0.80 "
-            "| 2 hit / 2 built |") in md
+    # the cold runs: q3's first repetition
+    assert ("| q3 | 0.500 | 0.020 | 1.000 | 0.800 | 0.100 | 0.300 | 3.000 | 5.000 | 4.000 | 1.25 "
+            "| 0 hit / 2 built |") in md
     assert "| q7 | - | - | - | - | - | - | - | 2.200 | 2.000 | 1.10 | - |" in md
     assert "| q9 | 0.500 | 0.050 | 0.000 | 0.000 | 0.000 | 0.000 | 0.450 | 1.000 | - | - " \
            "| 0 hit / 0 built / 1 skipped |" in md
     assert "| **sum** (2) | 1.000 | 0.070 |" in md
     assert "- **dpp overhead** (sums over the 2 queries with a dpp report): open 1.00s, " \
-           "analysis 0.07s, build 0.60s, loader wait 0.80s, split enumeration 0.10s, " \
-           "handoff 0.30s, main query 2.85s; " \
-           "dpp elapsed 5.00s, spark 5.00s over 1 of them (dpp / spark 0.80)" in md
-    assert "- **filter cache: 2 hits of 5 filters (2 built, 1 skipped) over 3 dpp run(s)**" in md
+           "analysis 0.07s, build 1.00s, loader wait 0.80s, split enumeration 0.10s, " \
+           "handoff 0.30s, main query 3.45s; " \
+           "dpp elapsed 6.00s, spark 4.00s over 1 of them (dpp / spark 1.25)" in md
+    assert "- **filter cache: 0 hits of 3 filters (2 built, 1 skipped) over 2 dpp run(s)**" in md
 
 
 def test_no_dpp_mode_no_breakdown_and_two_kinds_get_a_run_total() -> None:

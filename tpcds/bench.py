@@ -94,6 +94,10 @@ class Run:
     # by the filesystem), the loader's own where it listed outside Hadoop (os.scandir), and
     # partition objects fetched from the metastore; None where nothing could count them
     storage: Optional[dict[str, Any]] = None
+    # the query's first measured run in this mode (rep 0), after dpp forgot what earlier
+    # queries taught it (cached filters, footers, verdicts): what that forgetting found
+    # ({kind: count}); None for a later (warm) run or where nothing could be forgotten here
+    forgot: Optional[dict[str, int]] = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -242,6 +246,20 @@ class Runner:
             self._hook = session
         return self._hook
 
+    def forget_learned(self) -> Optional[dict[str, int]]:
+        """A cold start for the next run: what dpp learned from earlier queries in this
+        process forgotten (:meth:`dpp.runtime.services.Runtime.forget_learned`), in every dpp
+        session the bench holds, summed. None through a Spark Connect server: its state is
+        in the server's process."""
+        sessions = [s for s in (self._hook, self._dpp) if s is not None]
+        if not sessions or is_remote(self.spark):
+            return None
+        total: dict[str, int] = {}
+        for session in sessions:
+            for k, v in session.runtime.forget_learned(session.config).items():
+                total[k] = total.get(k, 0) + max(v, 0)
+        return total
+
     @property
     def server_prunes(self) -> bool:
         """A Spark Connect server with dpp inside (``dpp connect-server``): its hook prunes
@@ -308,6 +326,8 @@ class Runner:
             self.hook_session()
         elif (mode in DPP_MODES or mode == TEXT) and not self.server_prunes:
             self.dpp_session()
+        if measure and rep == 0 and (mode in DPP_MODES or mode == TEXT):
+            r.forgot = self.forget_learned()
         try:
             with mode_conf(spark, mode), watchdog:
                 window.start()

@@ -1,7 +1,10 @@
 """The benchmark report: a summary, a Markdown table in the Trino benchmark's format, a chart.
 
-Per query and mode the *median* over repetitions is reported (robust to one slow run on a
-shared machine). "Data read" is the bytes of fact-table files the scans read (``filesSize``),
+The headline is the **cold** run: per query and mode the first measured run (``rep`` 0), which
+the bench starts with dpp's learned state forgotten (cached filters, footers, verdicts), as a
+new job meets it. With ``--repeat N`` the later runs are **warm** (the same JVM, page cache
+and whatever dpp may cache): their median per query and mode is reported beside, labelled.
+"Data read" is the bytes of fact-table files the scans read (``filesSize``),
 the figure partition pruning changes; CPU is executor CPU time from Spark's status store.
 With mode ``dpp`` the report also splits dpp's elapsed into its overhead (analysis, build,
 loader wait, handoff) and the main query, next to spark's, and counts filter cache hits, so a
@@ -36,10 +39,27 @@ COLUMNS: dict[str, Any] = {
 BUCKETS = ((">50%", 0.5, 1.01), ("30-50%", 0.3, 0.5), ("10-30%", 0.1, 0.3))
 
 
-def aggregate(result: dict[str, Any]) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
-    """kind → query → mode → column → median over the successful measured runs."""
+#: which measured runs a figure is made of: the headline ``cold`` runs, the ``warm`` ones
+RUN_SETS = ("cold", "warm", "all")
+
+
+def measured_runs(result: dict[str, Any], which: str = "cold") -> list[dict[str, Any]]:
+    """``cold``: each query's first measured run per mode (rep 0); ``warm``: the later
+    repetitions; ``all``: both. Unmeasured runs (rep < 0, kept when they timed out) are in
+    none. Results written before cold runs were told apart hold rep 0 all the same."""
+    if which not in RUN_SETS:
+        raise ValueError(f"unknown run set {which!r}: expected one of {', '.join(RUN_SETS)}")
+    lo, hi = {"cold": (0, 0), "warm": (1, None), "all": (0, None)}[which]
+    return [r for r in result["runs"]
+            if r.get("rep", 0) >= lo and (hi is None or r.get("rep", 0) <= hi)]
+
+
+def aggregate(result: dict[str, Any], which: str = "cold"
+              ) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """kind → query → mode → column → median over the successful measured runs of
+    ``which`` (:func:`measured_runs`; one run each for the cold headline)."""
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in result["runs"]:
+    for r in measured_runs(result, which):
         if r["ok"] and r.get("metrics"):
             groups[(r["kind"], r["query"], r["mode"])].append(r)
     out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
@@ -112,12 +132,40 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         if kind in breakdown:
             ks["dpp_breakdown"] = breakdown[kind]
         summary["kinds"][kind] = ks
+    warm = warm_summary(result)
+    if warm:
+        summary["warm"] = warm
     summary["coverage"] = coverage(result)
     if breakdown:
+        # the run's total over every measured run, warm ones included: their hits show here
         summary["filter_cache"] = _no_cache()
-        for bd in breakdown.values():
+        for bd in dpp_breakdown(result, "all").values():
             _add_counts(summary["filter_cache"], bd["filter_cache"])
     return summary
+
+
+def warm_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """kind → the warm runs' figures (``--repeat`` above 1): ``repeats`` (later runs per
+    query and mode), ``totals`` (per mode, each column's per-query medians summed) and
+    ``dpp_over_spark`` (ratio of those sums over the queries both ran); empty without any."""
+    out: dict[str, Any] = {}
+    modes = result.get("modes", [])
+    for kind, per_q in aggregate(result, "warm").items():
+        runs = [int(m["runs"]) for v in per_q.values() for m in v.values()]
+        ks: dict[str, Any] = {"queries": len(per_q), "repeats": max(runs, default=0),
+                              "totals": {}}
+        for mode in modes:
+            if any(mode in v for v in per_q.values()):
+                ks["totals"][mode] = {c: sum(v[mode][c] for v in per_q.values() if mode in v)
+                                      for c in COLUMNS}
+        if "dpp" in modes and "spark" in modes:
+            both = [v for v in per_q.values() if "dpp" in v and "spark" in v]
+            ks["dpp_over_spark"] = {
+                c: (sum(v["dpp"][c] for v in both) / s if (s := sum(v["spark"][c] for v in both))
+                    else None)
+                for c in COLUMNS}
+        out[kind] = ks
+    return out
 
 
 #: "auto must not make any query more than 5% slower than statistics pruning off"
@@ -165,14 +213,15 @@ def _dpp_pruned(result: dict[str, Any], kind: str) -> set[str]:
 SLOWER_LIMIT = 1.10
 
 
-def paired_ratios(result: dict[str, Any], kind: str, a: str, b: str) -> dict[str, float]:
+def paired_ratios(result: dict[str, Any], kind: str, a: str, b: str,
+                  which: str = "all") -> dict[str, float]:
     """Per query, the median over repetitions of ``a``'s elapsed / ``b``'s elapsed *in the
     same repetition*. The modes of a repetition run back to back (order rotating), so a drift
     over the run (JIT warm-up, page cache, a busy neighbour) cancels in each ratio, where the
     ratio of two medians taken over different moments need not."""
     by: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
-    for r in result["runs"]:
-        if r["kind"] == kind and r["ok"] and r.get("total_s") and r.get("rep", 0) >= 0:
+    for r in measured_runs(result, which):
+        if r["kind"] == kind and r["ok"] and r.get("total_s"):
             by[(r["query"], r["rep"])][r["mode"]] = r["total_s"]
     ratios: dict[str, list[float]] = defaultdict(list)
     for (q, _), t in by.items():
@@ -345,18 +394,19 @@ def _no_cache() -> dict[str, int]:
     return {"hits": 0, "built": 0, "skipped": 0, "filters": 0, "runs": 0}
 
 
-def dpp_breakdown(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def dpp_breakdown(result: dict[str, Any], which: str = "cold") -> dict[str, dict[str, Any]]:
     """kind → ``queries`` (per dpp query: median of each component over the runs with a dpp
     report, None without one; dpp and spark elapsed as in the main table, their ratio; the
     filter cache counts summed over the runs, and per run), ``sums`` (over the queries with
     a report) and ``filter_cache`` (the kind's total).
 
-    Medians are taken per component, like the main table's columns, so a slow repetition
-    does not move them; the sums are sums of those medians, like the main table's totals.
+    Made of the ``which`` runs (the cold headline by default, as the main table). Medians are
+    taken per component, like the main table's columns, so a slow repetition does not move
+    them; the sums are sums of those medians, like the main table's totals.
     """
-    agg = aggregate(result)
+    agg = aggregate(result, which)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in result["runs"]:
+    for r in measured_runs(result, which):
         if r["mode"] == "dpp" and r["ok"] and r.get("metrics"):
             groups[(r["kind"], r["query"])].append(r)
     out: dict[str, dict[str, Any]] = {}
@@ -611,8 +661,8 @@ def render_markdown(result: dict[str, Any]) -> str:
         "# TPC-DS benchmark: dynamic partition pruning",
         "",
         f"Scale factor {data.get('sf')}, generator {data.get('generator')}; Spark "
-        f"{env.get('spark')} on {env.get('cpus')} CPUs; modes {', '.join(modes)}; "
-        f"{result['config'].get('repeat')} repetition(s), median reported.",
+        f"{env.get('spark')} on {env.get('cpus')} CPUs; modes {', '.join(modes)}. "
+        + _runs_line(result),
         "",
         "Elapsed = opening the tables (listing) + running the query; CPU = executor CPU time; "
         "data read = bytes of fact-table files scanned; query input = bytes the query's own "
@@ -670,6 +720,7 @@ def render_markdown(result: dict[str, Any]) -> str:
                              f"CPU, {_mb(t['fact_bytes_read'])} fact data read, "
                              f"{int(t['fact_files_read'])} files read of "
                              f"{int(t['fact_files_listed'])} listed")
+        lines += _warm_lines(summary.get("warm", {}).get(kind), modes)
         for mode, s in ks.get("against_off", {}).items():
             imp = s["improved"]
             lines.append(
@@ -748,6 +799,30 @@ def render_markdown(result: dict[str, Any]) -> str:
         lines.append(f"**Partial result**: {len(result.get('done', []))} query run(s) finished so "
                      "far (`tpcds bench ... --resume` continues).")
     return "\n".join(lines) + "\n"
+
+
+def _runs_line(result: dict[str, Any]) -> str:
+    """What the figures are: the cold headline, and the warm runs where there are any."""
+    repeat = int(result["config"].get("repeat") or 1)
+    warm = ("" if repeat < 2 else
+            f" The {repeat - 1} later run(s) per query and mode are warm: their medians are "
+            f"the **warm** lines under each table.")
+    return (f"{repeat} measured run(s) per query and mode. **Headline: the cold run**, each "
+            f"query's first measured run per mode, dpp's cached filters, footers and verdicts "
+            f"forgotten before it, as a new job meets it (the unmeasured warm-up runs only "
+            f"warm the JVM)." + warm)
+
+
+def _warm_lines(warm: Optional[dict[str, Any]], modes: list[str]) -> list[str]:
+    """The warm runs' totals under a kind's cold table, labelled as such."""
+    if not warm or not warm.get("totals"):
+        return []
+    tot = warm["totals"]
+    parts = ", ".join(f"{m} {tot[m]['total_s']:.1f}s" for m in modes if m in tot)
+    ratio = (warm.get("dpp_over_spark") or {}).get("total_s")
+    return [f"- **warm** (median of {warm['repeats']} later run(s) per query, not the "
+            f"headline): {parts}"
+            + (f"; dpp / spark {ratio:.2f}" if ratio is not None else "")]
 
 
 def _agreement_lines(cov: dict[str, Any], modes: list[str]) -> list[str]:
@@ -837,7 +912,7 @@ def scale_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         breakdown = dpp_breakdown(res) if "dpp" in res.get("modes", []) else {}
         for kind, ks in summary["kinds"].items():
             cov = summary["coverage"].get(kind, {})
-            paired = paired_ratios(res, kind, "dpp", "spark")
+            paired = paired_ratios(res, kind, "dpp", "spark", which="cold")
             worst = max(paired.items(), key=lambda kv: kv[1], default=(None, None))
             sums = breakdown.get(kind, {}).get("sums", {})
             store = storage_table(res, kind)

@@ -28,6 +28,7 @@ __all__ = ["SparkRules", "DEFAULT_RULES", "resolve_zone", "broadcast_threshold",
            "BROADCAST_KEY", "DEFAULT_BROADCAST_BYTES"]
 
 BROADCAST_KEY = "spark.sql.autoBroadcastJoinThreshold"
+DYNAMIC_PRUNING_KEY = "spark.sql.optimizer.dynamicPartitionPruning.enabled"
 DEFAULT_BROADCAST_BYTES = 10 * 1024 * 1024   # Spark's default for BROADCAST_KEY
 _BYTES = re.compile(r"^\s*(-?\d+)\s*(b|[kmgt]i?b?)?\s*$", re.I)
 
@@ -122,6 +123,9 @@ class SparkRules:
     type_inference: bool = True              # partition folder values typed (else strings)
     reading: tuple[tuple[str, str], ...] = ()   # READING_KEYS the session sets, as set
     broadcast: Optional[str] = None          # BROADCAST_KEY as the session spells it
+    # Spark's own dynamic partition pruning on: its keys can come to a scan's listing
+    # (spark.dpp.sparkKeys.enabled); not part of the signature: no row depends on it
+    dynamic_pruning: bool = True
 
     @classmethod
     def from_conf(cls, get: Callable[[str, str], Optional[str]]) -> "SparkRules":
@@ -141,7 +145,8 @@ class SparkRules:
                                 "true"),
             reading=tuple((k, str(v).strip()) for k in READING_KEYS
                           if (v := get(k, None)) is not None),
-            broadcast=None if (b := get(BROADCAST_KEY, None)) is None else str(b))
+            broadcast=None if (b := get(BROADCAST_KEY, None)) is None else str(b),
+            dynamic_pruning=flag(DYNAMIC_PRUNING_KEY, "true"))
 
     @classmethod
     def from_spark(cls, spark: Any, settings: Optional[Mapping[str, str]] = None

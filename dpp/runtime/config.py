@@ -469,7 +469,9 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "true, false",
         "Optimizer hook on a classic session or `dpp connect-server`. `true`: a build side "
         "Spark estimates under its broadcast threshold, pruning one relation by a plain "
-        "integer partition column, is not run as a job of its own at first; when Spark "
+        "integer partition column, while Spark's own dynamic partition pruning is on "
+        "(`spark.sql.optimizer.dynamicPartitionPruning.enabled`), is not run as a job of its "
+        "own at first; when Spark "
         "lists that relation's scan, the keys Spark's own dynamic partition pruning took "
         "from the broadcast it made anyway (the scan's resolved `DynamicPruningExpression` "
         "on that column, of the build key's type) are the filter, and only where there are "

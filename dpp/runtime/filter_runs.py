@@ -152,6 +152,10 @@ class FilterMemory:
                 self._pruned.pop(next(iter(self._pruned)))
             self._pruned[(fp, probe)] = pruned
 
+    def clear(self) -> None:
+        with self._lock:
+            self._pruned.clear()
+
 
 class _Run:
     def __init__(self, spec: FilterSpec) -> None:
@@ -162,6 +166,7 @@ class _Run:
         self.future: Optional[cf.Future[BuildOutcome]] = None
         # a build kept for Spark's keys or a late start: (frame, key, key type, Spark type)
         self.deferred: Optional[tuple[Any, str, DataType, str]] = None
+        self.was_deferred = False   # left to Spark's keys at planning (reported)
         self._lock = threading.Lock()
         self._wait_result: Optional[WaitResult] = None
 
@@ -243,6 +248,7 @@ class FilterRuns:
             return
         if spark_type in KEY_ARROW_TYPES:
             run.deferred = (df, col, key_type, spark_type)
+            run.was_deferred = True
         else:
             run.future = self._pool.submit(self._build, run, df, col, key_type)
 
@@ -486,7 +492,7 @@ class FilterRuns:
             kind=(dom.kind if dom is not None else ("none" if td is not None else "unknown")),
             encoded_bytes=res.encoded_bytes, parts_expected=res.parts_expected,
             parts_reported=res.parts_reported, cache_hit=built.cache_hit,
-            spark_keys=built.spark_keys,
+            spark_keys=built.spark_keys, deferred=run.was_deferred,
             outcome=str(outcome), reason=res.reason or built.error,
             build_seconds=built.seconds, wait_seconds=res.seconds)
 

@@ -93,6 +93,9 @@ class FilterReport:
     # the keys Spark's own dynamic pruning resolved for the scan (spark.dpp.sparkKeys.enabled):
     # no build job of dpp's ran
     spark_keys: bool = False
+    # left to Spark's keys at planning: with spark_keys false, dpp's build ran at the scan's
+    # listing instead (later than a build started with the query)
+    deferred: bool = False
     outcome: str = "not_used"
     reason: Optional[str] = None
     build_seconds: Optional[float] = None
@@ -588,6 +591,7 @@ _FILTER_SPEC: dict[str, _Check] = {
     "parts_reported": _count,
     "cache_hit": _bool,
     "spark_keys": _bool,
+    "deferred": _bool,
     "outcome": _one_of(FILTER_OUTCOMES),
     "reason": _optional(_str),
     "build_seconds": _optional(_seconds),
@@ -833,6 +837,9 @@ FIELD_DOCS: dict[str, str] = {
     "filters.cache_hit": "the filter came from the filter cache (no Spark job ran)",
     "filters.spark_keys": "the filter is the keys Spark's own dynamic pruning resolved for the "
                           "scan (`spark.dpp.sparkKeys.enabled`; no build job of dpp's ran)",
+    "filters.deferred": "the build was left to Spark's keys when the query was planned "
+                        "(`spark.dpp.sparkKeys.enabled`); with `spark_keys` false none came, "
+                        "and dpp's build ran when the scan was listed",
     "filters.outcome": "how it ended: " + ", ".join(f"`{o}`" for o in FILTER_OUTCOMES)
                        + "; anything but `complete` means no pruning by it",
     "filters.reason": "why not `complete`",

@@ -254,7 +254,7 @@ class OptimizerHook:
             for name, why in unpruned:
                 request.report.add_table_unpruned(name, None, why)
         wrap, new_filters, describe = self._extend(request, msg, targets, signature, shapes,
-                                                   cfg)
+                                                   cfg, rules)
         with self._lock:
             self._requests[request.report.query_id] = request
             for token in request.tokens:
@@ -289,7 +289,7 @@ class OptimizerHook:
     def _extend(self, request: Request, msg: dict[str, Any],
                 targets: dict[int, tuple[Table, str, list[Prune]]],
                 signature: Mapping[Hashable, Hashable], shapes: dict[int, str],
-                cfg: Any) -> tuple[dict[str, str], list[str], dict[str, str]]:
+                cfg: Any, rules: SparkRules) -> tuple[dict[str, str], list[str], dict[str, str]]:
         """Adds this run's filters and relations to ``request``: a build side or a relation
         shape the request already has is shared (one filter, one load, one token), the rest
         start with the request. Returns the token per relation node, the new filters, and per
@@ -324,7 +324,10 @@ class OptimizerHook:
                     request.builds[sig] = spec
                     frame = self._build_frame(msg["request"], p)
                     column = real_column(table, p.column) or p.column
-                    if not (cfg.spark_keys and p.fact_expr is None and uses[sig] == 1
+                    # left to Spark's keys only where Spark's own pruning is on (else none
+                    # can come, and the build would only start later, at the listing)
+                    if not (cfg.spark_keys and rules.dynamic_pruning
+                            and p.fact_expr is None and uses[sig] == 1
                             and column.lower() in {n.lower() for n in table.partition_names}
                             and under_broadcast_threshold(frame, unknown=False)):
                         column = None
