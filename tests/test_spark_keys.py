@@ -155,7 +155,7 @@ def test_the_same_fact_twice_in_one_query_keeps_its_rows(spark: Any, data: dict[
     assert got == expected and len(expected) == DAYS
 
 
-def test_off_by_default_every_build_runs_its_job(spark: Any, data: dict[str, Any]) -> None:
+def test_with_the_setting_off_every_build_runs_its_job(spark: Any, data: dict[str, Any]) -> None:
     with spark_conf(spark, {"spark.dpp.sparkKeys.enabled": "false"}):
         got, expected, report = _run(spark, data["session"], lambda: _job(spark, "sk_sales"))
     assert got == expected

@@ -258,7 +258,7 @@ class DppConfig:
     stats_pruning: str = "auto"          # auto | true | false (STATS_MODES)
     row_group_filter: bool = True        # a data-column filter's values also filter rows
     filter_cache: bool = False           # on only on request: no cheap proof files are unchanged
-    spark_keys: bool = False             # a build's keys from Spark's own broadcast where found
+    spark_keys: bool = True              # a build's keys from Spark's own broadcast where found
     report_path: Optional[str] = None
     report_console: bool = False          # one summary line per query on stderr
     max_filter_bytes: int = 16 * 1024 * 1024
@@ -479,7 +479,8 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "type) does dpp's build run then, later than it would have. The wait for them counts "
         "from planning, as a build's does (`spark.dpp.waitTimeout`): a scan Spark lists "
         "later than that is read unpruned, and reported so. Saves each such query a Spark "
-        "job (~45 ms of driver CPU on a warm driver); off by default while it is new."),
+        "job (~45 ms of driver CPU on a warm driver). `false`: every build runs its own job "
+        "from the start."),
     "spark.dpp.filterCache.enabled": (
         "true, false",
         "Reuse a build side's filter when its fingerprint is unchanged: the build query or "
