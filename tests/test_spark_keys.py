@@ -196,3 +196,30 @@ def test_where_spark_plans_no_pruning_the_build_runs_at_the_listing(spark: Any,
     (f,) = report.filters
     assert f.outcome == "complete" and not f.spark_keys and f.deferred, f
     assert len(_jobs_of(spark, f.filter_id)) == 1, "the build did not run at the listing"
+
+
+@pytest.mark.parametrize("off", [None, "off"])
+def test_the_default_takes_sparks_keys_and_off_spellings_turn_it_off(
+        spark: Any, data: dict[str, Any], off: Any) -> None:
+    """Unset, the setting is on in both halves of dpp (the hook's deferral in Python, the
+    index's reading of the keys in the JVM); ``off`` (one of DppConfig's false spellings)
+    turns both off: one build job, no keys."""
+    key = "spark.dpp.sparkKeys.enabled"
+    saved = spark.conf.get(key, None)
+    spark.conf.unset(key)
+    if off is not None:
+        spark.conf.set(key, off)
+    try:
+        got, expected, report = _run(spark, data["session"], lambda: _job(spark, "sk_sales"))
+    finally:
+        spark.conf.unset(key)
+        if saved is not None:
+            spark.conf.set(key, saved)
+    assert got == expected and len(expected) == len(PICKED)
+    (f,) = report.filters
+    assert f.outcome == "complete", f
+    if off is None:
+        assert f.spark_keys and f.deferred and _jobs_of(spark, f.filter_id) == [], f
+    else:
+        assert not f.spark_keys and not f.deferred, f
+        assert len(_jobs_of(spark, f.filter_id)) == 1, f

@@ -508,14 +508,16 @@ public final class DppFileIndex extends CompatFileIndex {
         return scheme + "://" + auth + u.getPath();
     }
 
-    /** With {@code spark.dpp.sparkKeys.enabled}: the keys Spark's own dynamic pruning
-     * resolved for the scan listing this index ({@link SparkKeys}), for the build sides dpp
-     * left to them; never fails the listing. */
+    /** With {@code spark.dpp.sparkKeys.enabled} (on unless set {@code false}, the default of
+     * Python's DppConfig): the keys Spark's own dynamic pruning resolved for the scan listing
+     * this index ({@link SparkKeys}), for the build sides dpp left to them; never fails the
+     * listing. */
     private void sparkKeysInto(ObjectNode msg) {
         try {
-            if (!"true".equalsIgnoreCase(
-                    session.conf().get("spark.dpp.sparkKeys.enabled", "false").trim())) {
-                return;
+            String on = session.conf().get("spark.dpp.sparkKeys.enabled", "true")
+                .trim().toLowerCase(java.util.Locale.ROOT);
+            if (on.equals("false") || on.equals("0") || on.equals("no") || on.equals("off")) {
+                return;   // DppConfig's false spellings
             }
             List<String> columns = new ArrayList<>();
             for (org.apache.spark.sql.types.StructField f : base.partitionSchema().fields()) {
