@@ -223,3 +223,27 @@ def test_the_default_takes_sparks_keys_and_off_spellings_turn_it_off(
     else:
         assert not f.spark_keys and not f.deferred, f
         assert len(_jobs_of(spark, f.filter_id)) == 1, f
+
+
+def test_the_listing_wait_is_the_union_of_the_scans_waits() -> None:
+    """Two scans listed at once wait together: the report's ``listing_wait`` counts the
+    time in which any listing waited, once."""
+    from dpp.frontends.hook.request import Request
+
+    r = Request(report=None, runs=None, capacity=1)   # type: ignore[arg-type]
+    assert r.listing_wait() == 0.0
+    r.list_waits += [(10.0, 11.0), (10.5, 12.0), (20.0, 20.25), (11.5, 11.75)]
+    assert r.listing_wait() == pytest.approx(2.0 + 0.25)
+
+
+def test_the_report_says_how_long_sparks_listing_waited(spark: Any,
+                                                        data: dict[str, Any]) -> None:
+    """The hook's report holds ``listing_wait`` (what of dpp's time Spark's execution waited
+    for, the TPC-DS bench's "Spark waited"): never more than the query's own time."""
+    import time
+
+    t0 = time.perf_counter()
+    got, expected, report = _run(spark, data["session"], lambda: _job(spark, "sk_sales"))
+    assert got == expected
+    wait = report.phases.get("listing_wait")
+    assert wait is not None and 0.0 <= wait <= time.perf_counter() - t0, report.phases

@@ -53,11 +53,28 @@ def test_main_query_is_execution_when_dpp_ran_it_else_the_rest_of_the_elapsed() 
     # bench: dpp.sql took phases.total, the rest after opening (0.5 s) is the main query
     b = run_breakdown(run("q3", "dpp", 5.0, phases=P))
     assert b == pytest.approx({"open_s": 0.5, "analysis_s": 0.02, "build_s": 1.0,
-                               "wait_s": 0.8, "enum_s": 0.1, "handoff_s": 0.3, "main_s": 3.0})
+                               "wait_s": 0.8, "enum_s": 0.1, "handoff_s": 0.3, "blocked_s": 0.0,
+                               "main_s": 3.0})
     # no total phase either: the elapsed minus the opening and the other components
     no_total = {k: v for k, v in P.items() if k != "total"}
     b = run_breakdown(run("q3", "dpp", 5.0, phases=no_total))
     assert b is not None and b["main_s"] == pytest.approx(5.0 - 0.5 - 2.22)
+
+
+def test_with_the_hook_the_main_query_is_what_spark_did_not_wait_on_dpp_for() -> None:
+    """The optimizer hook's build and loader run beside Spark's execution: the main query is
+    the elapsed minus the opening and what Spark waited for — the rule (analysis,
+    submission, a row filter's wait) and its listings' wait — not minus the build and the
+    loader's wait, which overlap Spark's own work."""
+    ph = {"analysis": 0.05, "submit": 0.01, "build": 1.0, "wait": 1.2,
+          "split_enumeration": 0.1, "listing_wait": 0.2}
+    b = run_breakdown(run("q3", "dpp", 5.0, phases=ph))
+    assert b is not None
+    assert b["blocked_s"] == pytest.approx(0.26)
+    assert b["main_s"] == pytest.approx(5.0 - 0.5 - 0.26)
+    assert b["build_s"] == 1.0 and b["wait_s"] == 1.2          # shown, not subtracted
+    b = run_breakdown(run("q3", "dpp", 5.0, phases={**ph, "row_filter_wait": 0.3}))
+    assert b is not None and b["blocked_s"] == pytest.approx(0.56)
 
 
 def test_listing_catalog_tables_read_whole_counts_as_handoff() -> None:
@@ -65,7 +82,8 @@ def test_listing_catalog_tables_read_whole_counts_as_handoff() -> None:
     b = run_breakdown(run("q96", "dpp", 10.0, phases={"analysis": 0.1, "whole_listing": 1.2,
                                                       "total": 1.4}))
     assert b == pytest.approx({"open_s": 0.5, "analysis_s": 0.1, "build_s": 0.0,
-                               "wait_s": 0.0, "enum_s": 0.0, "handoff_s": 1.2, "main_s": 8.1})
+                               "wait_s": 0.0, "enum_s": 0.0, "handoff_s": 1.2, "blocked_s": 0.0,
+                               "main_s": 8.1})
     # alongside a pruned table's handoff, and with no total phase to subtract
     b = run_breakdown(run("q9", "dpp", 10.0, phases={"handoff": 0.3, "whole_listing": 1.0}))
     assert b is not None and b["handoff_s"] == pytest.approx(1.3)
@@ -75,7 +93,8 @@ def test_listing_catalog_tables_read_whole_counts_as_handoff() -> None:
 def test_missing_phases_count_zero_and_main_never_negative() -> None:
     b = run_breakdown(run("q3", "dpp", 2.0, phases={"analysis": 0.01}))
     assert b == pytest.approx({"open_s": 0.5, "analysis_s": 0.01, "build_s": 0.0,
-                               "wait_s": 0.0, "enum_s": 0.0, "handoff_s": 0.0, "main_s": 1.49})
+                               "wait_s": 0.0, "enum_s": 0.0, "handoff_s": 0.0, "blocked_s": 0.0,
+                               "main_s": 1.49})
     b = run_breakdown(run("q3", "dpp", 1.0, phases={"total": 3.0}))
     assert b is not None and b["main_s"] == 0.0
     assert run_breakdown(run("q3", "dpp", 1.0, report=False)) is None
@@ -170,15 +189,16 @@ def test_markdown_table_rows_sum_row_and_summary_lines() -> None:
     md = render_markdown(three_queries())
     assert "### dpp overhead breakdown" in md
     # the cold runs: q3's first repetition
-    assert ("| q3 | 0.500 | 0.020 | 1.000 | 0.800 | 0.100 | 0.300 | 3.000 | 5.000 | 4.000 | 1.25 "
+    assert ("| q3 | 0.500 | 0.020 | 1.000 | 0.800 | 0.100 | 0.300 | 0.000 | 3.000 | 5.000 | 4.000 "
+            "| 1.25 "
             "| 0 hit / 2 built |") in md
-    assert "| q7 | - | - | - | - | - | - | - | 2.200 | 2.000 | 1.10 | - |" in md
-    assert "| q9 | 0.500 | 0.050 | 0.000 | 0.000 | 0.000 | 0.000 | 0.450 | 1.000 | - | - " \
+    assert "| q7 | - | - | - | - | - | - | - | - | 2.200 | 2.000 | 1.10 | - |" in md
+    assert "| q9 | 0.500 | 0.050 | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | 0.450 | 1.000 | - | - " \
            "| 0 hit / 0 built / 1 skipped |" in md
     assert "| **sum** (2) | 1.000 | 0.070 |" in md
     assert "- **dpp overhead** (sums over the 2 queries with a dpp report): open 1.00s, " \
            "analysis 0.07s, build 1.00s, loader wait 0.80s, split enumeration 0.10s, " \
-           "handoff 0.30s, main query 3.45s; " \
+           "handoff 0.30s, Spark waited 0.00s, main query 3.45s; " \
            "dpp elapsed 6.00s, spark 4.00s over 1 of them (dpp / spark 1.25)" in md
     assert "- **filter cache: 0 hits of 3 filters (2 built, 1 skipped) over 2 dpp run(s)**" in md
 
@@ -207,5 +227,5 @@ def test_reads_a_real_job_report_dict() -> None:
     r["dpp_report"] = rep.to_dict()
     assert run_breakdown(r) == pytest.approx({"open_s": 0.5, "analysis_s": 0.01, "build_s": 0.4,
                                               "wait_s": 0.3, "enum_s": 0.0, "handoff_s": 0.1,
-                                              "main_s": 0.9})
+                                              "blocked_s": 0.0, "main_s": 0.9})
     assert filter_cache(r) == {"hits": 1, "built": 1, "skipped": 1, "filters": 3}

@@ -336,7 +336,10 @@ def coverage(result: dict[str, Any]) -> dict[str, Any]:
 BREAKDOWN: tuple[tuple[str, str], ...] = (
     ("open_s", "open"), ("analysis_s", "analysis"), ("build_s", "build"),
     ("wait_s", "loader wait"), ("enum_s", "split enumeration"), ("handoff_s", "handoff"),
-    ("main_s", "main query"))
+    ("blocked_s", "Spark waited"), ("main_s", "main query"))
+#: the optimizer hook's phases Spark's execution waits for: the rule (in the optimizer) and
+#: the scans' listings (the rest of dpp's work runs beside Spark's)
+_HOOK_BLOCKING = ("analysis", "submit", "row_filter_wait", "listing_wait")
 #: breakdown key -> the phase of the dpp report it is read from
 _PHASE_OF = {"analysis_s": "analysis", "build_s": "build", "wait_s": "wait",
              "enum_s": "split_enumeration", "handoff_s": "handoff"}
@@ -353,7 +356,11 @@ def run_breakdown(run: dict[str, Any]) -> Optional[dict[str, float]]:
     The main query is the report's ``execution`` phase when dpp ran the query itself
     (``dpp.collect``); the bench collects ``dpp.sql``'s DataFrame, so otherwise it is the
     elapsed minus the opening and dpp's own time before the query (the report's ``total``
-    phase, or the sum of the other components when that is missing too).
+    phase, or the sum of the other components when that is missing too). With the optimizer
+    hook, dpp's build and loader run beside Spark's execution (Spark broadcasts, scans other
+    tables meanwhile): what Spark waited for is the rule's time in the optimizer (analysis,
+    submission) and its listings' wait on dpp's answers (the ``listing_wait`` phase, the
+    ``Spark waited`` column), and the main query is the elapsed minus the opening and that.
     """
     rep = run.get("dpp_report")
     if not rep:
@@ -364,8 +371,13 @@ def run_breakdown(run: dict[str, Any]) -> Optional[dict[str, float]]:
     out["handoff_s"] += float(ph.get("whole_listing") or 0.0)
     out["open_s"] = float(run.get("listing_s") or 0.0)
     elapsed = float(run.get("total_s") or 0.0)
+    hooked = ph.get("listing_wait") is not None
+    out["blocked_s"] = (sum(float(ph.get(k) or 0.0) for k in _HOOK_BLOCKING) if hooked
+                        else 0.0)
     if ph.get("execution") is not None:
         out["main_s"] = float(ph["execution"])
+    elif hooked:
+        out["main_s"] = max(0.0, elapsed - out["open_s"] - out["blocked_s"])
     else:
         before = ph.get("total")
         if before is None:
@@ -478,9 +490,11 @@ def render_breakdown(bd: dict[str, Any]) -> list[str]:
               "work besides waiting (partition names and objects from the metastore, listing "
               "the kept folders, footers), summed over the tables it loads at once (once per "
               "group of references sharing one load); handoff includes listing the catalog "
-              "tables a query reads whole (`spark.dpp.listWholeCatalogTables`); main query = "
-              "the rest of the elapsed after opening the tables and dpp's planning. `-`: no "
-              "dpp report."), "",
+              "tables a query reads whole (`spark.dpp.listWholeCatalogTables`); Spark waited "
+              "= what of it Spark's execution waited for with the optimizer hook (its rule, "
+              "its scans' listings; the rest runs beside Spark's execution); main query = "
+              "the rest of the elapsed after opening the tables and what Spark waited for "
+              "(without the hook: dpp's planning). `-`: no dpp report."), "",
              "| " + " | ".join(head) + " |",
              "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
 

@@ -56,7 +56,8 @@ FILTER_KINDS = ("values", "range", "bloom", "all", "none", "unknown")
 #: partition column's type) are produced by the session too, and mean "no pruning" as well.
 FILTER_OUTCOMES = tuple(o.value for o in REPORTED_OUTCOMES)
 #: Phase names the session fills, in the order a job goes through them.
-PHASES = ("analysis", "build", "wait", "split_enumeration", "execution", "total")
+PHASES = ("analysis", "build", "wait", "split_enumeration", "listing_wait", "execution",
+          "total")
 _PRUNING = ("applied", "none")
 _JOB_KINDS = ("sql", "join", "plan")  # plan: the optimizer hook, or a Connect DataFrame plan
 _SCAN_KEYS = ("files_read", "bytes_read", "partitions_read")

@@ -544,6 +544,8 @@ class OptimizerHook:
             if kept is not None:   # another copy of a relation already listed (not reused)
                 return kept[1]
             return {"status": "none", "version": WIRE_VERSION, "reason": "unknown token"}
+        with request.lock:
+            request.list_started.setdefault(token, time.perf_counter())
         relabel, request.relabel = request.relabel, None
         if relabel is not None and users_site(call_site):
             try:   # planned by an explain, run by this action: named where it ran
@@ -627,6 +629,9 @@ class OptimizerHook:
 
     def _listed(self, request: Request, token: str) -> None:
         with request.lock:
+            asked = request.list_started.pop(token, None)
+            if asked is not None:
+                request.list_waits.append((asked, time.perf_counter()))
             request.listed.add(token)
             if request.done or set(request.tokens) - request.listed:
                 return
@@ -641,6 +646,8 @@ class OptimizerHook:
                                      for t in report.tables), default=0.0)
         report.phases["split_enumeration"] = sum((getattr(t, "enumeration_seconds", 0.0) or 0.0)
                                                  for t in report.tables)
+        # what of it Spark's execution waited for: its listings, from asking to the answer
+        report.phases["listing_wait"] = request.listing_wait()
         with self._lock:
             self._requests.pop(report.query_id, None)
             for t in request.tokens:

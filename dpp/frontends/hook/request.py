@@ -37,6 +37,10 @@ class Request:
     whole: set[str] = field(default_factory=set)   # tokens of relations read whole
     # token -> (filter id, partition column) of the builds left to Spark's keys for its scan
     spark_keyed: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # token -> when Spark's listing of it asked dpp, and the (start, end) of each such wait:
+    # how long Spark's execution waited on dpp (the report's ``listing_wait``)
+    list_started: dict[str, float] = field(default_factory=dict)
+    list_waits: list[tuple[float, float]] = field(default_factory=list)
     started: bool = False
     done: bool = False
     # planned during an explain: the report's name from the action's call site, at the first
@@ -44,6 +48,16 @@ class Request:
     relabel: Optional[Callable[[str], str]] = None
     created: float = field(default_factory=time.monotonic)
     lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def listing_wait(self) -> float:
+        """Seconds in which at least one of Spark's listings waited on dpp's answer (the
+        union of the waits: two scans listed at once wait together)."""
+        total, end = 0.0, float("-inf")
+        for a, b in sorted(self.list_waits):
+            if b > end:
+                total += b - max(a, end)
+                end = b
+        return total
 
     def add(self, action: Callable[[], None]) -> None:
         """Runs ``action`` (start a build, submit a load) now if the request has started,
