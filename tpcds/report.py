@@ -92,8 +92,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     for kind, per_q in agg.items():
         ks: dict[str, Any] = {"queries": len(per_q), "against_off": {}, "totals": {}}
         for mode in modes:
-            ks["totals"][mode] = {c: sum(v[mode][c] for v in per_q.values() if mode in v)
-                                  for c in COLUMNS}
+            ks["totals"][mode] = _totals(per_q, mode)
         if "off" in modes:
             for mode in modes:
                 if mode == "off":
@@ -119,11 +118,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
                     "avg_data_read_reduction": _mean(data),
                 }
         if "dpp" in modes and "spark" in modes:
-            both = [v for v in per_q.values() if "dpp" in v and "spark" in v]
-            ks["dpp_over_spark"] = {
-                c: (sum(v["dpp"][c] for v in both) / s if (s := sum(v["spark"][c] for v in both))
-                    else None)
-                for c in COLUMNS}
+            ks["dpp_over_spark"] = _ratio_of_sums(per_q, "dpp", "spark")
             ks["targets"] = targets(per_q, _dpp_pruned(result, kind),
                                     paired_ratios(result, kind, "dpp", "spark"))
         if "dpp" in modes and "dpp-nostats" in modes:
@@ -153,19 +148,26 @@ def warm_summary(result: dict[str, Any]) -> dict[str, Any]:
     for kind, per_q in aggregate(result, "warm").items():
         runs = [int(m["runs"]) for v in per_q.values() for m in v.values()]
         ks: dict[str, Any] = {"queries": len(per_q), "repeats": max(runs, default=0),
-                              "totals": {}}
-        for mode in modes:
-            if any(mode in v for v in per_q.values()):
-                ks["totals"][mode] = {c: sum(v[mode][c] for v in per_q.values() if mode in v)
-                                      for c in COLUMNS}
+                              "totals": {m: _totals(per_q, m) for m in modes
+                                         if any(m in v for v in per_q.values())}}
         if "dpp" in modes and "spark" in modes:
-            both = [v for v in per_q.values() if "dpp" in v and "spark" in v]
-            ks["dpp_over_spark"] = {
-                c: (sum(v["dpp"][c] for v in both) / s if (s := sum(v["spark"][c] for v in both))
-                    else None)
-                for c in COLUMNS}
+            ks["dpp_over_spark"] = _ratio_of_sums(per_q, "dpp", "spark")
         out[kind] = ks
     return out
+
+
+def _totals(per_q: dict[str, dict[str, dict[str, float]]], mode: str) -> dict[str, float]:
+    """Each column's per-query figures of ``mode`` summed over the queries it ran."""
+    return {c: sum(v[mode][c] for v in per_q.values() if mode in v) for c in COLUMNS}
+
+
+def _ratio_of_sums(per_q: dict[str, dict[str, dict[str, float]]], a: str, b: str
+                   ) -> dict[str, Optional[float]]:
+    """Per column, ``a``'s sum over ``b``'s over the queries both ran (None where ``b``'s
+    is 0)."""
+    both = [v for v in per_q.values() if a in v and b in v]
+    return {c: (sum(v[a][c] for v in both) / s if (s := sum(v[b][c] for v in both)) else None)
+            for c in COLUMNS}
 
 
 #: "auto must not make any query more than 5% slower than statistics pruning off"
