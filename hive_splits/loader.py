@@ -25,7 +25,9 @@ Counters (all exact; see :class:`LoadResult`):
 * ``files_listed == files_kept + files_skipped``; ``files_skipped`` are files listed but not
   returned (today only statistics skip files, so it equals ``files_pruned_stats``).
 * ``wait_seconds``: time the loader spent blocked waiting for dynamic filters (never more
-  than ``wait_timeout``: every wait is bounded by one deadline measured from load start).
+  than ``wait_timeout``: every wait is bounded by one deadline measured from load start —
+  but for a filter with ``open_deadline``, whose domain can only come when Spark lists the
+  scan: its own wait is bounded from then).
 """
 from __future__ import annotations
 
@@ -79,6 +81,14 @@ class DynamicFilter:
     wait: Callable[[float], WaitResult]
     # a key computed from partition columns (f.sid + 1): ``column`` is then its label
     expression: Optional["KeyExpression"] = None
+    # the domain can only come when Spark lists the scan (the keys of Spark's own dynamic
+    # pruning, or a build left to them), however long after the load starts: ``wait`` bounds
+    # itself from then, and the load's deadline does not apply (at most OPEN_WAIT_S)
+    open_deadline: bool = False
+
+
+#: the longest a load waits for a filter with ``open_deadline`` (its own wait bounds it first)
+OPEN_WAIT_S = 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -216,7 +226,7 @@ class _Pending:
 
     def __init__(self, f: DynamicFilter, deadline: float, status: FilterStatus) -> None:
         self.filter = f
-        self.deadline = deadline
+        self.deadline = time.monotonic() + OPEN_WAIT_S if f.open_deadline else deadline
         self.status = status
         self.done = threading.Event()
         self.result: Optional[WaitResult] = None

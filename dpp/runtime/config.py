@@ -476,9 +476,10 @@ SETTING_DOCS: dict[str, tuple[str, str]] = {   # key: (what it accepts, what it 
         "from the broadcast it made anyway (the scan's resolved `DynamicPruningExpression` "
         "on that column, of the build key's type) are the filter, and only where there are "
         "none (Spark planned no such pruning, the scan is read twice in the plan, another "
-        "type) does dpp's build run then, later than it would have. The wait for them counts "
-        "from planning, as a build's does (`spark.dpp.waitTimeout`): a scan Spark lists "
-        "later than that is read unpruned, and reported so. Saves each such query a Spark "
+        "type, or Spark broadcast the other side of the join, a fact smaller than the "
+        "dimension) does dpp's build run then, later than it would have. The wait for them "
+        "(`spark.dpp.waitTimeout`) counts from that listing, not from planning: the keys "
+        "can only come then. Saves each such query a Spark "
         "job (~45 ms of driver CPU on a warm driver). `false`: every build runs its own job "
         "from the start."),
     "spark.dpp.filterCache.enabled": (

@@ -28,6 +28,7 @@ from dpp.core.outcomes import FilterOutcome, WaitResult
 from dpp.core.reconcile import reconcile
 from dpp.core.remote import is_remote
 from dpp.core.spark_rules import SparkRules
+from hive_splits.loader import OPEN_WAIT_S
 
 __all__ = ["INTERNAL", "mark_internal", "FilterSpec", "BuildOutcome", "FilterRuns",
            "EnvironmentNotes", "FilterMemory",
@@ -167,8 +168,17 @@ class _Run:
         # a build kept for Spark's keys or a late start: (frame, key, key type, Spark type)
         self.deferred: Optional[tuple[Any, str, DataType, str]] = None
         self.was_deferred = False   # left to Spark's keys at planning (reported)
+        # set when a deferred build is answered, started or given up (its scan listed, or the
+        # query ended without listing it): its waiters' time counts from then
+        self.released = threading.Event()
+        self.released_at: Optional[float] = None
         self._lock = threading.Lock()
         self._wait_result: Optional[WaitResult] = None
+
+    def release(self) -> None:
+        if self.released_at is None:
+            self.released_at = time.monotonic()
+        self.released.set()
 
     def record_wait(self, res: WaitResult) -> None:
         with self._lock:
@@ -261,6 +271,7 @@ class FilterRuns:
             df, col, key_type, _t = run.deferred
             run.deferred = None
         run.future = self._pool.submit(self._build, run, df, col, key_type)
+        run.release()
 
     def publish_spark_keys(self, filter_id: str, spark_type: str, values: list[int]) -> bool:
         """Answers a deferred build with the keys Spark's dynamic pruning resolved for its
@@ -289,6 +300,7 @@ class FilterRuns:
         done: cf.Future[BuildOutcome] = cf.Future()
         done.set_result(outcome)
         run.future = done
+        run.release()
         return True
 
     def build_future(self, filter_id: str) -> "Optional[cf.Future[BuildOutcome]]":
@@ -386,8 +398,14 @@ class FilterRuns:
         complete = FilterOutcome.COMPLETE
 
         def wait(timeout: float) -> WaitResult:
-            res = self.service.wait(filter_id,
-                                    max(0.0, min(timeout, deadline - time.monotonic())))
+            if run.was_deferred:
+                # the keys, or the build left to them, come when the scan is listed, however
+                # long after planning: the wait for the domain counts from then
+                run.released.wait(OPEN_WAIT_S)
+                limit = (run.released_at or time.monotonic()) + self.cfg.wait_timeout
+            else:
+                limit = min(time.monotonic() + timeout, deadline)
+            res = self.service.wait(filter_id, max(0.0, limit - time.monotonic()))
             if run.skip_reason is not None:
                 res = WaitResult(None, FilterOutcome.SKIPPED, run.skip_reason)
             run.record_wait(res)
@@ -472,6 +490,7 @@ class FilterRuns:
                     run.skip_reason = ("left to the keys of Spark's own dynamic pruning; the "
                                        "scan was never listed")
                     self.service.fail(spec.filter_id, run.skip_reason)
+                    run.release()
         built = run.outcome() or BuildOutcome()
         td = res.domain if res.ok else None
         dom = None

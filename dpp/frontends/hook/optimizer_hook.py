@@ -413,6 +413,8 @@ class OptimizerHook:
                      ) -> None:
         runs = request.runs
         deadline = time.monotonic() + cfg.wait_timeout
+        # left to Spark's keys: they come when Spark lists this scan, however late
+        keyed = {fid for fid, _col in request.spark_keyed.get(token, [])}
         dyn = []
         for filter_id, p, key in filters:
             if key is not None:
@@ -422,7 +424,8 @@ class OptimizerHook:
                 continue
             col = real_column(table, p.column) or p.column
             dyn.append(DynamicFilter(filter_id=filter_id, column=col,
-                                     wait=runs.waiter(filter_id, col, deadline)))
+                                     wait=runs.waiter(filter_id, col, deadline),
+                                     open_deadline=filter_id in keyed))
         request.loads[token] = runs.submit(self._load, table, dyn, cfg, request.runs.rules)
 
     # ------------------------------------------------------------------ explain
