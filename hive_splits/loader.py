@@ -87,8 +87,11 @@ class DynamicFilter:
     open_deadline: bool = False
 
 
-#: the longest a load waits for a filter with ``open_deadline`` (its own wait bounds it first)
-OPEN_WAIT_S = 24 * 3600.0
+#: the longest a load waits for a filter with ``open_deadline`` (its own wait bounds it first,
+#: once the scan is listed): a scan listed later than this after its load started is read
+#: unpruned, reported as a timeout; a query planned but never run holds a waiting daemon
+#: thread no longer than this
+OPEN_WAIT_S = 2 * 3600.0
 
 
 @dataclass(frozen=True)
