@@ -56,8 +56,10 @@ def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
     with spark_conf(spark, {"spark.dpp.tables.bj_sales": str(sales),
                             "spark.dpp.sqlPath": "hook",
                             # every case must run its build side (a cached filter runs no
-                            # job; tests/test_hook_filter_cache.py checks those)
+                            # job; tests/test_hook_filter_cache.py checks those; one left to
+                            # Spark's keys neither: tests/test_spark_keys.py)
                             "spark.dpp.filterCache.enabled": "false",
+                            "spark.dpp.sparkKeys.enabled": "false",
                             "spark.sql.adaptive.enabled": "true"}):
         session = dpp.enable(spark)
         assert session.optimizer_hook is not None, session.hook_note

@@ -283,3 +283,18 @@ def test_keys_listed_after_the_wait_timeout_still_prune(spark: Any, data: dict[s
     # have ended its wait before the keys came
     assert report.phases["wait"] > 0.1, ("the listing came within the timeout: no test",
                                          report.phases)
+
+
+def test_with_the_filter_cache_on_builds_run_and_fill_it(spark: Any,
+                                                         data: dict[str, Any]) -> None:
+    """The filter cache on: no build is left to Spark's keys (dpp's builds fill the cache,
+    and a cached filter serves the next query at planning, without waiting for Spark's)."""
+    with spark_conf(spark, {"spark.dpp.filterCache.enabled": "true"}):
+        got, expected, report = _run(spark, data["session"], lambda: _job(spark, "sk_sales"))
+        again, _expected, second = _run(spark, data["session"],
+                                        lambda: _job(spark, "sk_sales"))
+    assert got == expected and again == expected
+    (f,) = report.filters
+    assert not f.deferred and not f.spark_keys and len(_jobs_of(spark, f.filter_id)) == 1, f
+    (g,) = second.filters
+    assert g.cache_hit and not g.deferred, g

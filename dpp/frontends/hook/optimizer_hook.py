@@ -325,8 +325,10 @@ class OptimizerHook:
                     frame = self._build_frame(msg["request"], p)
                     column = real_column(table, p.column) or p.column
                     # left to Spark's keys only where Spark's own pruning is on (else none
-                    # can come, and the build would only start later, at the listing)
-                    if not (cfg.spark_keys and rules.dynamic_pruning
+                    # can come, and the build would only start later, at the listing), and
+                    # not with the filter cache on (its filters serve a query at planning;
+                    # dpp's builds fill it)
+                    if not (cfg.spark_keys and not cfg.filter_cache and rules.dynamic_pruning
                             and p.fact_expr is None and uses[sig] == 1
                             and column.lower() in {n.lower() for n in table.partition_names}
                             and under_broadcast_threshold(frame, unknown=False)):
