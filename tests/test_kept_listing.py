@@ -287,6 +287,46 @@ def test_generated_layouts_read_as_the_reader_reads_them(spark: Any, jar: None,
         assert _rows(lazy.where(cond)) == _rows(want.where(cond)), cond
 
 
+@pytest.mark.parametrize("seed", range(40, 60))
+def test_generated_layouts_listed_on_the_driver_read_as_the_reader_reads_them(
+        spark: Any, jar: None, tmp_path: Path, seed: int) -> None:
+    """With Spark's listing threshold at one folder, every listing of the index's kept local
+    folders takes the driver's way (a clone of the session listing without a job): it still
+    reads what Spark's reader reads."""
+    with spark_conf(spark, {"spark.sql.sources.parallelPartitionDiscovery.threshold": "1"}):
+        test_generated_layouts_read_as_the_reader_reads_them(spark, jar, tmp_path, seed)
+
+
+def _jobs_of(spark: Any, group: str, action: Any) -> int:
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        action()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    return len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def test_many_local_kept_folders_are_listed_without_a_job(spark: Any, jar: None,
+                                                          tmp_path: Path) -> None:
+    """Past Spark's listing threshold (32 folders) Spark's index lists with a job of a task
+    per folder; the index lists kept local folders on the driver instead, with Spark's own
+    listing code: a scan of all 40 folders runs the same jobs as Spark's reader's scan (whose
+    listing ran when it was made), and reads the same rows."""
+    root = tmp_path / "t"
+    for d in range(1, 41):
+        _file(root / f"p={d}", "part-0.parquet", _ints(v=[d]))
+    want = spark.read.parquet(root.as_uri())
+    lazy = _lazy(spark, root)
+    assert lazy is not None, _why(spark)
+    assert _rows(lazy) == _rows(want)
+    n_want = _jobs_of(spark, "kl-want", lambda: want.agg({"v": "sum"}).collect())
+    lazy = _lazy(spark, root)
+    n_lazy = _jobs_of(spark, "kl-lazy", lambda: lazy.agg({"v": "sum"}).collect())
+    assert n_lazy == n_want, (n_lazy, n_want)
+
+
 # ------------------------------------------------------------------------- through dpp
 
 NAME = "kl_fact"

@@ -844,12 +844,46 @@ public final class FolderIndex extends CompatFileIndex {
         options.put("basePath", root.toString());
         StructType full = new StructType(concat(Arrays.asList(dataSchema.fields()),
             Arrays.asList(partitionSchema.fields())).toArray(new StructField[0]));
-        InMemoryFileIndex idx = new InMemoryFileIndex(session,
+        InMemoryFileIndex idx = new InMemoryFileIndex(listingSession(paths.size()),
             CollectionConverters.asScala(paths).toList(), Compat.toMap(options),
             Option.apply(full), statuses, Option.empty(),
             Option.empty());
         return idx;
     }
+
+    /**
+     * The session Spark's index lists {@code folders} kept folders with: this index's own, or,
+     * for a table on the local disk that Spark would list with a job (more folders than
+     * {@code parallelPartitionDiscovery.threshold}), a clone of it whose threshold is the
+     * largest, so Spark's own listing code runs on the driver. A listing job costs a task per
+     * folder (1,824 folders: seconds on two cores) where the driver lists local folders in a
+     * fraction of that; what is listed, and how, is the same code with the same settings (the
+     * clone is made now, holding the session's settings as they are). Any other filesystem
+     * keeps Spark's job: there the job lists remote folders in parallel.
+     */
+    private SparkSession listingSession(int folders) {
+        String scheme = root.toUri().getScheme();
+        if (scheme != null && !"file".equals(scheme)) {
+            return session;
+        }
+        try {
+            org.apache.spark.sql.internal.SQLConf conf = Compat.sessionState(session).conf();
+            long threshold = Long.parseLong(conf.getConfString(LIST_THRESHOLD, "32").trim());
+            if (folders <= threshold) {
+                return session;
+            }
+            SparkSession clone = Compat.cloneSession(session);
+            Compat.sessionState(clone).conf().setConfString(LIST_THRESHOLD,
+                String.valueOf(Integer.MAX_VALUE));
+            return clone;
+        } catch (Throwable t) {
+            LOG.debug("dpp: {} lists as Spark's session does ({})", root, t.toString());
+            return session;
+        }
+    }
+
+    private static final String LIST_THRESHOLD =
+        "spark.sql.sources.parallelPartitionDiscovery.threshold";
 
     /** Each folder's values, cast from its texts by Spark's own partition-value cast. */
     private List<Object[]> values() {
