@@ -63,6 +63,23 @@ def test_inner_join_prunes_the_fact_by_the_filtered_dimension() -> None:
     assert [(x.relation, x.column, x.build_node) for x in prunes] == [(f, "day", d)]
 
 
+def test_a_build_side_says_whether_sparks_own_pruning_counts_its_filter() -> None:
+    """``Prune.spark_selective`` follows the Filter's ``sparkSelective`` (Spark's
+    ``isLikelySelective``) anywhere below the build's side of the join; a Filter that does
+    not say counts as one (the hook then waits for Spark's keys, as before the field)."""
+    for says, want in ((True, True), (False, False), (None, True)):
+        p = _Plan()
+        f = p.fact()
+        leaf = p.node("LogicalRelation", [], [(10, "d"), (11, "month")])
+        extra = {} if says is None else {"sparkSelective": says}
+        flt = p.node("Filter", [leaf], [(10, "d"), (11, "month")], selective=True,
+                     inSubqueries=[], **extra)
+        d = p.node("Project", [flt], [(10, "d")], map=[[10, 10]])
+        _join(p, f, d, "INNER", [(p.key(2), p.key(10))])
+        (prune,) = find_prunes(p.desc())[0]
+        assert prune.spark_selective is want, (says, prune)
+
+
 def test_keys_written_the_other_way_round_still_pair() -> None:
     p = _Plan()
     d, f = p.dim(), p.fact()

@@ -49,7 +49,8 @@ def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
         cal.mkdir()
         pq.write_table(pa.table({"d": pa.array(range(DAYS), key_type),
                                  "tag": pa.array(["x" if d in PICKED else "y"
-                                                  for d in range(DAYS)])}),
+                                                  for d in range(DAYS)]),
+                                 "picked": pa.array([d in PICKED for d in range(DAYS)])}),
                        cal / "part-0.parquet")
         spark.read.parquet(str(cal)).createOrReplaceTempView(name)
     spark.sql("DROP TABLE IF EXISTS sk_sales_cat")
@@ -196,6 +197,25 @@ def test_where_spark_plans_no_pruning_the_build_runs_at_the_listing(spark: Any,
     (f,) = report.filters
     assert f.outcome == "complete" and not f.spark_keys and f.deferred, f
     assert len(_jobs_of(spark, f.filter_id)) == 1, "the build did not run at the listing"
+
+
+@pytest.mark.parametrize("fact", FACTS)
+def test_a_build_side_spark_counts_no_filter_on_is_not_left_to_its_keys(
+        spark: Any, data: dict[str, Any], fact: str) -> None:
+    """A dimension filtered by a boolean column alone: Spark's own pruning plans nothing by
+    a side without a predicate it counts (``PartitionPruning.isLikelySelective``: a
+    comparison, IN, LIKE..., not a boolean column), so no keys can come; dpp's build starts
+    with the query instead of waiting for the scan's listing, and the rows are Spark's."""
+    def job() -> Any:
+        f, c = spark.table(fact), spark.table("sk_cal").where("picked")
+        return f.join(c, f["day"] == c["d"]).groupBy("day").agg({"amount": "sum"})
+
+    got, expected, report = _run(spark, data["session"], job)
+    assert got == expected and len(expected) == len(PICKED)
+    (t,) = [t for t in report.tables if t.pruning == "applied"]
+    assert t.partitions_kept == len(PICKED), t
+    (f,) = report.filters
+    assert f.outcome == "complete" and not f.spark_keys and not f.deferred, f
 
 
 @pytest.mark.parametrize("off", [None, "off"])

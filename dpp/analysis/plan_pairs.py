@@ -66,6 +66,10 @@ class Prune:
     # the build side reads files only (no local rows, cached data or declared table, no
     # IN-subquery): its plan and files identify its keys, so the filter cache may keep them
     build_cacheable: bool = False
+    # Spark's own dynamic pruning would plan a filter by this build side: its side of the
+    # join holds a filter Spark counts (``_Plan.spark_selective``). False: no keys of Spark's
+    # can come for it, so the hook does not leave the build to them
+    spark_selective: bool = True
 
     @property
     def build(self) -> tuple[int, int, str]:
@@ -230,6 +234,25 @@ class _Plan:
             return None
         return self.trace(child, attr, depth + 1, data, at)
 
+    def spark_selective(self, node: int) -> bool:
+        """Whether Spark's own dynamic pruning sees a filter in the subtree at ``node`` (its
+        ``hasSelectivePredicate``: some ``Filter`` whose condition
+        ``PartitionPruning.isLikelySelective`` accepts): Spark plans pruning by a join side
+        only then. A filter that does not say (a plan from another front end, a jar without
+        the test) or holds an IN subquery (Spark rewrites it to a join whose own filters it
+        then sees) counts as one: the answer only decides whether to wait for Spark's keys."""
+        todo, seen = [node], set()
+        while todo:
+            n = self.nodes[todo.pop()]
+            if n["id"] in seen:
+                continue
+            seen.add(n["id"])
+            if n["op"] == "Filter" and (n.get("sparkSelective", True)
+                                        or n.get("inSubqueries")):
+                return True
+            todo.extend(n["children"])
+        return False
+
     def selective(self, node: int, depth: int = 0) -> bool:
         """Whether a build side filters anything (else its filter admits every key, when
         the fact's keys all have a row there: the foreign key a star schema holds). An
@@ -368,7 +391,8 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
         return True
 
     def add(targets: Optional[list[tuple[int, str]]], build_node: int, build_key: dict,
-            how: str, semi: Optional[tuple[int, tuple[tuple[int, int], ...]]] = None) -> None:
+            how: str, semi: Optional[tuple[int, tuple[tuple[int, int], ...]]] = None,
+            spark_side: Optional[int] = None) -> None:
         for rel, col in targets or []:
             if rel == build_node:
                 continue
@@ -388,7 +412,9 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
             out.append(Prune(rel, col, build_node, build_key["expr"], build_key["type"],
                              build_key.get("sql", "?"), how, data=data,
                              build_facts=facts if data else (), build_semi=semi,
-                             build_cacheable=cacheable))
+                             build_cacheable=cacheable,
+                             spark_selective=plan.spark_selective(
+                                 build_node if spark_side is None else spark_side)))
 
     def add_expression(fact: dict, target: tuple[int, tuple[tuple[int, str], ...]],
                        build_node: int, build_key: dict, how: str) -> None:
@@ -458,7 +484,7 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                         continue   # an expression key is not narrowed this way
                     build = _narrow(plan, dim_side, dim)
                     if targets:
-                        add(targets, build, dim, how)
+                        add(targets, build, dim, how, spark_side=dim_side)
                     else:
                         assert expression is not None
                         add_expression(fact, expression, build, dim, how)

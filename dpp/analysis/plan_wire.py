@@ -15,7 +15,7 @@ at what a field meant.
 The plan, per node: ``id``, ``op`` (Spark's class name), ``children`` (node ids),
 ``output`` (``[exprId, name, type]``), and by operator ``joinType`` / ``keys`` (Join),
 ``map`` (``[[output exprId, source exprId]]``, Project and Aggregate), ``partitionSpec``
-(Window), ``inSubqueries`` (Filter), ``selective`` (Filter), ``relation`` (a Parquet
+(Window), ``inSubqueries`` (Filter), ``selective`` and ``sparkSelective`` (Filter), ``relation`` (a Parquet
 relation read by its files, with its raw facts: ``dpp.analysis.rules.is_fact`` decides
 which is a fact dpp may wrap), ``flagged`` / ``ordered`` / ``windowCalls`` (the facts the
 determinism rules of :mod:`dpp.analysis.rules` decide on; ``subqueries``, the plans of the
@@ -107,6 +107,8 @@ class PlanNode(_NodeRequired, total=False):
     partitionSpec: list[int]      # Window
     inSubqueries: list[InSubquery]
     selective: bool               # Filter: a predicate beyond IS NOT NULL
+    sparkSelective: bool          # Filter: Spark's own DPP counts it as a build side's filter
+    #                               (PartitionPruning.isLikelySelective); the hook's plans only
     relation: Relation
     source: str                   # a leaf relation's name for reports: the catalog table's,
     #                               else the folder's (any relation, candidate or not)

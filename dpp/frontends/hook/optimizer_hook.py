@@ -324,11 +324,12 @@ class OptimizerHook:
                     request.builds[sig] = spec
                     frame = self._build_frame(msg["request"], p)
                     column = real_column(table, p.column) or p.column
-                    # left to Spark's keys only where Spark's own pruning is on (else none
-                    # can come, and the build would only start later, at the listing), and
-                    # not with the filter cache on (its filters serve a query at planning;
-                    # dpp's builds fill it)
+                    # left to Spark's keys only where Spark's own pruning is on and sees a
+                    # filter on the build's side of the join (else none can come, and the
+                    # build would only start later, at the listing), and not with the filter
+                    # cache on (its filters serve a query at planning; dpp's builds fill it)
                     if not (cfg.spark_keys and not cfg.filter_cache and rules.dynamic_pruning
+                            and p.spark_selective
                             and p.fact_expr is None and uses[sig] == 1
                             and column.lower() in {n.lower() for n in table.partition_names}
                             and under_broadcast_threshold(frame, unknown=False)):

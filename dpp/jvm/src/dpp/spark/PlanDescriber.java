@@ -342,8 +342,25 @@ final class PlanDescriber {
                 }
             }
             n.put("selective", selective);
+            Boolean likely = likelySelective(((Filter) p).condition());
+            if (likely != null) {
+                n.put("sparkSelective", likely);
+            }
         }
         return id;
+    }
+
+    /** Whether Spark's own dynamic partition pruning counts this condition as a filter on its
+     * build side ({@code PartitionPruning.isLikelySelective}: a comparison, IN, LIKE, a string
+     * predicate...; not IS NULL, a boolean column, a UDF). Spark plans no pruning by a side
+     * without one, so no keys of Spark's can come for it. Null where Spark lacks the test. */
+    private static Boolean likelySelective(Expression condition) {
+        try {
+            return org.apache.spark.sql.execution.dynamicpruning.PartitionPruning$.MODULE$
+                .isLikelySelective(condition);
+        } catch (Throwable t) {
+            return null;
+        }
     }
 
     /** The limit operators (by Spark's names) whose kept rows a sort right below decides:
