@@ -599,3 +599,59 @@ def test_folder_times_take_filesystem_schemes_only() -> None:
                                ).declared_folder_times == ()
     with pytest.raises(ConfigError, match="s3a://"):
         DppConfig.from_mapping({"spark.dpp.declaredTables.folderTimes": "hdfs,s3a://"})
+
+
+# ------------------------------------------------------------------------- the first folder's schema
+
+def _all_aged(root: Path, seconds: float) -> None:
+    """Every file and folder under ``root`` (and it) last changed ``seconds`` ago."""
+    import os
+    import time
+
+    then = time.time() - seconds
+    for p in [root, *root.rglob("*")]:
+        os.utime(p, (then, then))
+
+
+def test_an_unchanged_first_folder_is_probed_once_and_a_change_is_read(
+        spark: Any, jar: None, tmp_path: Path) -> None:
+    """The schema Spark's reader takes from the first data file is kept by that folder's
+    files (each one's path, length and time) and the session's settings: opened again, the
+    index runs no job for it; the first file rewritten with another column, a file added
+    before it in path order, or a setting that changes how Spark reads its types — each is
+    read as Spark's reader reads it."""
+    root = tmp_path / "t"
+    for d in range(1, 6):
+        _file(root / f"p={d}", "part-1.parquet", _ints(v=[d]))
+    _all_aged(root, 3600)
+    _same(spark, root)                       # probed once, kept (the files are old)
+    assert _jobs_of(spark, "kl-probe", lambda: _lazy(spark, root)) == 0
+    # the first file rewritten with another column (and, old again, another time)
+    first = root / "p=1" / "part-1.parquet"
+    pq.write_table(pa.table({"v": pa.array([1], pa.int64()), "w": pa.array(["a"])}), first)
+    _all_aged(root, 600)
+    lazy = _same(spark, root)
+    assert "w" in lazy.columns
+    # a file that comes first in path order
+    pq.write_table(pa.table({"u": pa.array([5], pa.int64())}), root / "p=1" / "part-0.parquet")
+    _all_aged(root, 300)
+    lazy = _same(spark, root)
+    assert "u" in lazy.columns and "w" not in lazy.columns
+    # a setting that changes the type Spark reads a column as
+    pq.write_table(pa.table({"u": pa.array([b"x"], pa.binary())}), root / "p=1" / "part-0.parquet")
+    _all_aged(root, 200)
+    plain = _same(spark, root)
+    with spark_conf(spark, {"spark.sql.parquet.binaryAsString": "true"}):
+        text = _same(spark, root)
+    assert dict(plain.dtypes)["u"] == "binary" and dict(text.dtypes)["u"] == "string"
+
+
+def test_a_first_folder_changed_just_now_is_probed_again(spark: Any, jar: None,
+                                                         tmp_path: Path) -> None:
+    """Files changed within the last seconds are not trusted by their time (a rewrite in the
+    same clock tick would not move it): each opening probes them again."""
+    root = tmp_path / "t"
+    for d in range(1, 6):
+        _file(root / f"p={d}", "part-1.parquet", _ints(v=[d]))
+    _same(spark, root)
+    assert _jobs_of(spark, "kl-fresh", lambda: _lazy(spark, root)) == 1

@@ -227,17 +227,20 @@ public final class FolderIndex extends CompatFileIndex {
         // the first folder holding a file: Spark's reader takes the schema of its first file
         Leaf first = null;
         long firstBytes = 0;
+        List<FileStatus> firstFiles = null;
         Map<Leaf, Boolean> holdsData = new HashMap<>();
         int tried = 0;
         for (Leaf l : ordered) {
             if (tried++ >= PROBES) {
                 throw new Giveup("no data file in the first " + PROBES + " folders");
             }
-            long[] stat = listed(session, l.path(), opts, cache);
+            List<FileStatus> files = new ArrayList<>();
+            long[] stat = listed(session, l.path(), opts, cache, files);
             holdsData.put(l, stat[1] > 0);
             if (stat[0] > 0) {
                 first = l;
                 firstBytes = stat[2];
+                firstFiles = files;
                 break;
             }
         }
@@ -271,16 +274,9 @@ public final class FolderIndex extends CompatFileIndex {
             }
         }
 
-        Dataset<Row> probe = session.read().option("basePath", root.toString())
-            .parquet(first.path().toString());
-        StructType probed = probe.schema();
-        LogicalPlan probePlan = probe.queryExecution().analyzed();
-        if (!(probePlan instanceof LogicalRelation)
-                || !(((LogicalRelation) probePlan).relation() instanceof HadoopFsRelation)) {
-            throw new Giveup("the reader's plan is not one file relation");
-        }
-        for (StructField f : ((HadoopFsRelation) ((LogicalRelation) probePlan).relation())
-                .dataSchema().fields()) {
+        Probed found = probe(session, conf, root, first, firstFiles);
+        StructType probed = found.schema;
+        for (StructField f : found.dataSchema.fields()) {
             for (String c : columns) {
                 if (c.equalsIgnoreCase(f.name())) {
                     throw new Giveup("the files hold a column named like partition column " + c);
@@ -336,6 +332,75 @@ public final class FolderIndex extends CompatFileIndex {
         HadoopFsRelation out = rel.copy(index, partitionSchema, dataSchema, rel.bucketSpec(),
             rel.fileFormat(), rel.options(), rel.sparkSession());
         return Compat.ofRows(session, Compat.withRelation(lr, out));
+    }
+
+    /** What Spark's reader of the first data folder gives: its schema (data columns, then
+     * the partition columns it inferred) and its relation's data schema. */
+    private static final class Probed {
+        final StructType schema;
+        final StructType dataSchema;
+
+        Probed(StructType schema, StructType dataSchema) {
+            this.schema = schema;
+            this.dataSchema = dataSchema;
+        }
+    }
+
+    /** Probes by the first folder's files (path, length, modification time of each), the
+     * session's settings and the root: the schema Spark infers is a function of those. */
+    private static final Map<String, Probed> PROBED = lru(64);
+
+    /**
+     * Spark's reader of the first data folder (with the root as {@code basePath}): its schema
+     * comes from a Parquet footer, read by a Spark job. The same files (each one's path,
+     * length and modification time, as Spark's own file-status cache trusts them) read
+     * under the same settings give the same schema, so a probe is kept for those and a
+     * table opened for each query runs that job once. Kept only when every file's last change
+     * is older than {@link #QUIET_MS} ({@link #REMOTE_QUIET_MS} off the local disk): a
+     * rewrite in the same clock tick would not move the time.
+     */
+    private static Probed probe(SparkSession session, org.apache.spark.sql.internal.SQLConf conf,
+                                Path root, Leaf first, List<FileStatus> files) throws Giveup {
+        String key = null;
+        if (files != null && !files.isEmpty()) {
+            List<FileStatus> sorted = new ArrayList<>(files);
+            sorted.sort((a, b) -> a.getPath().toString().compareTo(b.getPath().toString()));
+            boolean local = "file".equals(root.toUri().getScheme());
+            long quiet = local ? QUIET_MS : REMOTE_QUIET_MS;
+            long now = System.currentTimeMillis();
+            StringBuilder b = new StringBuilder(root.toString()).append('\u0000')
+                .append(first.path()).append('\u0000');
+            for (FileStatus f : sorted) {
+                if (f.getModificationTime() <= 0 || now - f.getModificationTime() <= quiet) {
+                    b = null;
+                    break;
+                }
+                b.append(f.getPath()).append('|').append(f.getLen()).append('|')
+                    .append(f.getModificationTime()).append('\u0000');
+            }
+            if (b != null) {
+                b.append(new java.util.TreeMap<>(CollectionConverters.asJava(conf.getAllConfs())));
+                key = b.toString();
+            }
+        }
+        Probed held = key == null ? null : PROBED.get(key);
+        if (held != null) {
+            return held;
+        }
+        Dataset<Row> probe = session.read().option("basePath", root.toString())
+            .parquet(first.path().toString());
+        StructType schema = probe.schema();
+        LogicalPlan probePlan = probe.queryExecution().analyzed();
+        if (!(probePlan instanceof LogicalRelation)
+                || !(((LogicalRelation) probePlan).relation() instanceof HadoopFsRelation)) {
+            throw new Giveup("the reader's plan is not one file relation");
+        }
+        Probed made = new Probed(schema,
+            ((HadoopFsRelation) ((LogicalRelation) probePlan).relation()).dataSchema());
+        if (key != null) {
+            PROBED.put(key, made);
+        }
+        return made;
     }
 
     private static <T> List<T> concat(List<T> a, List<T> b) {
@@ -666,6 +731,13 @@ public final class FolderIndex extends CompatFileIndex {
     private static long[] listed(SparkSession session, Path dir,
                                  scala.collection.immutable.Map<String, String> opts,
                                  FileStatusCache cache) {
+        return listed(session, dir, opts, cache, null);
+    }
+
+    /** As above; {@code statuses}, when given, receives the listed files' statuses. */
+    private static long[] listed(SparkSession session, Path dir,
+                                 scala.collection.immutable.Map<String, String> opts,
+                                 FileStatusCache cache, List<FileStatus> statuses) {
         InMemoryFileIndex idx = new InMemoryFileIndex(session,
             CollectionConverters.asScala(Arrays.asList(dir)).toList(), opts, Option.empty(),
             cache, Option.empty(), Option.empty());
@@ -673,6 +745,9 @@ public final class FolderIndex extends CompatFileIndex {
         long nonEmpty = 0;
         long bytes = 0;
         for (FileStatus f : CollectionConverters.asJava(idx.allFiles())) {
+            if (statuses != null) {
+                statuses.add(f);
+            }
             files++;
             String name = f.getPath().getName();
             if (f.getLen() > 0 && !name.startsWith("_metadata")
