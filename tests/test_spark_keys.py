@@ -89,6 +89,17 @@ def _jobs_of(spark: Any, filter_id: str) -> list[int]:
     return list(spark.sparkContext.statusTracker().getJobIdsForGroup(job_group_id(filter_id)))
 
 
+def _the_filter_of(spark: Any, data: dict[str, Any], job: Any) -> Any:
+    """Runs ``job`` with the hook and without pruning: the same rows, the fact kept to the
+    picked days; the one filter's report."""
+    got, expected, report = _run(spark, data["session"], job)
+    assert got == expected and len(expected) == len(PICKED)
+    (t,) = [t for t in report.tables if t.pruning == "applied"]
+    assert t.partitions_kept == len(PICKED), t
+    (f,) = report.filters
+    return f
+
+
 @pytest.mark.parametrize("aqe", ["true", "false"])
 @pytest.mark.parametrize("fact", FACTS)
 def test_spark_keys_are_the_filter_and_no_build_job_runs(spark: Any, data: dict[str, Any],
@@ -190,11 +201,7 @@ def test_where_spark_plans_no_pruning_the_build_runs_at_the_listing(spark: Any,
         f, c = spark.table(fact), spark.table("sk_cal").where("tag = 'x'").hint("merge")
         return f.join(c, f["day"] == c["d"]).groupBy("day").agg({"amount": "sum"})
 
-    got, expected, report = _run(spark, data["session"], job)
-    assert got == expected and len(expected) == len(PICKED)
-    (t,) = [t for t in report.tables if t.pruning == "applied"]
-    assert t.partitions_kept == len(PICKED), t
-    (f,) = report.filters
+    f = _the_filter_of(spark, data, job)
     assert f.outcome == "complete" and not f.spark_keys and f.deferred, f
     assert len(_jobs_of(spark, f.filter_id)) == 1, "the build did not run at the listing"
 
@@ -210,11 +217,7 @@ def test_a_build_side_spark_counts_no_filter_on_is_not_left_to_its_keys(
         f, c = spark.table(fact), spark.table("sk_cal").where("picked")
         return f.join(c, f["day"] == c["d"]).groupBy("day").agg({"amount": "sum"})
 
-    got, expected, report = _run(spark, data["session"], job)
-    assert got == expected and len(expected) == len(PICKED)
-    (t,) = [t for t in report.tables if t.pruning == "applied"]
-    assert t.partitions_kept == len(PICKED), t
-    (f,) = report.filters
+    f = _the_filter_of(spark, data, job)
     assert f.outcome == "complete" and not f.spark_keys and not f.deferred, f
 
 
