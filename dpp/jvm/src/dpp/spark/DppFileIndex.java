@@ -259,9 +259,7 @@ public final class DppFileIndex extends CompatFileIndex {
             }
             java.lang.reflect.Field cacheField = CatalogFileIndex.class.getDeclaredField("fileStatusCache");
             cacheField.setAccessible(true);
-            SparkSession clone = Compat.cloneSession(sessionOf(cat));
-            Compat.sessionState(clone).conf().setConfString(THRESHOLD,
-                String.valueOf(Integer.MAX_VALUE));
+            SparkSession clone = listingOnDriver(sessionOf(cat));
             java.lang.reflect.Constructor<?> make = null;
             for (java.lang.reflect.Constructor<?> c : CatalogFileIndex.class.getConstructors()) {
                 if (c.getParameterCount() == 3) {
@@ -281,8 +279,17 @@ public final class DppFileIndex extends CompatFileIndex {
         }
     }
 
-    private static final String THRESHOLD =
+    static final String THRESHOLD =
         "spark.sql.sources.parallelPartitionDiscovery.threshold";
+
+    /** A clone of {@code session} (every setting as its own, made now) whose listing
+     * threshold is the largest: Spark's index lists any number of folders on the driver. */
+    static SparkSession listingOnDriver(SparkSession session) {
+        SparkSession clone = Compat.cloneSession(session);
+        Compat.sessionState(clone).conf().setConfString(THRESHOLD,
+            String.valueOf(Integer.MAX_VALUE));
+        return clone;
+    }
 
     private static org.apache.spark.sql.execution.datasources.FileStatusCache statusCacheOf(
             CatalogFileIndex cat) throws ReflectiveOperationException {

@@ -943,22 +943,14 @@ public final class FolderIndex extends CompatFileIndex {
         }
         try {
             org.apache.spark.sql.internal.SQLConf conf = Compat.sessionState(session).conf();
-            long threshold = Long.parseLong(conf.getConfString(LIST_THRESHOLD, "32").trim());
-            if (folders <= threshold) {
-                return session;
-            }
-            SparkSession clone = Compat.cloneSession(session);
-            Compat.sessionState(clone).conf().setConfString(LIST_THRESHOLD,
-                String.valueOf(Integer.MAX_VALUE));
-            return clone;
+            long threshold = Long.parseLong(
+                conf.getConfString(DppFileIndex.THRESHOLD, "32").trim());
+            return folders <= threshold ? session : DppFileIndex.listingOnDriver(session);
         } catch (Throwable t) {
             LOG.debug("dpp: {} lists as Spark's session does ({})", root, t.toString());
             return session;
         }
     }
-
-    private static final String LIST_THRESHOLD =
-        "spark.sql.sources.parallelPartitionDiscovery.threshold";
 
     /** Each folder's values, cast from its texts by Spark's own partition-value cast. */
     private List<Object[]> values() {
