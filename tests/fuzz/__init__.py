@@ -3,7 +3,8 @@
 A *case* (:class:`tests.fuzz.model.Case`) is data, a query and settings, drawn from a seed:
 a fact table partitioned by one to three columns of the types Spark infers or a catalog
 declares, with odd folder values, NULL and empty partitions, several files a partition,
-leftovers Spark ignores and files of another schema; read as one of the three relation kinds
+leftovers Spark ignores, files of another schema, and files an hour old (what dpp keeps
+by modification times then engages); read as one of the three relation kinds
 (a table of Spark's catalog with partitions placed where the catalog allows,
 ``spark.read.parquet``, a table declared by ``spark.dpp.tables.*``); a dimension with
 duplicates, NULL keys, keys of other types and keys through expressions and collations; a

@@ -73,7 +73,8 @@ def draw_case(rng: random.Random, seed: int, *, connect: bool = False) -> Case:
     fact = Fact(relation=relation, cols=cols, partitions=leaves, files=files,
                 rows_per_file=rng.choice([1, 2, 3]), evolved=evolved,
                 leftovers=rng.random() < 0.3, placed=placed,
-                col_in_file=relation != "catalog" and rng.random() < 0.1)
+                col_in_file=relation != "catalog" and rng.random() < 0.1,
+                aged=rng.random() < 0.3)
     same = DIM_KEY_TYPES[kinds[0]][0]
     key_kind = same if rng.random() < 0.7 else rng.choice(DIM_KEY_TYPES[kinds[0]])
     dim_keys = _dim_keys(rng, leaves, 0, kinds[0], key_kind)

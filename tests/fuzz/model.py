@@ -53,6 +53,9 @@ class Fact:
     leftovers: bool = False         # _SUCCESS, .hidden and _temporary files Spark ignores
     placed: list[int] = field(default_factory=list)     # catalog: leaves at custom locations
     col_in_file: bool = False       # the first partition column is also inside the files
+    aged: bool = False              # every file and folder last changed an hour ago: what
+    #                                 dpp keeps by modification times (a folder's names, the
+    #                                 first folder's schema) is kept and reused between runs
 
 
 @dataclass

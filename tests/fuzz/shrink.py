@@ -76,7 +76,7 @@ def candidates(case: Case) -> Iterator[Case]:
         if len(f.partitions) > 1:
             yield _without_leaf(case, i)
     for attr, simple in (("leftovers", False), ("evolved", []), ("placed", []),
-                         ("col_in_file", False), ("rows_per_file", 1)):
+                         ("col_in_file", False), ("aged", False), ("rows_per_file", 1)):
         if getattr(f, attr) != simple:
             yield changed(lambda c, a=attr, v=simple: setattr(c.fact, a, v))
     if any(n > 1 for n in f.files):
