@@ -95,6 +95,38 @@ def test_the_build_values_filter_the_row_groups_of_a_partitioned_fact(
     assert _rows_scanned(df, data["sales"]) == DAYS * picked * PER_ITEM
 
 
+def test_a_relation_with_a_row_filter_leaves_no_build_to_sparks_keys(
+        spark: Any, data: dict[str, Any], tmp_path: Any) -> None:
+    """The fact joined to the items (a data column: a row filter) and to a day dimension (a
+    partition column Spark's own pruning would prune): the rule waits for the relation's load
+    to put the row filter in the plan, and Spark's keys only come when the scan lists, after
+    the rule — so the day's build is not left to them (it would hold the load, and the row
+    filter, until the wait timed out). Same rows, the row filter, the days pruned."""
+    pq.write_table(pa.table({"d": pa.array(range(DAYS), pa.int32()),
+                             "pick": ["y" if d == 1 else "n" for d in range(DAYS)]}),
+                   tmp_path / "days.parquet")
+    spark.read.parquet(str(tmp_path / "days.parquet")).createOrReplaceTempView("rf_days")
+    sql = ("SELECT f.day, f.item, sum(f.amount) AS a FROM rf_sales f "
+           "JOIN rf_items i ON f.item = i.item_id JOIN rf_days d ON f.day = d.d "
+           "WHERE i.cat = 'few' AND d.pick = 'y' GROUP BY f.day, f.item")
+    try:
+        with spark_conf(spark, OFF):
+            want = sorted(tuple(r) for r in spark.sql(sql).collect())
+        settings = {**ON, "spark.dpp.sparkKeys.enabled": "true",
+                    "spark.dpp.filterCache.enabled": "false", "spark.dpp.waitTimeout": "5s"}
+        with spark_conf(spark, settings):
+            session_of(spark).last_report = None
+            got = sorted(tuple(r) for r in spark.sql(sql).collect())
+            report = session_of(spark).last_report
+    finally:
+        spark.catalog.dropTempView("rf_days")
+    assert got == want and len(want) == 3
+    (table,) = report.tables
+    assert table.row_group_filter == "`item` IN (3, 27, 29)", report.to_json()
+    assert (table.partitions_kept, table.partitions_total) == (1, DAYS), report.to_json()
+    assert not any(f.deferred for f in report.filters), report.to_json()
+
+
 def test_switched_off_the_rows_are_the_same_and_every_row_group_is_read(
         spark: Any, data: dict[str, Any]) -> None:
     sql = SQL.format(key="item", dim_key="item_id", cat="few")

@@ -328,8 +328,12 @@ class OptimizerHook:
                     # filter on the build's side of the join (else none can come, and the
                     # build would only start later, at the listing), and not with the filter
                     # cache on (its filters serve a query at planning; dpp's builds fill it)
+                    # Nor for a relation that also gets a row filter: the rule waits for
+                    # its load (row_filters_for) before Spark may list, and the keys only
+                    # come at that listing
+                    row_waits = cfg.row_group_filter and any(q.data for q in ps)
                     if not (cfg.spark_keys and not cfg.filter_cache and rules.dynamic_pruning
-                            and p.spark_selective
+                            and not row_waits and p.spark_selective
                             and p.fact_expr is None and uses[sig] == 1
                             and column.lower() in {n.lower() for n in table.partition_names}
                             and under_broadcast_threshold(frame, unknown=False)):
