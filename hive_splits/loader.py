@@ -85,6 +85,10 @@ class DynamicFilter:
     # pruning, or a build left to them), however long after the load starts: ``wait`` bounds
     # itself from then, and the load's deadline does not apply (at most OPEN_WAIT_S)
     open_deadline: bool = False
+    # a data column's filter wanted for the rows only: its domain reaches the caller
+    # (``LoadResult.data_domains``, a row filter above the scan) and is never tested against
+    # file statistics (no footer is read for it, no file listed for it)
+    rows_only: bool = False
 
 
 #: the longest a load waits for a filter with ``open_deadline`` (its own wait bounds it first,
@@ -343,7 +347,7 @@ class SplitLoader:
                 st.outcome, st.reason = FilterOutcome.UNKNOWN_COLUMN, (
                     f"column {f.column!r} is not a column of table {t.name}")
                 continue
-            if (f.column not in part_names and not self.stats_pruning
+            if (f.column not in part_names and not self.stats_pruning and not f.rows_only
                     and f.column != self._bucket_column()):
                 st.outcome, st.reason = FilterOutcome.UNUSED, (
                     f"{f.column!r} is a data column and statistics pruning is off")
@@ -358,6 +362,10 @@ class SplitLoader:
             self._pending.setdefault(f.column, []).append(p)
         self._dynamic_domain: dict[str, Optional[Domain]] = {}
         self._types = types
+        # data columns whose filters are all wanted for the rows only
+        self._rows_only = {c for c, ps in self._pending.items()
+                           if c not in part_names and c not in self._expressions
+                           and all(p.filter.rows_only for p in ps)}
         self._res = res
 
         if self.static.is_none():
@@ -385,6 +393,11 @@ class SplitLoader:
                     self._keep_unlisted(leaves)
                 else:
                     self._list_files(leaves)
+        for col in sorted(self._rows_only):   # the rows' domains, however the files came
+            d = self._await(col)
+            if d is not None:
+                res.data_domains[col] = (self._static[col].intersect(d)
+                                         if col in self._static else d)
         if os.environ.get(DROP_KEPT_SWITCH) == "1":
             _drop_one_kept(res, self._dynamic_domain, self.table)
         self._finish_filters("not needed: no partition survived")
@@ -847,13 +860,19 @@ class SplitLoader:
         buckets by the bucket column's)."""
         if not self.files_by_spark:
             return True
-        part = set(self.table.partition_names)
-        stats = self.stats_pruning and (
-            any(c not in part for c in self._static)
-            or any(c not in part and c not in self._expressions for c in self._pending))
+        stats = self._stats_columns()
         bucket = self._bucket_column()
         return stats or (bucket is not None and (bucket in self._static
                                                  or bucket in self._pending))
+
+    def _stats_columns(self) -> bool:
+        """Whether file statistics may skip a file: statistics pruning on, and a data column
+        with a static domain or a dynamic filter not wanted for the rows only."""
+        part = set(self.table.partition_names)
+        return self.stats_pruning and (
+            any(c not in part for c in self._static)
+            or any(c not in part and c not in self._expressions and c not in self._rows_only
+                   for c in self._pending))
 
     def _keep_unlisted(self, leaves: list[KeptPartition]) -> None:
         """The kept partitions of a table Spark lists itself (a catalog table's, a declared
@@ -1037,7 +1056,7 @@ class SplitLoader:
         part = set(self.table.partition_names)
         doms = {c: d for c, d in self._static.items() if c not in part}
         for col in self._pending:
-            if col in part or col in self._expressions:
+            if col in part or col in self._expressions or col in self._rows_only:
                 continue
             d = self._await(col)
             if d is not None:
@@ -1058,10 +1077,7 @@ class SplitLoader:
             spec = ", ".join(f"{k}={v!r}" for k, v in (kp.values if kp else {}).items())
             raise LayoutError(f"table {t.name}: location {exc.filename!r} of partition "
                               f"({spec}) does not exist") from None
-        part = set(t.partition_names)
-        prefetch = self.stats_pruning and (
-            any(c not in part for c in self._static)
-            or any(c not in part and c not in self._expressions for c in self._pending))
+        prefetch = self._stats_columns()
         entries: list[tuple[KeptPartition, FileEntry, Optional[Future]]] = []
         for kp, (dirs, files) in zip(leaves, listings):
             if dirs:
@@ -1098,7 +1114,7 @@ class SplitLoader:
                 else:
                     left.append((kp, fe, fut))
             entries = left
-        domains = self._data_domains() if self.stats_pruning and entries else {}
+        domains = self._data_domains() if prefetch and entries else {}
         res.data_domains = {c: d for c, d in domains.items() if c in self._pending}
         t0 = time.monotonic()
         metas: dict[int, Any] = {}

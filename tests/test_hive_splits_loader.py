@@ -600,3 +600,23 @@ def test_integral_fast_reading_gives_the_rules_answer_for_every_text(
     # canonical, in-range texts of an integral domain are answered (the fast path is taken)
     if all(d is None or d.type.integral_bounds for d in (static, dynamic)):
         assert "0" not in texts or "0" in test.memo   # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("stats", [False, True])
+def test_a_filter_wanted_for_the_rows_only_reads_no_footer_and_gives_its_domain(
+        tmp_path: Path, stats: bool) -> None:
+    """A data column's filter built for the rows it removes (``rows_only``): its domain comes
+    back for the caller's row filter whether statistics pruning is on or off, every file is
+    kept, and no footer is read for it (statistics were judged unable to skip a file)."""
+    root = single_level(tmp_path / "t", 6)
+    t = table_from_path(str(root))
+    dom = Domain.values(BIGINT, [1, 104])
+    dyn = DynamicFilter("f1", "x", ready(dom), rows_only=True)
+    r = SplitLoader(t, None, [dyn], wait_timeout=5, stats_pruning=stats).load()
+    assert r.data_domains == {"x": dom}
+    assert (r.files_kept, r.files_skipped, r.footers_read) == (6, 0, 0)
+    assert r.filters[0].used and r.filters[0].outcome == "complete"
+    # the same filter for statistics: footers are read and files skipped
+    dyn = DynamicFilter("f2", "x", ready(dom))
+    r = SplitLoader(t, None, [dyn], wait_timeout=5, stats_pruning=True).load()
+    assert r.footers_read > 0 and r.files_skipped == 2   # d=2, d=3: [2, 102], [3, 103]

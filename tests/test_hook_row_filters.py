@@ -289,3 +289,113 @@ def test_a_build_side_that_filters_nothing_is_narrowed_by_its_joins_other_key(
     finally:
         for name in ("inv", "cs", "dd"):
             spark.catalog.dropTempView(f"nw_{name}")
+
+
+# --------------------------------------------------------------- rows spared a costly join
+
+CUSTOMERS = 60
+PICKED = [c for c in range(CUSTOMERS) if c % 5 in (1, 3)]   # 24, spread: no run to merge
+
+
+@pytest.fixture(scope="module")
+def shuffled(spark: Any, tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[dict[str, Any]]:
+    """TPC-DS q72's shape, small: ``rs_sales`` (partitioned by day, customers in arrival
+    order, so no file or row group can be skipped by them) joins ``rs_stock`` (another
+    unpartitioned fact) on the item, then ``rs_customers`` filtered to some customers."""
+    root = tmp_path_factory.mktemp("rows_spared")
+    for day in range(DAYS):
+        folder = root / "sales" / f"day={day}"
+        folder.mkdir(parents=True)
+        n = 600
+        pq.write_table(pa.table({"item": pa.array([i % ITEMS for i in range(n)], pa.int32()),
+                                 "cust": pa.array([(i * 7 + day) % CUSTOMERS for i in range(n)],
+                                                  pa.int64()),
+                                 "qty": pa.array([i % 9 for i in range(n)], pa.int32())}),
+                       folder / "part-0.parquet")
+    (root / "stock").mkdir()
+    pq.write_table(pa.table({"s_item": pa.array([i % ITEMS for i in range(4000)], pa.int32()),
+                             "on_hand": pa.array([i % 13 for i in range(4000)], pa.int32()),
+                             # incompressible: the file is large for Spark's estimate
+                             "pad": pa.array([(i * 2654435761) % (1 << 61)
+                                              for i in range(4000)], pa.int64())}),
+                   root / "stock" / "part-0.parquet")
+    (root / "customers").mkdir()
+    pq.write_table(pa.table({"c_id": pa.array(range(CUSTOMERS), pa.int64()),
+                             "grade": ["a" if c in PICKED else "b" for c in range(CUSTOMERS)]}),
+                   root / "customers" / "part-0.parquet")
+    for name in ("sales", "stock", "customers"):
+        spark.read.parquet(str(root / name)).createOrReplaceTempView(f"rs_{name}")
+    try:
+        yield {"root": root}
+    finally:
+        for name in ("sales", "stock", "customers"):
+            spark.catalog.dropTempView(f"rs_{name}")
+
+
+SPARED = ("SELECT f.day, count(*) AS n, sum(s.on_hand) AS h FROM rs_sales f "
+          "JOIN rs_stock s ON f.item = s.s_item JOIN rs_customers c ON f.cust = c.c_id "
+          "WHERE c.grade = 'a' AND s.on_hand < f.qty GROUP BY f.day")
+# rs_stock (over 30 KB) is a fact Spark would not broadcast under this threshold; the
+# customers (under 1 KB) are still broadcast
+SHUFFLE_STOCK = {"spark.sql.autoBroadcastJoinThreshold": "4k",
+                 "spark.dpp.statsPruning.enabled": "auto"}
+
+
+def _row_filter_note(report: Any) -> list[str]:
+    return [n for n in report.analysis_notes if "filter built for its rows" in n]
+
+
+@pytest.mark.parametrize("form", ["sql", "dataframe"])
+def test_rows_that_meet_a_shuffle_join_first_are_filtered_by_every_build_value(
+        spark: Any, shuffled: dict[str, Any], form: str) -> None:
+    """The customers' filter cannot skip a file or a row group of the fact (statistics say
+    so), but every row it removes is spared the shuffle join with the stock: dpp builds it
+    for the rows and states every picked customer (Spark tests them as a hash set), not
+    the few ranges Parquet's row groups need. Same rows as Spark alone."""
+    def job() -> Any:
+        if form == "sql":
+            return spark.sql(SPARED)
+        f, s = spark.table("rs_sales"), spark.table("rs_stock")
+        c = spark.table("rs_customers").where("grade = 'a'")
+        return (f.join(s, f["item"] == s["s_item"]).join(c, f["cust"] == c["c_id"])
+                .where(s["on_hand"] < f["qty"]).groupBy("day")
+                .agg({"*": "count", "on_hand": "sum"}))
+
+    with enabled(spark, shuffled["root"]):
+        with spark_conf(spark, {**OFF, **SHUFFLE_STOCK}):
+            want = sorted(tuple(r) for r in job().collect())
+        with spark_conf(spark, {"spark.dpp.filterCache.enabled": "false", **SHUFFLE_STOCK}):
+            session_of(spark).last_report = None
+            df = job()
+            got = sorted(tuple(r) for r in df.collect())
+            report = session_of(spark).last_report
+            plan = df._jdf.queryExecution().optimizedPlan().toString()
+    assert got == want and len(want) == DAYS
+    assert report is not None, "no report"
+    sales = next((t for t in report.tables if "sales" in (t.location or "")), None)
+    assert sales is not None, report.to_json()
+    lits = ", ".join(str(c) for c in PICKED[:10])
+    assert sales.row_group_filter == f"`cust` IN ({lits}, ... {len(PICKED)} values)", \
+        report.to_json()
+    assert _row_filter_note(report), report.analysis_notes
+    assert "cust" in plan and "INSET" in plan.upper(), plan
+    assert sales.files_pruned_stats == 0 and sales.footers_read == 0, report.to_json()
+
+
+def test_rows_that_meet_only_broadcast_joins_get_no_filter_of_their_own(
+        spark: Any, shuffled: dict[str, Any]) -> None:
+    """At Spark's default threshold the stock is broadcast: the customers' join costs a hash
+    probe per row, as the filter would. Statistics cannot skip anything: no filter is built
+    for the customers at all."""
+    with enabled(spark, shuffled["root"]):
+        with spark_conf(spark, {**OFF, "spark.dpp.statsPruning.enabled": "auto"}):
+            want = sorted(tuple(r) for r in spark.sql(SPARED).collect())
+        with spark_conf(spark, {"spark.dpp.filterCache.enabled": "false",
+                                "spark.dpp.statsPruning.enabled": "auto"}):
+            session_of(spark).last_report = None
+            got = sorted(tuple(r) for r in spark.sql(SPARED).collect())
+            report = session_of(spark).last_report
+    assert got == want and len(want) == DAYS
+    assert report is None or (not _row_filter_note(report) and all(
+        t.row_group_filter is None for t in report.tables)), report.to_json()

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from dpp.core.refusals import Code, Refusal
+from dpp.core.spark_rules import broadcast_threshold
 from dpp.analysis.plan_narrowing import narrowing_above, semi_narrowing
 from dpp.analysis.rules import (KEY_PASSAGE, POSITIONAL_OPERATORS, build_side_unrepeatable,
                                 decided_by_sort, is_fact, may_prune, unrepeatable)
@@ -33,6 +34,11 @@ _ROW_PRESERVING = set(KEY_PASSAGE) - {"Join"}
 _INTEGRAL = ["tinyint", "smallint", "int", "bigint"]
 # leaves that hold local rows: a dimension made with createDataFrame, or cached
 _LOCAL_LEAVES = {"LocalRelation", "LogicalRDD", "InMemoryRelation", "Range"}
+# a filter built for the rows it removes (``Prune.rows_pay``) only from a build side reading
+# at most this many bytes of files: its keys then come in one short job, few enough to be
+# tested exactly per row; a larger one (TPC-DS customer_demographics, 384k keys) holds the
+# query's planning for a domain too wide to state (a bloom filter's bounds)
+ROWS_BUILD_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,14 @@ class Prune:
     # join holds a filter Spark counts (``_Plan.spark_selective``). False: no keys of Spark's
     # can come for it, so the hook does not leave the build to them
     spark_selective: bool = True
+    # a data column whose rows meet a join with another large relation (a shuffle join, in
+    # Spark's plan by its own size estimate) before the join this pair stands for: rows the
+    # filter removes are spared that join, whatever the Parquet statistics say (TPC-DS q72:
+    # catalog_sales by its demographics, below its join with inventory on the item)
+    rows_pay: bool = False
+    # set by the decision (``ProbeKey.rows_only``): built for the rows alone, statistics
+    # judged unable to skip files by it
+    rows_only: bool = False
 
     @property
     def build(self) -> tuple[int, int, str]:
@@ -114,6 +128,10 @@ def _fact(desc: dict[str, Any], node: dict[str, Any]) -> bool:
 
 class _Plan:
     def __init__(self, desc: dict[str, Any]) -> None:
+        self.broadcast = broadcast_threshold(desc.get("broadcastThreshold"))
+        # every file relation's size, dimensions included (``nodes`` keeps facts' only)
+        self.file_bytes = {n["id"]: (n["relation"] or {}).get("sizeInBytes")
+                           for n in desc["nodes"] if n.get("relation")}
         self.nodes = {n["id"]: n if not n.get("relation") or _fact(desc, n)
                       else {k: v for k, v in n.items() if k != "relation"}
                       for n in desc["nodes"]}
@@ -233,6 +251,53 @@ class _Plan:
         if attr not in self.outputs[child]:
             return None
         return self.trace(child, attr, depth + 1, data, at)
+
+    def meets_large_join(self, rel: int, top: int) -> bool:
+        """Whether the rows of relation ``rel`` pass a join below ``top`` (on the way up to
+        it) whose other side reads a relation Spark would not broadcast (its ``sizeInBytes``
+        at least the session's threshold, or unknown): that join shuffles and joins every row
+        of ``rel`` before ``top`` can drop it, so a filter of ``top``'s keys on ``rel``'s
+        rows spares that work. A broadcast join below ``top`` costs a hash probe per row, as
+        the filter would: no gain there (TPC-DS q22)."""
+        node, steps = rel, 0
+        while node != top and steps < 200:
+            parents = self.parents.get(node, [])
+            if len(parents) != 1:
+                return False
+            parent = self.nodes[parents[0]]
+            if parent["id"] != top and parent["op"] == "Join" and len(parent["children"]) == 2:
+                other = next((c for c in parent["children"] if c != node), None)
+                if other is not None and any(
+                        self._large(r) for r in self.relations_read(other)):
+                    return True
+            node, steps = parent["id"], steps + 1
+        return False
+
+    def small_build(self, node: int) -> bool:
+        """Whether the subtree at ``node`` reads at most :data:`ROWS_BUILD_BYTES` of files
+        (rows held locally count nothing; a leaf of unknown size is not small)."""
+        total, todo, seen = 0, [node], set()
+        while todo:
+            i = todo.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            n = self.nodes[i]
+            below = self.below(i)
+            if not below:
+                if i in self.file_bytes:
+                    size = self.file_bytes[i]
+                    if size is None:
+                        return False
+                    total += size
+                elif n["op"] not in _LOCAL_LEAVES:
+                    return False
+            todo.extend(below)
+        return total <= ROWS_BUILD_BYTES
+
+    def _large(self, rel: int) -> bool:
+        size = (self.nodes[rel].get("relation") or {}).get("sizeInBytes")
+        return size is None or size >= self.broadcast
 
     def spark_selective(self, node: int) -> bool:
         """Whether Spark's own dynamic pruning sees a filter in the subtree at ``node`` (its
@@ -392,7 +457,7 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
 
     def add(targets: Optional[list[tuple[int, str]]], build_node: int, build_key: dict,
             how: str, semi: Optional[tuple[int, tuple[tuple[int, int], ...]]] = None,
-            spark_side: Optional[int] = None) -> None:
+            spark_side: Optional[int] = None, top: Optional[int] = None) -> None:
         for rel, col in targets or []:
             if rel == build_node:
                 continue
@@ -414,7 +479,11 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                              build_facts=facts if data else (), build_semi=semi,
                              build_cacheable=cacheable,
                              spark_selective=plan.spark_selective(
-                                 build_node if spark_side is None else spark_side)))
+                                 build_node if spark_side is None else spark_side),
+                             rows_pay=(data and top is not None
+                                       and plan.meets_large_join(rel, top)
+                                       and plan.small_build(build_node)
+                                       and (semi is None or plan.small_build(semi[0])))))
 
     def add_expression(fact: dict, target: tuple[int, tuple[tuple[int, str], ...]],
                        build_node: int, build_key: dict, how: str) -> None:
@@ -466,9 +535,10 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                             or narrowing_above(plan, node["id"], dim_side, rels)
                     if data:   # a data column: statistics only, no notes about it
                         if ok and plan.selective(dim_side):
-                            add(data, _narrow(plan, dim_side, dim), dim, how)
+                            add(data, _narrow(plan, dim_side, dim), dim, how,
+                                top=node["id"])
                         elif semi is not None:
-                            add(data, dim_side, dim, how, semi)
+                            add(data, dim_side, dim, how, semi, top=node["id"])
                         continue
                     if not ok:
                         notes.append(Refusal.of(Code.JOIN_KEEPS_UNMATCHED,
@@ -512,7 +582,7 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                     continue
                 data = plan.trace(child, attr, data=True) if attr is not None else None
                 if data:
-                    add(data, build, sub["queryKey"], "IN subquery")
+                    add(data, build, sub["queryKey"], "IN subquery", top=node["id"])
     return out, notes
 
 

@@ -75,6 +75,11 @@ class ProbeKey:
     build_facts: tuple[str, ...] = ()   # partitioned tables the build side scans
     expr: Optional[str] = None  # an expression key over partition columns, as written
     payload: Any = None         # the front end's own description (a Prune, a filter spec)
+    rows: bool = False          # a data column whose row filter spares a costly join below
+                                # the one it stands for (``Prune.rows_pay``): worth a build
+                                # whatever the statistics say
+    rows_only: bool = False     # set by ``plan_loads``: kept for its rows alone (statistics
+                                # judged unable to skip a file by it)
 
 
 @dataclass(frozen=True)
@@ -127,11 +132,14 @@ def plan_loads(probes: Iterable[Probe], stats_pruning: Stats,
         for key in probe.keys:
             if key.data and key.expr is None:
                 worth, note = data_filter_verdict(probe.table, key.column, probe.label,
-                                                  list(key.build_facts), stats_pruning, uses)
+                                                  list(key.build_facts), stats_pruning, uses,
+                                                  rows=key.rows)
                 if note and note not in notes:
                     notes.append(note)
                 if not worth:
                     continue
+                if note is not None:   # kept for its rows alone
+                    key = dataclasses.replace(key, rows_only=True)
             kept.append(key)
         static = _static(probe.static, probe.table, uses)
         if not kept and static.is_all():
@@ -247,8 +255,8 @@ def _memo(stats_pruning: Stats) -> StatsPolicy:
 
 
 def data_filter_verdict(table: Table, column: str, label: str, facts: list[str],
-                        stats_pruning: Stats, uses: Optional[StatsPolicy] = None
-                        ) -> tuple[bool, Optional[str]]:
+                        stats_pruning: Stats, uses: Optional[StatsPolicy] = None,
+                        rows: bool = False) -> tuple[bool, Optional[str]]:
     """Whether a dynamic filter on data column ``column`` of ``table`` is worth its build
     side and footer reads, and the report's note when it is refused: every front end asks
     this. ``facts`` names the partitioned tables its build side scans; ``uses`` is the
@@ -259,7 +267,8 @@ def data_filter_verdict(table: Table, column: str, label: str, facts: list[str],
     144k-row table) rarely returns the cost, so it is built from a fact only when statistics
     pruning is ``true``. Spark's own DPP likewise only prunes from a build side it
     broadcasts anyway. A table's one bucket column prunes by hashing the values, whatever
-    the statistics say."""
+    the statistics say. ``rows``: the filter's rows meet a costly join below the one it
+    stands for (a row filter spares it): built whatever the statistics say, and noted."""
     if facts and stats_pruning is not True:
         return False, (f"{label}.{column}: no filter built, its build side scans fact table "
                        f"{', '.join(facts)} to prune a data column "
@@ -267,7 +276,12 @@ def data_filter_verdict(table: Table, column: str, label: str, facts: list[str],
     if is_bucket_column(table, column):
         return True, None
     ask = uses or _policy(stats_pruning)
-    return bool(ask(table, real_column(table, column) or column)), None
+    if bool(ask(table, real_column(table, column) or column)):
+        return True, None
+    if rows:
+        return True, (f"{label}.{column}: filter built for its rows: they meet a join with "
+                      f"another large relation before the join it stands for")
+    return False, None
 
 
 def _is_fact(table: Optional[Table], broadcast: Optional[str]) -> bool:

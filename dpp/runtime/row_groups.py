@@ -17,12 +17,16 @@ from typing import Any, Optional
 
 from dpp.core.domain import Domain
 
-__all__ = ["MAX_IN_VALUES", "RowTerms", "domain_predicate", "row_terms"]
+__all__ = ["MAX_IN_VALUES", "MAX_ROW_VALUES", "RowTerms", "domain_predicate", "row_terms"]
 
 # up to this many values an IN list is exact and cheap (Spark compares each in turn and pushes
 # them into Parquet one by one); past it, ranges: an IN list of hundreds of values is a hash
 # lookup per row, slower than the join it feeds (TPC-DS q22: 365 dates over 11.7M rows)
 MAX_IN_VALUES = 10
+# a filter whose rows meet a costly join below the one it stands for (``Prune.rows_pay``) is
+# stated exactly up to this many values: Spark tests them as a hash set (``InSet``) per row,
+# far cheaper than shuffling and joining the row
+MAX_ROW_VALUES = 100_000
 # ranges kept apart; past this the closest ones are merged (a superset: still sound)
 MAX_RANGES = 8
 _TYPES = {"tinyint", "smallint", "int", "bigint", "date", "string"}
@@ -73,7 +77,10 @@ class RowTerms:
         if self.values is not None:
             if not self.values:
                 return "FALSE"
-            lits = ", ".join(_sql_literal(v, self.type_name) for v in self.values)
+            lits = ", ".join(_sql_literal(v, self.type_name)
+                             for v in self.values[:MAX_IN_VALUES])
+            if len(self.values) > MAX_IN_VALUES:   # a report line, not the whole set
+                lits += f", ... {len(self.values):,} values"
             return f"{quoted} IN ({lits})"
         texts = [f"{quoted} = {_sql_literal(lo, self.type_name)}" if lo == hi else
                  f"{quoted} BETWEEN {_sql_literal(lo, self.type_name)} AND "
@@ -89,15 +96,17 @@ class RowTerms:
         return {"type": self.type_name, "ranges": [[txt(a), txt(b)] for a, b in self.ranges]}
 
 
-def row_terms(domain: Domain) -> Optional[RowTerms]:
+def row_terms(domain: Domain, rows: bool = False) -> Optional[RowTerms]:
     """The terms every row ``domain`` may match passes (NULLs excluded): the values themselves
-    when few, else runs of them (or the domain's bounds); None when the domain constrains
-    nothing usable (all values, an unsupported type, an unbounded range)."""
+    when few (``rows``: up to :data:`MAX_ROW_VALUES`, the rows being worth the test), else
+    runs of them (or the domain's bounds); None when the domain constrains nothing usable
+    (all values, an unsupported type, an unbounded range)."""
     type_name = domain.type.simple_string()
     if type_name not in _TYPES or domain.value_set.everything:
         return None
     values = domain.discrete_values() if domain.is_exact() else None
-    if values is not None and (not values or len(values) <= MAX_IN_VALUES):
+    limit = MAX_ROW_VALUES if rows else MAX_IN_VALUES
+    if values is not None and (not values or len(values) <= limit):
         return RowTerms(type_name, values=tuple(values))
     runs = _runs(values, type_name) if values is not None else None
     if runs is None:

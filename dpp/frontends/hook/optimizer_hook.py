@@ -28,6 +28,7 @@ explained and then executed starts its build sides on its first listing.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import json
 import logging
 import os
@@ -181,6 +182,7 @@ class OptimizerHook:
                                     build_facts=tuple(_relation_name(rels.get(r, {}))
                                                       for r in p.build_facts),
                                     expr=None if p.fact_expr is None else p.fact_sql,
+                                    rows=p.rows_pay and cfg.row_group_filter,
                                     payload=p)
                            for p in ps if not p.data or probe_type(table, p) is not None)))
         loads = plan_loads(probes, self._stats(cfg, notes),
@@ -192,7 +194,9 @@ class OptimizerHook:
         for load in loads.loads:
             for probe, keys in load.members:
                 shapes[probe.ref] = load.key
-                targets[probe.ref] = (probe.table, probe.label, [k.payload for k in keys])
+                targets[probe.ref] = (probe.table, probe.label,
+                                      [dataclasses.replace(k.payload, rows_only=True)
+                                       if k.rows_only else k.payload for k in keys])
         whole_rels += [probe.ref for probe in loads.idle
                        if self._declared(rels[probe.ref])]  # keys none worth a filter
         for rel_id in whole_rels:   # a declared table dpp leaves whole: the report says so
@@ -432,7 +436,8 @@ class OptimizerHook:
             col = real_column(table, p.column) or p.column
             dyn.append(DynamicFilter(filter_id=filter_id, column=col,
                                      wait=runs.waiter(filter_id, col, deadline),
-                                     open_deadline=filter_id in keyed))
+                                     open_deadline=filter_id in keyed,
+                                     rows_only=p.rows_only))
         request.loads[token] = runs.submit(self._load, table, dyn, cfg, request.runs.rules)
 
     # ------------------------------------------------------------------ explain

@@ -53,7 +53,8 @@ def row_filters_for(request: Any, nodes: dict[int, dict[str, Any]],
         except Exception as exc:   # late or failed: the listing reports it; no row filter
             log.info("dpp: no row filter on %s: its load did not finish (%s)", name, exc)
             continue
-        specs, texts = _specs(nodes[int(rel)], result)
+        specs, texts = _specs(nodes[int(rel)], result,
+                              {p.column.lower() for p in prunes if p.data and p.rows_pay})
         if specs:
             out[rel] = specs
             if result.row_group_filter is None:
@@ -61,14 +62,17 @@ def row_filters_for(request: Any, nodes: dict[int, dict[str, Any]],
     return out
 
 
-def _specs(node: dict[str, Any], result: "LoadResult"
+def _specs(node: dict[str, Any], result: "LoadResult", rows: set[str]
            ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The row filters of one relation; ``rows``: the (lower-case) columns whose rows meet a
+    costly join below the one their filter stands for, stated exactly (a hash-set test per
+    row) rather than as the few ranges Parquet's row groups need."""
     by_name = {n.lower(): (attr, n) for attr, n, _t in node["output"]}
     specs: list[dict[str, Any]] = []
     texts: list[str] = []
     for column, domain in sorted(result.data_domains.items()):
         found = by_name.get(column.lower())
-        terms = row_terms(domain)
+        terms = row_terms(domain, rows=column.lower() in rows)
         if found is None or terms is None:
             continue
         specs.append({"attr": found[0], **terms.to_wire()})

@@ -45,7 +45,12 @@ final class RowFilter {
                 condition = condition == null ? term : new And(condition, term);
             }
         }
-        return condition == null ? relation : new Filter(condition, relation);
+        // Spark's own rule states a long IN list as a hash set (InSet, past
+        // spark.sql.optimizer.inSetConversionThreshold values): a row filter that spares a
+        // costly join may hold thousands of values, tested per row
+        return condition == null ? relation
+            : org.apache.spark.sql.catalyst.optimizer.OptimizeIn$.MODULE$.apply(
+                new Filter(condition, relation));
     }
 
     private static Attribute attribute(LogicalRelation relation, long exprId) {
