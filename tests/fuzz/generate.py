@@ -50,6 +50,9 @@ SETTINGS = {
     "spark.dpp.declaredTables.keptListing": ["0", "0", "off"],
     # a small build side's keys from Spark's own dynamic pruning (no build job of dpp's)
     "spark.dpp.sparkKeys.enabled": ["true", "false"],
+    # 1k: the generated fact is one Spark would not broadcast (a join with it is a shuffle
+    # join, and row filters are built for the rows it spares)
+    "spark.sql.autoBroadcastJoinThreshold": ["10m", "1k"],
 }
 
 
@@ -89,6 +92,8 @@ def draw_case(rng: random.Random, seed: int, *, connect: bool = False) -> Case:
                   shape=_pick(rng, JOIN_SHAPES, PRUNABLE, 0.9),
                   key=key, dim_filter=_pick(rng, DIM_FILTERS, SELECTIVE),
                   extra=_pick(rng, EXTRAS, PLAIN), lower_names=rng.random() < 0.15)
+    if query.extra == "shuffled_fact" and rng.random() < 0.5:
+        query.key = "data_col"   # a data key below a shuffle join: a filter for its rows
     settings = {k: rng.choice(v) for k, v in SETTINGS.items() if rng.random() < 0.6}
     step = rng.choice(STEPS) if rng.random() < 0.3 else None
     return Case(seed=seed, fact=fact, dim=dim, query=query, settings=settings, step=step)
@@ -100,7 +105,8 @@ PRUNABLE = ("inner", "in", "exists", "semi", "comma", "right")
 SELECTIVE = ("lt", "in")
 DIRECT = ("eq", "plus0", "cast_dim", "two_level", "func")
 PLAIN = ("none", "agg", "union_all", "cte", "view", "write", "window", "distinct",
-         "derived_fact", "neighbour", "union_limit", "outer_not_null", "outer_is_null")
+         "derived_fact", "neighbour", "union_limit", "outer_not_null", "outer_is_null",
+         "shuffled_fact")
 
 
 def _pick(rng: random.Random, options: tuple, likely: tuple, p: float = 0.87) -> str:

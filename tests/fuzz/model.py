@@ -28,7 +28,11 @@ EXTRAS = ("none", "agg", "window", "order_limit", "limit_count", "union", "union
           # read through a UNION ALL that a sort and a limit of its own cut, and a filter on
           # the fact's partition column outside the join (it may move into the fact only
           # where it holds for the fact's rows: IS NULL never into a NULL-supplied side)
-          "derived_fact", "neighbour", "union_limit", "outer_not_null", "outer_is_null")
+          "derived_fact", "neighbour", "union_limit", "outer_not_null", "outer_is_null",
+          # SQL only: the fact joined to the fact itself (on its unique ids) before the join
+          # with the build side: a shuffle join below it where Spark would not broadcast the
+          # fact (see the broadcast setting), so a data key's filter is built for its rows
+          "shuffled_fact")
 # extras that draw rows at random above the join: Spark's own dynamic pruning changes what
 # they draw (it reads fewer files below them), so dpp's run has it off too
 SAMPLED = ("sample", "order_sample")

@@ -62,6 +62,9 @@ def sql_text(case: Case, fact: str, dim: str) -> str:
     fact_src = f"(SELECT * FROM {fact} WHERE rand(3) < 0.8)" if q.extra == "fact_rand" else fact
     if q.extra == "derived_fact":
         fact_src = f"(SELECT DISTINCT * FROM {fact})"
+    if q.extra == "shuffled_fact":   # ids are unique: every fact row once
+        fact_src = (f"(SELECT g.* FROM {fact} g JOIN (SELECT id AS sid FROM {fact}) h "
+                    f"ON g.id = h.sid)")
     if q.extra == "union_limit":    # ids are unique: the 7 rows kept are the same every run
         fact_src = f"(SELECT * FROM {fact} UNION ALL SELECT * FROM {fact} ORDER BY id LIMIT 7)"
     src = "dd" if q.extra == "cte" else f"({dim_source(case, dim)})"

@@ -13,6 +13,11 @@ loads) is awaited here, bounded, and the domain comes back to the rule as
 :class:`dpp.runtime.row_groups.RowTerms`, which the rule turns into a Catalyst ``Filter`` right above
 the relation (pushed into Parquet by Spark's own scan planning). A load that is late or fails
 leaves the relation without the filter, which is only a loss of speed.
+
+A column whose rows meet a shuffle join below the join its filter stands for
+(``Prune.rows_pay``) gets every value of the filter, tested per row as Spark's ``InSet``: the
+rows it removes are spared that join, which is what it is built for (statistics may have
+judged it unable to skip a file: ``Prune.rows_only``, no footer read for it).
 """
 from __future__ import annotations
 
