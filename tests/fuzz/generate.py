@@ -95,6 +95,8 @@ def draw_case(rng: random.Random, seed: int, *, connect: bool = False) -> Case:
     if query.extra == "shuffled_fact" and rng.random() < 0.5:
         query.key = "data_col"   # a data key below a shuffle join: a filter for its rows
     settings = {k: rng.choice(v) for k, v in SETTINGS.items() if rng.random() < 0.6}
+    if query.extra == "shuffled_fact" and rng.random() < 0.8:
+        settings["spark.sql.autoBroadcastJoinThreshold"] = "1k"   # the self-join shuffles
     step = rng.choice(STEPS) if rng.random() < 0.3 else None
     return Case(seed=seed, fact=fact, dim=dim, query=query, settings=settings, step=step)
 
