@@ -25,7 +25,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from dpp.runtime.row_groups import row_terms
+from dpp.runtime.row_groups import row_set, row_terms
 
 if TYPE_CHECKING:
     from hive_splits import LoadResult
@@ -70,16 +70,18 @@ def row_filters_for(request: Any, nodes: dict[int, dict[str, Any]],
 def _specs(node: dict[str, Any], result: "LoadResult", rows: set[str]
            ) -> tuple[list[dict[str, Any]], list[str]]:
     """The row filters of one relation; ``rows``: the (lower-case) columns whose rows meet a
-    costly join below the one their filter stands for, stated exactly (a hash-set test per
-    row) rather than as the few ranges Parquet's row groups need."""
+    costly join below the one their filter stands for: besides the terms Parquet's row groups
+    need, every value as a set Spark tests per row (``row_set``, not pushed into the scan)."""
     by_name = {n.lower(): (attr, n) for attr, n, _t in node["output"]}
     specs: list[dict[str, Any]] = []
     texts: list[str] = []
     for column, domain in sorted(result.data_domains.items()):
         found = by_name.get(column.lower())
-        terms = row_terms(domain, rows=column.lower() in rows)
-        if found is None or terms is None:
+        if found is None:
             continue
-        specs.append({"attr": found[0], **terms.to_wire()})
-        texts.append(terms.text(found[1]))
+        every = row_set(domain) if column.lower() in rows else None
+        for terms in (row_terms(domain), every):
+            if terms is not None:
+                specs.append({"attr": found[0], **terms.to_wire()})
+                texts.append(terms.text(found[1]))
     return specs, texts
