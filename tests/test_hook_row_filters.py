@@ -315,11 +315,12 @@ def shuffled(spark: Any, tmp_path_factory: pytest.TempPathFactory
                                  "qty": pa.array([i % 9 for i in range(n)], pa.int32())}),
                        folder / "part-0.parquet")
     (root / "stock").mkdir()
-    pq.write_table(pa.table({"s_item": pa.array([i % ITEMS for i in range(4000)], pa.int32()),
-                             "on_hand": pa.array([i % 13 for i in range(4000)], pa.int32()),
+    n = 16000
+    pq.write_table(pa.table({"s_item": pa.array([i % ITEMS for i in range(n)], pa.int32()),
+                             "on_hand": pa.array([i % 13 for i in range(n)], pa.int32()),
                              # incompressible: the file is large for Spark's estimate
                              "pad": pa.array([(i * 2654435761) % (1 << 61)
-                                              for i in range(4000)], pa.int64())}),
+                                              for i in range(n)], pa.int64())}),
                    root / "stock" / "part-0.parquet")
     (root / "customers").mkdir()
     pq.write_table(pa.table({"c_id": pa.array(range(CUSTOMERS), pa.int64()),
@@ -343,8 +344,8 @@ SPARED = ("SELECT f.day, count(*) AS n, sum(s.on_hand) AS h FROM rs_sales f "
           "JOIN rs_days d ON f.day = d.d "
           "WHERE c.grade = 'a' AND s.on_hand < f.qty AND d.open = 'y' GROUP BY f.day")
 OPEN_DAYS = DAYS - 1
-# rs_stock (over 30 KB) is a fact Spark would not broadcast under this threshold; the
-# customers (under 1 KB) are still broadcast
+# rs_stock (over 100 KB, 25 times the threshold: a join worth sparing rows) is a fact Spark
+# would not broadcast under this threshold; the customers (under 1 KB) are still broadcast
 SHUFFLE_STOCK = {"spark.sql.autoBroadcastJoinThreshold": "4k",
                  "spark.dpp.statsPruning.enabled": "auto"}
 

@@ -40,6 +40,11 @@ _LOCAL_LEAVES = {"LocalRelation", "LogicalRDD", "InMemoryRelation", "Range"}
 # tested exactly per row; a larger one (TPC-DS customer_demographics, 384k keys) holds the
 # query's planning for a domain too wide to state (a bloom filter's bounds)
 ROWS_BUILD_BYTES = 4 << 20
+# ... and only when the join it spares reads at least this many times what Spark broadcasts
+# (250 MB at Spark's default 10 MB): the shuffle and join of the rows removed must outweigh
+# the build's fixed cost (measured: TPC-DS SF10 q72, its join with 678 MB of inventory, 2-3 s
+# spared; SF1 q40 and q80, joins with 35-40 MB of returns, 0.6-1 s lost)
+ROWS_JOIN_FACTOR = 25
 
 
 @dataclass(frozen=True)
@@ -255,11 +260,11 @@ class _Plan:
 
     def meets_large_join(self, rel: int, top: int) -> bool:
         """Whether the rows of relation ``rel`` pass a join below ``top`` (on the way up to
-        it) whose other side reads a relation Spark would not broadcast (its ``sizeInBytes``
-        at least the session's threshold, or unknown): that join shuffles and joins every row
-        of ``rel`` before ``top`` can drop it, so a filter of ``top``'s keys on ``rel``'s
-        rows spares that work. A broadcast join below ``top`` costs a hash probe per row, as
-        the filter would: no gain there (TPC-DS q22)."""
+        it) whose other side reads files of at least :data:`ROWS_JOIN_FACTOR` times Spark's
+        broadcast threshold (``sizeInBytes``; unknown counts as large): that join shuffles
+        and joins every row of ``rel`` before ``top`` can drop it, so a filter of ``top``'s
+        keys on ``rel``'s rows spares that work. A broadcast join below ``top`` costs a hash
+        probe per row, as the filter would: no gain there (TPC-DS q22)."""
         node, steps = rel, 0
         while node != top and steps < 200:
             parents = self.parents.get(node, [])
@@ -268,8 +273,7 @@ class _Plan:
             parent = self.nodes[parents[0]]
             if parent["id"] != top and parent["op"] == "Join" and len(parent["children"]) == 2:
                 other = next((c for c in parent["children"] if c != node), None)
-                if other is not None and any(
-                        self._large(r) for r in self.relations_read(other)):
+                if other is not None and self._heavy(self.relations_read(other)):
                     return True
             node, steps = parent["id"], steps + 1
         return False
@@ -296,9 +300,10 @@ class _Plan:
             todo.extend(below)
         return total <= ROWS_BUILD_BYTES
 
-    def _large(self, rel: int) -> bool:
-        size = (self.nodes[rel].get("relation") or {}).get("sizeInBytes")
-        return size is None or size >= self.broadcast
+    def _heavy(self, rels: tuple[int, ...]) -> bool:
+        limit = ROWS_JOIN_FACTOR * self.broadcast
+        sizes = [(self.nodes[r].get("relation") or {}).get("sizeInBytes") for r in rels]
+        return any(z is None for z in sizes) or sum(sizes) >= limit
 
     def spark_selective(self, node: int) -> bool:
         """Whether Spark's own dynamic pruning sees a filter in the subtree at ``node`` (its
