@@ -45,6 +45,8 @@ ROWS_BUILD_BYTES = 4 << 20
 # the build's fixed cost (measured: TPC-DS SF10 q72, its join with 678 MB of inventory, 2-3 s
 # spared; SF1 q40 and q80, joins with 35-40 MB of returns, 0.6-1 s lost)
 ROWS_JOIN_FACTOR = 25
+# Spark's size of a relation it cannot measure (spark.sql.defaultSizeInBytes, Long.MAX_VALUE)
+_UNKNOWN_SIZE = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -261,7 +263,7 @@ class _Plan:
     def meets_large_join(self, rel: int, top: int) -> bool:
         """Whether the rows of relation ``rel`` pass a join below ``top`` (on the way up to
         it) whose other side reads files of at least :data:`ROWS_JOIN_FACTOR` times Spark's
-        broadcast threshold (``sizeInBytes``; unknown counts as large): that join shuffles
+        broadcast threshold (``sizeInBytes``, where Spark knows it): that join shuffles
         and joins every row of ``rel`` before ``top`` can drop it, so a filter of ``top``'s
         keys on ``rel``'s rows spares that work. A broadcast join below ``top`` costs a hash
         probe per row, as the filter would: no gain there (TPC-DS q22)."""
@@ -301,9 +303,13 @@ class _Plan:
         return total <= ROWS_BUILD_BYTES
 
     def _heavy(self, rels: tuple[int, ...]) -> bool:
+        """Whether relations ``rels`` read files of at least ``ROWS_JOIN_FACTOR`` times the
+        broadcast threshold. A size Spark does not know (None, or its default for a
+        partitioned catalog table without statistics, ``Long.MAX_VALUE``) counts nothing: a
+        filter for the rows is built on known weight only."""
         limit = ROWS_JOIN_FACTOR * self.broadcast
         sizes = [(self.nodes[r].get("relation") or {}).get("sizeInBytes") for r in rels]
-        return any(z is None for z in sizes) or sum(sizes) >= limit
+        return sum(z for z in sizes if z is not None and z < _UNKNOWN_SIZE) >= limit
 
     def spark_selective(self, node: int) -> bool:
         """Whether Spark's own dynamic pruning sees a filter in the subtree at ``node`` (its
