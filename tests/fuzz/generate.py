@@ -50,9 +50,9 @@ SETTINGS = {
     "spark.dpp.declaredTables.keptListing": ["0", "0", "off"],
     # a small build side's keys from Spark's own dynamic pruning (no build job of dpp's)
     "spark.dpp.sparkKeys.enabled": ["true", "false"],
-    # 1k: the generated fact is one Spark would not broadcast (a join with it is a shuffle
+    # 100 bytes: the generated fact is one Spark would not broadcast (a join with it is a shuffle
     # join, and row filters are built for the rows it spares)
-    "spark.sql.autoBroadcastJoinThreshold": ["10m", "1k"],
+    "spark.sql.autoBroadcastJoinThreshold": ["10m", "100"],
 }
 
 
@@ -96,7 +96,7 @@ def draw_case(rng: random.Random, seed: int, *, connect: bool = False) -> Case:
         query.key = "data_col"   # a data key below a shuffle join: a filter for its rows
     settings = {k: rng.choice(v) for k, v in SETTINGS.items() if rng.random() < 0.6}
     if query.extra == "shuffled_fact" and rng.random() < 0.8:
-        settings["spark.sql.autoBroadcastJoinThreshold"] = "1k"   # the self-join shuffles
+        settings["spark.sql.autoBroadcastJoinThreshold"] = "100"   # the self-join shuffles
     step = rng.choice(STEPS) if rng.random() < 0.3 else None
     return Case(seed=seed, fact=fact, dim=dim, query=query, settings=settings, step=step)
 
