@@ -393,11 +393,8 @@ class SplitLoader:
                     self._keep_unlisted(leaves)
                 else:
                     self._list_files(leaves)
-        for col in sorted(self._rows_only):   # the rows' domains, however the files came
-            d = self._await(col)
-            if d is not None:
-                res.data_domains[col] = (self._static[col].intersect(d)
-                                         if col in self._static else d)
+        # the rows' domains, however the files came
+        res.data_domains.update(self._data_domains(rows_only=True))
         if os.environ.get(DROP_KEPT_SWITCH) == "1":
             _drop_one_kept(res, self._dynamic_domain, self.table)
         self._finish_filters("not needed: no partition survived")
@@ -1052,15 +1049,18 @@ class SplitLoader:
         self._res.buckets_kept = n if ids is None else len(ids)
         return ids
 
-    def _data_domains(self) -> dict[str, Domain]:
+    def _data_domains(self, rows_only: bool = False) -> dict[str, Domain]:
+        """Data columns' domains (static and dynamic, intersected): those statistics test, or
+        with ``rows_only`` those of the filters wanted for the rows only."""
         part = set(self.table.partition_names)
-        doms = {c: d for c, d in self._static.items() if c not in part}
+        doms = {} if rows_only else {c: d for c, d in self._static.items() if c not in part}
         for col in self._pending:
-            if col in part or col in self._expressions or col in self._rows_only:
+            if col in part or col in self._expressions or (col in self._rows_only) != rows_only:
                 continue
             d = self._await(col)
             if d is not None:
-                doms[col] = doms[col].intersect(d) if col in doms else d
+                static = self._static.get(col)
+                doms[col] = d if static is None else static.intersect(d)
         return doms
 
     def _list_files(self, leaves: list[KeptPartition]) -> None:

@@ -307,9 +307,9 @@ class _Plan:
         broadcast threshold. A size Spark does not know (None, or its default for a
         partitioned catalog table without statistics, ``Long.MAX_VALUE``) counts nothing: a
         filter for the rows is built on known weight only."""
-        limit = ROWS_JOIN_FACTOR * self.broadcast
-        sizes = [(self.nodes[r].get("relation") or {}).get("sizeInBytes") for r in rels]
-        return sum(z for z in sizes if z is not None and z < _UNKNOWN_SIZE) >= limit
+        sizes = (self.file_bytes.get(r) for r in rels)
+        return sum(z for z in sizes if z is not None and z < _UNKNOWN_SIZE) \
+            >= ROWS_JOIN_FACTOR * self.broadcast
 
     def spark_selective(self, node: int) -> bool:
         """Whether Spark's own dynamic pruning sees a filter in the subtree at ``node`` (its
