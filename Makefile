@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # time is the driver JVM's CPU, and two workers measured 32:56 and 39:52 against 36:21.
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: venv system test check test-compat jars docs demo fuzz fuzz-long bench-splits bench-collectors bench-analysis tpcds-bench clean
+.PHONY: venv system test check test-compat jars docs demo fuzz fuzz-long peer bench-splits bench-collectors bench-analysis tpcds-bench clean
 
 # (setuptools' notice that an editable install follows the working tree is silenced: that is
 # what a development install is for)
@@ -53,6 +53,11 @@ fuzz-long: venv system
 	$(PYTHON) -m tests.fuzz --minutes 30 --seed $(SEED) --backend classic
 	$(PYTHON) -m tests.fuzz --minutes 30 --seed $(SEED) --backend connect
 	$(PYTHON) -m tests.fuzz --minutes 30 --seed $(SEED) --backend sqltext
+
+# The peer suite (tests/peer): Spark's and Trino's dynamic pruning queries in four variants
+# and three modes; last line "peer suite: <N> case runs, dpp pruned <P> ..., mismatches <M>".
+peer: venv system
+	$(PYTHON) -m tests.peer
 
 # The compatibility tier: per Spark line a venv of its own (.venv-compat/<line>, pinned by
 # constraints/spark-<line>.txt) and a compact suite in it (scripts/test_compat.sh: job shapes,

@@ -120,7 +120,8 @@ def test_a_condition_on_constants_is_decided_at_the_projection():
     ("RIGHT OUTER", 0, JoinPosition(null_supplied=True)),
     ("RIGHT OUTER", 1, JoinPosition(preserved_outer=True)),
     ("FULL OUTER", 0, JoinPosition(full=True, null_supplied=True)),
-    ("LEFT SEMI", 1, JoinPosition(semi_right=True)),
+    ("LEFT SEMI", 1, JoinPosition()),     # pruned by the left's keys, as an inner side
+    ("LEFT SEMI", 0, JoinPosition()),
     ("LEFT ANTI", 1, JoinPosition(semi_right=True)),
     ("LEFT ANTI", 0, JoinPosition()),
 ])

@@ -32,10 +32,9 @@ SQL_JOIN = {JoinType.INNER: "JOIN", JoinType.LEFT_OUTER: "LEFT JOIN",
 HOW = {JoinType.INNER: "inner", JoinType.LEFT_OUTER: "left", JoinType.RIGHT_OUTER: "right",
        JoinType.FULL_OUTER: "full", JoinType.LEFT_SEMI: "left_semi",
        JoinType.LEFT_ANTI: "left_anti"}
-CASES = [(jt, side) for jt in EQUI_JOINS for side in ("left", "right")
-         # a semi or anti join outputs its left side only: a fact on the right is a build
-         # side there, never a probe anyone reads (the table still says: not pruned)
-         ]
+# a semi or anti join outputs its left side only; a fact on a semi join's right is pruned by
+# the left's keys (its rows only test for a match), on an anti join's right it is not
+CASES = [(jt, side) for jt in EQUI_JOINS for side in ("left", "right")]
 
 
 def test_the_docs_show_the_rules_the_code_reads() -> None:
@@ -46,12 +45,13 @@ def test_the_docs_show_the_rules_the_code_reads() -> None:
 
 
 def test_the_table_itself() -> None:
-    """The rules as DESIGN states them: both sides of an inner join, the left of a semi
-    join, the non-preserved side of an outer join; never an anti, full or existence join's."""
+    """The rules as DESIGN states them: a side whose rows are needed only when they match —
+    both sides of an inner or a left-semi join, the non-preserved side of an outer join;
+    never an anti, full or existence join's."""
     got = {jt: rules.prunable_sides(jt) for jt in JoinType}
     assert got == {JoinType.INNER: ("left", "right"), JoinType.CROSS: (),
                    JoinType.LEFT_OUTER: ("right",), JoinType.RIGHT_OUTER: ("left",),
-                   JoinType.FULL_OUTER: (), JoinType.LEFT_SEMI: ("left",),
+                   JoinType.FULL_OUTER: (), JoinType.LEFT_SEMI: ("left", "right"),
                    JoinType.LEFT_ANTI: (), JoinType.EXISTENCE: ()}
     for spelling, jt in [("LEFT OUTER", JoinType.LEFT_OUTER), ("left_outer", JoinType.LEFT_OUTER),
                          ("leftsemi", JoinType.LEFT_SEMI), ("JOIN_TYPE_LEFT_ANTI",

@@ -238,7 +238,7 @@ class JoinPosition:
     :func:`dpp.analysis.rules.may_prune`: the report's reasons for a relation no pair
     prunes."""
 
-    semi_right: bool = False        # the test side of a semi or anti join
+    semi_right: bool = False        # the test side of an anti or existence join
     full: bool = False              # a side of a full outer join
     null_supplied: bool = False     # an outer join may fill it with NULLs
     preserved_outer: bool = False   # every row of it comes out of an outer join
@@ -265,7 +265,9 @@ def join_position(desc: Mapping[str, Any], node: int) -> JoinPosition:
             side = "left" if idx == 0 else "right"
             if jt is not None:
                 if output_sides(jt) == ("left",):
-                    flags["semi_right"] |= side == "right"
+                    # a left-semi join's right side is pruned by the left's keys: only an
+                    # anti or existence join's right side is a test no pruning may touch
+                    flags["semi_right"] |= side == "right" and not may_prune(jt, "right")
                 else:
                     left_kept = not may_prune(jt, "left")
                     right_kept = not may_prune(jt, "right")

@@ -55,7 +55,7 @@ _PRUNABLE: dict[JoinType, tuple[bool, bool]] = {
     JoinType.LEFT_OUTER: (False, True),
     JoinType.RIGHT_OUTER: (True, False),
     JoinType.FULL_OUTER: (False, False),
-    JoinType.LEFT_SEMI: (True, False),
+    JoinType.LEFT_SEMI: (True, True),    # the right: its rows only ever test for a match
     JoinType.LEFT_ANTI: (False, False),
     JoinType.EXISTENCE: (False, False),  # every left row comes out, flagged
 }
@@ -309,6 +309,11 @@ def rules_markdown() -> str:
     for jt, (left, right) in _PRUNABLE.items():
         lines.append(f"| {jt.value} | {'yes' if left else 'no'} | {'yes' if right else 'no'} "
                      f"| {' and '.join(output_sides(jt))} |")
+    lines += ["", "A left-semi join's right side is pruned too: its rows only test the left's "
+              "for a match, so a row whose key no left row holds changes no answer (`d LEFT "
+              "SEMI JOIN f`; not yet a fact inside `WHERE d.k IN (SELECT f.k FROM f)`, "
+              "which the analysis meets before Spark makes it that join). An anti join's is "
+              "not: a `NOT IN`'s right side decides by its NULLs and by being empty at all."]
     lines += ["", "| operator | a join key passes through |", "| --- | --- |"]
     lines += [f"| {op} | {how} |" for op, how in KEY_PASSAGE.items()]
     lines += ["| anything else (Limit, Sample, Expand, Generate, a Python UDF's node…) | "

@@ -108,8 +108,9 @@ ENTRIES: dict[Code, Entry] = {
         "`dpp.join`'s join type keeps (or anti-joins) every fact row",
         "an inner or left-semi join prunes"),
     Code.SEMI_RIGHT_SIDE: Entry(
-        TABLE, "right side of a semi/anti join (only its existence is tested)",
-        "the table is the build side, not the probe side"),
+        TABLE, "right side of an anti join (whether it matches at all decides)",
+        "a `NOT IN` answers by the right side's NULLs and by its being empty: no row of it "
+        "may be skipped (a left-semi join's right side is pruned)"),
     Code.FULL_OUTER: Entry(
         TABLE, "full outer join: both sides are preserved", "neither side may lose rows"),
     Code.UNSUPPORTED_REFERENCE: Entry(

@@ -109,7 +109,7 @@ def draw_case(rng: random.Random, seed: int, *, connect: bool = False) -> Case:
 
 # Most cases are ones dpp should prune (so that a wrong pruning has something to get wrong);
 # the rest are the shapes it must leave alone, drawn less often but always drawn.
-PRUNABLE = ("inner", "in", "exists", "semi", "comma", "right")
+PRUNABLE = ("inner", "in", "exists", "semi", "comma", "right", "semi_rev")
 SELECTIVE = ("lt", "in")
 DIRECT = ("eq", "plus0", "cast_dim", "two_level", "func")
 PLAIN = ("none", "agg", "union_all", "cte", "view", "write", "window", "distinct",

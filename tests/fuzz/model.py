@@ -17,7 +17,12 @@ DIM_TYPES = {"int": "int", "bigint": "bigint", "smallint": "smallint", "string":
              "date": "date", "timestamp": "timestamp", "decimal": "decimal(10,2)",
              "double": "double", "boolean": "boolean"}
 JOIN_SHAPES = ("inner", "in", "exists", "semi", "left", "right", "full", "anti", "not_in",
-               "not_exists", "comma")
+               "not_exists", "comma",
+               # the fact on the right: the dimension's rows that have a fact row (pruned by
+               # the dimension's keys), and those that have none (never pruned)
+               "semi_rev", "anti_rev")
+# shapes whose output is the dimension's columns only
+REVERSED = ("semi_rev", "anti_rev")
 # what the fact side's key is: the partition column, an expression of it, or a data column
 KEYS = ("eq", "plus0", "cast_str", "cast_dim", "func", "collate", "two_level", "data_col")
 DIM_FILTERS = ("lt", "in", "none", "empty", "rand", "limit", "order_limit", "window_tie")

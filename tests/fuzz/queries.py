@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tests.fuzz.model import CATALOG_TYPES, Case
+from tests.fuzz.model import CATALOG_TYPES, REVERSED, Case
 
 NUMERIC = ("int", "bigint", "smallint", "decimal", "double")
+# extras over the fact's columns (its first partition column, its ids)
+FACT_COLUMN_EXTRAS = ("agg", "window", "outer_not_null", "outer_is_null")
 
 
 def key_pairs(case: Case) -> list[tuple[str, str]]:
@@ -87,6 +89,9 @@ def sql_text(case: Case, fact: str, dim: str) -> str:
         base = f"SELECT {fcols} FROM {fact_src} f LEFT SEMI JOIN {src} d ON {cond}"
     elif s == "anti":
         base = f"SELECT {fcols} FROM {fact_src} f LEFT ANTI JOIN {src} d ON {cond}"
+    elif s in REVERSED:
+        how = "SEMI" if s == "semi_rev" else "ANTI"
+        base = f"SELECT d.* FROM {src} d LEFT {how} JOIN {fact_src} f ON {cond}"
     elif s == "comma":
         near = f", ({dim_source(case, dim)}) e" if neighbour else ""
         base = (f"SELECT {jcols} FROM {fact_src} f, {src} d{near} WHERE {cond}"
@@ -101,6 +106,8 @@ def sql_text(case: Case, fact: str, dim: str) -> str:
         base = f"WITH dd AS ({dim_source(case, dim)}) {base}"
     c0 = case.fact.cols[0].name
     c0 = c0.lower() if q.lower_names else c0
+    if s in REVERSED and q.extra in FACT_COLUMN_EXTRAS:
+        return base     # no fact column comes out to group, order or test
     if q.extra == "agg":
         return f"SELECT `{c0}`, count(*) AS n, sum(id) AS s FROM ({base}) t GROUP BY `{c0}`"
     if q.extra in ("outer_not_null", "outer_is_null"):
@@ -163,12 +170,15 @@ def dataframe(case: Case, spark: Any, fact: str, dim: str) -> Any:
     s = q.shape
     how = {"inner": "inner", "comma": "inner", "in": "left_semi", "exists": "left_semi",
            "semi": "left_semi", "left": "left", "right": "right", "full": "full",
-           "anti": "left_anti", "not_in": "left_anti", "not_exists": "left_anti"}[s]
-    out = f.join(d, cond, how)
+           "anti": "left_anti", "not_in": "left_anti", "not_exists": "left_anti",
+           "semi_rev": "left_semi", "anti_rev": "left_anti"}[s]
+    out = d.join(f, cond, how) if s in REVERSED else f.join(d, cond, how)
     if how not in ("left_semi", "left_anti"):
         out = out.select("f.*", F.col("d.a").alias("da"), F.col("d.ks").alias("dks"))
     c0 = case.fact.cols[0].name
     c0 = c0.lower() if q.lower_names else c0
+    if s in REVERSED and q.extra in FACT_COLUMN_EXTRAS:
+        return out
     if q.extra == "agg":
         return out.groupBy(c0).agg(F.count("*").alias("n"), F.sum("id").alias("s"))
     if q.extra == "window":
