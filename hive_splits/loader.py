@@ -209,6 +209,9 @@ class LoadResult:
     filters: list[FilterStatus] = field(default_factory=list)
     levels: list[LevelStats] = field(default_factory=list)
     static_ignored: list[str] = field(default_factory=list)
+    # a catalog table's kept partition locations that do not exist (read as empty, as Spark
+    # reads them)
+    missing_locations: list[str] = field(default_factory=list)
     # storage requests: the loader's own (by its lister) and the handoff's (Spark's, counted by
     # Hadoop's storage statistics where it can tell); the metastore's partitions fetched
     lister: str = "local"
@@ -663,6 +666,24 @@ class SplitLoader:
             return [self._scan(f) for f in folders]
         return list(self._pool.map(self._scan, folders))
 
+    def _scan_locations(self, folders: list[str]
+                        ) -> list[tuple[list[DirEntry], list[FileEntry]]]:
+        """A catalog table's kept partition locations, listed: one that does not exist holds
+        no file, as Spark's catalog file index reads it (a partition whose folder another
+        job removed, its metastore entry left: Spark lists its root paths and skips a
+        missing one)."""
+        def scan(folder: str) -> tuple[list[DirEntry], list[FileEntry]]:
+            try:
+                return self._scan(folder)
+            except FileNotFoundError:
+                self._res.missing_locations.append(folder)
+                return [], []
+
+        self._res.folders_listed += len(folders)
+        if len(folders) <= 1:
+            return [scan(f) for f in folders]
+        return list(self._pool.map(scan, folders))
+
     def _enumerate_folders(self) -> list[KeptPartition]:
         t = self.table
         root = t.location
@@ -1069,7 +1090,10 @@ class SplitLoader:
         if not t.partition_columns and not t.is_catalog:
             leaves = [KeptPartition(t.location, {}, "")]
         try:
-            listings = self._scan_many([kp.path for kp in leaves])
+            if t.is_catalog:
+                listings = self._scan_locations([kp.path for kp in leaves])
+            else:
+                listings = self._scan_many([kp.path for kp in leaves])
         except FileNotFoundError as exc:
             # listed, not stat'ed first: a HEAD per kept partition costs a round trip on
             # object stores; the error names the partition all the same
