@@ -660,22 +660,18 @@ class SplitLoader:
             raise LayoutError(f"table {self.table.name}: cannot list folder {folder!r}: "
                               f"{exc.strerror or exc}") from None
 
-    def _scan_many(self, folders: list[str]) -> list[tuple[list[DirEntry], list[FileEntry]]]:
-        self._res.folders_listed += len(folders)
-        if len(folders) <= 1:
-            return [self._scan(f) for f in folders]
-        return list(self._pool.map(self._scan, folders))
-
-    def _scan_locations(self, folders: list[str]
-                        ) -> list[tuple[list[DirEntry], list[FileEntry]]]:
-        """A catalog table's kept partition locations, listed: one that does not exist holds
-        no file, as Spark's catalog file index reads it (a partition whose folder another
-        job removed, its metastore entry left: Spark lists its root paths and skips a
-        missing one)."""
+    def _scan_many(self, folders: list[str], missing_empty: bool = False
+                   ) -> list[tuple[list[DirEntry], list[FileEntry]]]:
+        """Each folder listed. ``missing_empty``: a folder that does not exist holds no file
+        (recorded in ``missing_locations``) — a catalog table's kept partition location, as
+        Spark's catalog index reads it (it lists the partitions' root paths and skips a
+        missing one: a folder another job removed, its metastore entry left)."""
         def scan(folder: str) -> tuple[list[DirEntry], list[FileEntry]]:
             try:
                 return self._scan(folder)
             except FileNotFoundError:
+                if not missing_empty:
+                    raise
                 self._res.missing_locations.append(folder)
                 return [], []
 
@@ -1090,10 +1086,7 @@ class SplitLoader:
         if not t.partition_columns and not t.is_catalog:
             leaves = [KeptPartition(t.location, {}, "")]
         try:
-            if t.is_catalog:
-                listings = self._scan_locations([kp.path for kp in leaves])
-            else:
-                listings = self._scan_many([kp.path for kp in leaves])
+            listings = self._scan_many([kp.path for kp in leaves], missing_empty=t.is_catalog)
         except FileNotFoundError as exc:
             # listed, not stat'ed first: a HEAD per kept partition costs a round trip on
             # object stores; the error names the partition all the same
