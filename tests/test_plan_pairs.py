@@ -6,7 +6,7 @@ import json
 from typing import Any, Optional
 
 from dpp.core.refusals import Code, Refusal
-from dpp.analysis.plan_pairs import find_prunes, relation_nodes
+from dpp.analysis.plan_pairs import WHOLE_BUILD_BYTES, find_prunes, relation_nodes
 
 
 class _Plan:
@@ -145,6 +145,63 @@ def test_an_unfiltered_build_side_prunes_nothing_and_says_so() -> None:
     _join(p, f, d, "INNER", [(p.key(2), p.key(10))])
     prunes, notes = find_prunes(p.desc())
     assert prunes == [] and notes[0].code is Code.BUILD_FILTERS_NOTHING
+
+
+def _sized_dim(p: _Plan, size: Optional[int]) -> int:
+    """An unfiltered dimension read from files of ``size`` bytes (None: a size Spark does
+    not know)."""
+    rel: dict[str, Any] = {"kind": "path", "rootPaths": ["file:/d"], "partitionColumns": []}
+    if size is not None:
+        rel["sizeInBytes"] = size
+    return p.node("LogicalRelation", [], [(10, "d"), (11, "month")], relation=rel)
+
+
+def test_a_small_unfiltered_build_side_is_read_whole_for_its_keys() -> None:
+    """A table of at most WHOLE_BUILD_BYTES is built though it filters nothing (its keys may
+    be fewer than the fact's partitions); one byte more, or a size Spark does not know, and
+    it is taken to hold every key: refused as before. The same for an IN subquery."""
+    for how in ("join", "in"):
+        for size, built in ((1, True), (WHOLE_BUILD_BYTES, True),
+                            (WHOLE_BUILD_BYTES + 1, False), (None, False)):
+            p = _Plan()
+            f = p.fact()
+            d = _sized_dim(p, size)
+            if how == "join":
+                _join(p, f, d, "INNER", [(p.key(2), p.key(10))])
+            else:
+                p.node("Filter", [f], [(1, "v"), (2, "day")], selective=True, inSubqueries=[
+                    {"value": p.key(2), "query": d, "queryKey": p.key(10)}])
+            prunes, notes = find_prunes(p.desc())
+            assert [(x.relation, x.column, x.data) for x in prunes] == (
+                [(f, "day", False)] if built else []), (how, size, prunes)
+            if not built:
+                assert notes and notes[0].code in (
+                    Code.BUILD_FILTERS_NOTHING, Code.IN_FILTERS_NOTHING), (how, size, notes)
+
+
+def test_a_small_unfiltered_build_side_is_never_a_data_column_filter() -> None:
+    """Reading a small table whole pays only where it may drop partitions: a data column's
+    statistics filter still wants a build side that filters."""
+    for how in ("join", "in"):
+        p = _Plan()
+        f = p.fact()
+        d = _sized_dim(p, 100)
+        if how == "join":
+            _join(p, f, d, "INNER", [(p.key(1), p.key(10))])
+        else:
+            p.node("Filter", [f], [(1, "v"), (2, "day")], selective=True, inSubqueries=[
+                {"value": p.key(1), "query": d, "queryKey": p.key(10)}])
+        assert find_prunes(p.desc())[0] == [], how
+
+
+def test_a_small_unfiltered_build_side_keeps_the_outer_join_rule() -> None:
+    """Its size changes what is worth a build, never which side may be pruned."""
+    p = _Plan()
+    f = p.fact()
+    d = _sized_dim(p, 100)
+    _join(p, f, d, "LEFT OUTER", [(p.key(2), p.key(10))])
+    prunes, notes = find_prunes(p.desc())
+    assert prunes == [] and notes[0].code is Code.JOIN_KEEPS_UNMATCHED
 
 
 def test_traced_through_project_alias_aggregate_and_union() -> None:

@@ -40,6 +40,13 @@ _LOCAL_LEAVES = {"LocalRelation", "LogicalRDD", "InMemoryRelation", "Range"}
 # tested exactly per row; a larger one (TPC-DS customer_demographics, 384k keys) holds the
 # query's planning for a domain too wide to state (a bloom filter's bounds)
 ROWS_BUILD_BYTES = 4 << 20
+# a build side that filters nothing is still built, for a partition column, when it reads at
+# most this many bytes of files: a small table's keys are every key it holds, which may be
+# fewer than the fact's partitions (a lookup table of the dates or regions to keep, a
+# dimension missing some of the fact's keys), and one short task collects them. A larger one
+# is taken to hold every key the fact's foreign key can hold (TPC-DS date_dim, 1.8 MB, at
+# every scale) and is not built
+WHOLE_BUILD_BYTES = 1 << 20
 # ... and only when the join it spares reads at least this many times what Spark broadcasts
 # (250 MB at Spark's default 10 MB): the shuffle and join of the rows removed must outweigh
 # the build's fixed cost (measured: TPC-DS SF10 q72, its join with 678 MB of inventory, 2-3 s
@@ -280,9 +287,9 @@ class _Plan:
             node, steps = parent["id"], steps + 1
         return False
 
-    def small_build(self, node: int) -> bool:
-        """Whether the subtree at ``node`` reads at most :data:`ROWS_BUILD_BYTES` of files
-        (rows held locally count nothing; a leaf of unknown size is not small)."""
+    def small_build(self, node: int, limit: int = ROWS_BUILD_BYTES) -> bool:
+        """Whether the subtree at ``node`` reads at most ``limit`` bytes of files (rows held
+        locally count nothing; a leaf of unknown size is not small)."""
         total, todo, seen = 0, [node], set()
         while todo:
             i = todo.pop()
@@ -300,7 +307,13 @@ class _Plan:
                 elif n["op"] not in _LOCAL_LEAVES:
                     return False
             todo.extend(below)
-        return total <= ROWS_BUILD_BYTES
+        return total <= limit
+
+    def worth_building(self, node: int) -> bool:
+        """Whether a build side's keys are worth collecting for a partition column: it
+        filters (:meth:`selective`), or it is small enough to read whole
+        (:data:`WHOLE_BUILD_BYTES`), whatever keys it holds."""
+        return self.selective(node) or self.small_build(node, WHOLE_BUILD_BYTES)
 
     def _heavy(self, rels: tuple[int, ...]) -> bool:
         """Whether relations ``rels`` read files of at least ``ROWS_JOIN_FACTOR`` times the
@@ -556,7 +569,7 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                         notes.append(Refusal.of(Code.JOIN_KEEPS_UNMATCHED,
                                                 fact.get("sql"), join=how))
                         continue
-                    if not plan.selective(dim_side) and semi is None:
+                    if semi is None and not plan.worth_building(dim_side):
                         notes.append(Refusal.of(Code.BUILD_FILTERS_NOTHING,
                                                 fact.get("sql"), build=dim.get("sql")))
                         continue
@@ -576,7 +589,7 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                 child = node["children"][0]
                 if not reads_only(value, child):
                     continue
-                if not plan.selective(sub["query"]):
+                if not plan.worth_building(sub["query"]):
                     note = Refusal.of(Code.IN_FILTERS_NOTHING, value.get("sql"),
                                       build=sub["queryKey"].get("sql"))
                     if note not in notes:
@@ -593,7 +606,7 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                     add_expression(value, expression, build, sub["queryKey"], "IN subquery")
                     continue
                 data = plan.trace(child, attr, data=True) if attr is not None else None
-                if data:
+                if data and plan.selective(sub["query"]):   # statistics: a filtered side only
                     add(data, build, sub["queryKey"], "IN subquery", top=node["id"])
     # a filter for the rows alone only on a relation dpp prunes by a partition column
     # anyway: wrapping one Spark would read whole for its rows alone cost more than it

@@ -208,11 +208,13 @@ ENTRIES: dict[Code, Entry] = {
         "filter in an inner or semi join"),
     Code.BUILD_FILTERS_NOTHING: Entry(
         KEY, "{subject}: the build side ({build}) filters nothing, not pruned",
-        "the other side keeps every row of its table: its keys would keep every partition",
+        "the other side keeps every row of a table too large to read whole for its keys "
+        "(over 1 MiB of files, or of unknown size): taken to hold every key the fact holds",
         "filter the dimension"),
     Code.IN_FILTERS_NOTHING: Entry(
         KEY, "{subject}: the IN subquery ({build}) filters nothing, not pruned",
-        "the subquery keeps every row of its table", "filter the subquery"),
+        "the subquery keeps every row of a table too large to read whole for its keys "
+        "(over 1 MiB of files, or of unknown size)", "filter the subquery"),
     Code.FACT_BELOW_NONDETERMINISTIC: Entry(
         KEY, "{subject}: the fact is read below {why}, whose rows depend on the files read, "
         "not pruned",
