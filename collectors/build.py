@@ -200,6 +200,20 @@ def map_in_arrow(df: Any, fn: Any, schema: str) -> Any:
 
 
 def short_error(exc: BaseException) -> str:
+    """One line naming what failed: for an error raised in the JVM (py4j's
+    ``Py4JJavaError``, whose own first line only names the gateway call) the innermost
+    Java cause's class and message, which is what a user can act on."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            cause, depth = java, 0
+            while cause.getCause() is not None and depth < 20:
+                cause, depth = cause.getCause(), depth + 1
+            message = str(cause.getMessage() or "").strip().splitlines()
+            return (f"{type(exc).__name__}: {cause.getClass().getName()}: "
+                    f"{message[0] if message else ''}")[:500]
+        except Exception:   # the gateway is gone: the Python text is all there is
+            pass
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
 

@@ -276,3 +276,22 @@ def test_groups_without_jobs_in_one_call(spark):
     text = str(lacking(sc._jsc, "dpp-build-t-has-a-job\ndpp-build-t-none-yet\n"))
     assert text.split("\n") == ["dpp-build-t-none-yet"]
     assert str(lacking(sc._jsc, "dpp-build-t-has-a-job")) == ""
+
+
+def test_a_build_that_fails_in_the_jvm_names_the_java_cause(spark):
+    """py4j's own first line only names the gateway call ("An error occurred while calling
+    o8119.getResult"): the report says what failed, the innermost Java cause."""
+    from py4j.protocol import Py4JJavaError
+
+    from collectors.build import short_error
+
+    jvm = spark.sparkContext._jvm
+    inner = jvm.java.io.FileNotFoundException("file:/x/part-0.parquet does not exist")
+    failed = jvm.java.util.concurrent.CompletableFuture()
+    failed.completeExceptionally(jvm.java.lang.RuntimeException("job aborted", inner))
+    with pytest.raises(Py4JJavaError) as caught:
+        failed.get()
+    said = short_error(caught.value)
+    assert said.startswith("Py4JJavaError: java.io.FileNotFoundException: "), said
+    assert "file:/x/part-0.parquet does not exist" in said and "calling" not in said, said
+    assert short_error(ValueError("bad\nmore")) == "ValueError: bad"
