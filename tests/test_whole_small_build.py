@@ -183,3 +183,86 @@ def test_the_lookup_on_the_preserved_side_of_an_outer_join_prunes_nothing(
     assert got == expected and len(expected) == 2 * (DAYS + 1), expected
     if report is not None:
         assert not _applied(report), report.tables
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_a_lookup_edited_between_two_actions_gives_sparks_rows(
+        spark: Any, data: dict[str, Any], tmp_path: Any, cache: bool) -> None:
+    """A lookup table gains days (a file added), then loses one (a file rewritten), between
+    actions: a query over a new read of the folder reads its keys anew, as Spark reads the
+    table then; a DataFrame made before runs as Spark runs it (its relation keeps the files
+    it listed, reading a rewritten file's new content), with dpp as without."""
+    lookup = tmp_path / "lookup"
+    lookup.mkdir()
+    pq.write_table(pa.table({"day": pa.array([3], pa.int32())}), lookup / "a.parquet")
+    spark.read.parquet(str(lookup)).createOrReplaceTempView("ws_edit")
+    text = "SELECT f.day, f.amount FROM ws_sales f JOIN ws_edit d ON f.day = d.day"
+    session = data["session"]
+    with spark_conf(spark, OFF):
+        again_off = spark.sql(text)
+        first_off = sorted(map(tuple, again_off.collect()))
+    again = spark.sql(text)
+    assert sorted(map(tuple, again.collect())) == first_off and first_off
+    kept = []
+    try:
+        for edit in (None, "add", "rewrite", "none"):
+            if edit == "add":
+                pq.write_table(pa.table({"day": pa.array([7, 8], pa.int32())}),
+                               lookup / "b.parquet")
+            elif edit == "rewrite":
+                pq.write_table(pa.table({"day": pa.array([9], pa.int32())}), lookup / "a.parquet")
+            if edit is not None:   # a new read of the folder (the view's own listing stays)
+                spark.read.parquet(str(lookup)).createOrReplaceTempView("ws_edit")
+            with spark_conf(spark, OFF):
+                expected = sorted(map(tuple, spark.sql(text).collect()))
+            session.last_report = None
+            # the filter cache on: a build side reading files only is kept by its files'
+            # paths, sizes and times, so each edit is seen and an unchanged table reused
+            with spark_conf(spark, {"spark.dpp.filterCache.enabled": str(cache).lower()}):
+                got = sorted(map(tuple, spark.sql(text).collect()))
+            assert got == expected and expected, (edit, got, expected)
+            kept += [t.partitions_kept for t in _applied(session.last_report)]
+            # the DataFrames made before: each as its own first run planned it
+            with spark_conf(spark, OFF):
+                off_rows = sorted(map(tuple, again_off.collect()))
+            assert sorted(map(tuple, again.collect())) == off_rows, edit
+        assert kept == [1, 3, 3, 3], kept   # {3}, {3, 7, 8}, {9, 7, 8}, unchanged
+    finally:
+        spark.catalog.dropTempView("ws_edit")
+
+
+def test_a_lookup_whose_names_differ_in_case_prunes(
+        spark: Any, data: dict[str, Any], tmp_path: Any) -> None:
+    """The lookup file's column is ``Day``, the query writes ``F.DAY = D.day`` (Spark's
+    default case-insensitive names): the keys are read all the same."""
+    folder = tmp_path / "cased"
+    folder.mkdir()
+    pq.write_table(pa.table({"Day": pa.array([2, 6, None], pa.int32()), "Note": ["x", "y", "z"]}),
+                   folder / "part-0.parquet")
+    spark.read.parquet(str(folder)).createOrReplaceTempView("ws_cased")
+    try:
+        def job(spark: Any, fact: str, dim: str, form: str) -> Any:
+            return spark.sql(f"SELECT F.DAY, f.Amount, d.note FROM {fact} f "
+                             f"JOIN {dim} d ON F.Day = D.DAY")
+        expected, got, report = _run(spark, data["session"], job, "ws_sales", "ws_cased", "sql")
+        assert got == expected and len(expected) == 4, expected
+        assert [t.partitions_kept for t in _applied(report)] == [2], report.tables
+    finally:
+        spark.catalog.dropTempView("ws_cased")
+
+
+def test_a_csv_lookup_gives_sparks_rows(spark: Any, data: dict[str, Any], tmp_path: Any) -> None:
+    """A lookup table in another format than Parquet: its size is not described to the
+    analysis (only Parquet relations are), so it is not read for its keys; its rows are
+    checked."""
+    csv = tmp_path / "days_csv"
+    csv.mkdir()
+    (csv / "days.csv").write_text("Day,Note\n2,x\n6,y\n,z\n")
+    spark.read.option("header", "true").schema("Day INT, Note STRING").csv(str(csv)) \
+        .createOrReplaceTempView("ws_days_csv")
+    try:
+        expected, got, _report = _run(spark, data["session"], _join, "ws_sales", "ws_days_csv",
+                                      "sql")
+        assert got == expected and len(expected) == 4, expected
+    finally:
+        spark.catalog.dropTempView("ws_days_csv")
