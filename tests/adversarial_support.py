@@ -26,6 +26,17 @@ OFF = {"spark.dpp.enabled": "false",
        "spark.sql.optimizer.runtimeFilter.semiJoinReduction.enabled": "false"}
 
 
+def int_partitions(table: Path, column: str, values: list[Optional[int]]) -> None:
+    """A fact of one small file per integer partition ``column=v`` (``None``: Hive's
+    default partition), two amounts each: ``100·v + 1`` and ``+ 2`` (``v`` = 99 for NULL)."""
+    for v in values:
+        folder = table / f"{column}={'__HIVE_DEFAULT_PARTITION__' if v is None else v}"
+        folder.mkdir(parents=True)
+        base = 100 * (v if v is not None else 99)
+        pq.write_table(pa.table({"amount": pa.array([base + 1, base + 2], pa.int64())}),
+                       folder / "part-0.parquet")
+
+
 def fact_file(day: int, k: int, rows: int = ROWS_PER_FILE) -> pa.Table:
     """One data file of ``day``: ids unique across the table, every file the same size."""
     base = day * 10_000 + k * 1_000

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.adversarial_support import OFF, enabled
+from tests.adversarial_support import OFF, enabled, int_partitions
 from tests.conftest import spark_conf
 
 STORES = 12                    # sales partitions store=0..11 and store=__HIVE_DEFAULT_PARTITION__
@@ -29,12 +29,7 @@ NL = (2, 5, 11, 40)            # 40: a store with no sales
 def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("semi_right")
     sales = root / "sales"
-    for store in [*range(STORES), None]:
-        folder = sales / f"store={'__HIVE_DEFAULT_PARTITION__' if store is None else store}"
-        folder.mkdir(parents=True)
-        base = 100 * (store if store is not None else 99)
-        pq.write_table(pa.table({"amount": pa.array([base + 1, base + 2], pa.int64())}),
-                       folder / "part-0.parquet")
+    int_partitions(sales, "store", [*range(STORES), None])
     stores = root / "stores"
     stores.mkdir()
     ids = [*range(STORES), 40, None]

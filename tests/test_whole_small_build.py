@@ -20,7 +20,7 @@ import pytest
 
 from dpp.analysis.plan_pairs import WHOLE_BUILD_BYTES
 from dpp.core.refusals import Code
-from tests.adversarial_support import OFF, enabled
+from tests.adversarial_support import OFF, enabled, int_partitions
 from tests.conftest import spark_conf
 
 DAYS = 10                      # sales partitions day=0..9 and day=__HIVE_DEFAULT_PARTITION__
@@ -32,12 +32,7 @@ BIG_DAYS = (1, 3)              # the large table's days: it would prune, but is 
 def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("whole_small")
     sales = root / "sales"
-    for day in [*range(DAYS), None]:
-        folder = sales / f"day={'__HIVE_DEFAULT_PARTITION__' if day is None else day}"
-        folder.mkdir(parents=True)
-        base = 100 * (day if day is not None else 99)
-        pq.write_table(pa.table({"amount": pa.array([base + 1, base + 2], pa.int64())}),
-                       folder / "part-0.parquet")
+    int_partitions(sales, "day", [*range(DAYS), None])
     wanted = root / "wanted"
     wanted.mkdir()
     pq.write_table(pa.table({"day": pa.array([*WANTED, None], pa.int32()),
