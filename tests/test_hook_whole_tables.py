@@ -8,6 +8,7 @@ report entry. Checked against Spark with every pruning off on the same folders: 
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Iterator
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpp
+from dpp.analysis.plan_pairs import WHOLE_BUILD_BYTES
 from dpp.frontends.hook.explain import WHOLE
 from tests.conftest import spark_conf
 
@@ -54,6 +56,16 @@ def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
     pq.write_table(pa.table({"d": pa.array(range(DAYS), pa.int32()),
                              "label": [f"d{d}" for d in range(DAYS)]}), days / "part-0.parquet")
     spark.read.parquet(str(days)).createOrReplaceTempView("wt_days")   # a scan, no filter
+    # the same days in a table over WHOLE_BUILD_BYTES (incompressible padding): a build side
+    # that filters nothing and is too large to read whole for its keys
+    days_big = root / "days_big"
+    days_big.mkdir()
+    rows = 2 * WHOLE_BUILD_BYTES // 64
+    pq.write_table(pa.table({"d": pa.array([i % DAYS for i in range(rows)], pa.int32()),
+                             "label": [f"d{i % DAYS}" for i in range(rows)],
+                             "pad": pa.array([os.urandom(64) for _ in range(rows)])}),
+                   days_big / "part-0.parquet", compression="none")
+    spark.read.parquet(str(days_big)).createOrReplaceTempView("wt_days_big")
     with spark_conf(spark, {"spark.dpp.tables.wt_sales": str(sales),
                             "spark.dpp.sqlPath": "hook",
                             "spark.dpp.statsPruning.enabled": "false"}):
@@ -66,6 +78,7 @@ def data(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
             spark.sql("DROP TABLE IF EXISTS wt_sales_cat")
             spark.catalog.dropTempView("wt_items")
             spark.catalog.dropTempView("wt_days")
+            spark.catalog.dropTempView("wt_days_big")
 
 
 def _run(spark: Any, data: dict[str, Any], job: Callable[[], Any]) -> tuple[list, list, Any]:
@@ -128,10 +141,12 @@ def test_a_query_with_no_join_and_a_union_of_copies_is_sparks_alone(
 @pytest.mark.parametrize("fact", FACTS)
 def test_a_join_on_the_partition_column_that_filters_nothing_reads_whole(
         spark: Any, data: dict[str, Any], fact: str) -> None:
-    """Every day joins: no filter worth building, yet Spark infers ``day IS NOT NULL`` from the
-    join, which would still have the metastore return every partition: read whole."""
+    """Every day joins a dimension too large to read whole for its keys (a small one is read:
+    ``tests/test_whole_small_build.py``): no filter worth building, yet Spark infers ``day IS
+    NOT NULL`` from the join, which would still have the metastore return every partition:
+    read whole."""
     def job() -> Any:
-        f, d = spark.table(fact), spark.table("wt_days")
+        f, d = spark.table(fact), spark.table("wt_days_big")
         return f.join(d, f["day"] == d["d"]).groupBy("label").count()
 
     got, expected, report = _run(spark, data, job)
