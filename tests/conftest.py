@@ -209,6 +209,16 @@ class RedisServer:
 
 
 @pytest.fixture(scope="session")
+def plain_connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One plain Spark Connect server (no dpp in it) for the modules that only open client
+    sessions of their own on it (``tests/connect_server.py``): a server's start is 20-25 s.
+    A module that stops its server, or needs server settings, starts its own."""
+    from tests.connect_server import serve
+
+    yield from serve(tmp_path_factory, "connect-server")
+
+
+@pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """The shared redis-server; tests that stop or restart Redis use ``fresh_redis`` instead."""
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()

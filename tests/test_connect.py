@@ -1,7 +1,7 @@
 """Spark Connect (issue 29): dpp on a client session without a JVM never crashes, prunes, and
 says once what it does without.
 
-One real Spark Connect server for the module (``tests/connect_server.py``), real Parquet
+One real Spark Connect server (the session's plain one, ``tests/conftest.py``), real Parquet
 folders written with pyarrow. Every query's rows are compared with those of a *second* client
 session on the same server that has neither dpp nor Spark's own dynamic pruning (plain temp
 views over the same folders), and with ``spark.dpp.enabled=false`` on the dpp session itself.
@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import make_partitioned_table, write_parquet
-from tests.connect_server import client as _client, serve
+from tests.connect_server import client as _client
 
 
 SPARK_DPP_OFF = "spark.sql.optimizer.dynamicPartitionPruning.enabled"
@@ -30,8 +30,10 @@ UTC = dt.timezone.utc
 # ---------------------------------------------------------------------------- fixtures
 
 @pytest.fixture(scope="module")
-def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    yield from serve(tmp_path_factory, "connect-server")
+def connect_server(plain_connect_server: Any) -> Any:
+    """The session's plain Connect server (``tests/conftest.py``): this module's client
+    sessions and tables are its own."""
+    return plain_connect_server
 
 
 @pytest.fixture(scope="module")

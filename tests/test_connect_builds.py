@@ -16,15 +16,17 @@ from typing import Any, Callable, Iterator, Optional
 import pytest
 
 from tests.conftest import make_partitioned_table, write_parquet
-from tests.connect_server import client as _client, serve
+from tests.connect_server import client as _client
 
 SPARK_DPP_OFF = "spark.sql.optimizer.dynamicPartitionPruning.enabled"
 WEEK_1 = list(range(8, 15))   # the days of d_week = 1
 
 
 @pytest.fixture(scope="module")
-def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    yield from serve(tmp_path_factory, "connect-builds-server")
+def connect_server(plain_connect_server: Any) -> Any:
+    """The session's plain Connect server (``tests/conftest.py``): this module's client
+    sessions and tables are its own."""
+    return plain_connect_server
 
 
 @pytest.fixture(scope="module")

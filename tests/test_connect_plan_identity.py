@@ -11,7 +11,7 @@ with the DataFrame rewrite (``spark.dpp.connect.dataFrames``) switched on where 
 DataFrame one, and compares the rows; where the rewrite must refuse, the report says so;
 where it may prune (``on="day"``, ``alias("f")``/``alias("d")``), it does.
 
-One real Spark Connect server for the module (``tests/connect_server.py``); Parquet written by
+One real Spark Connect server, shared with other modules (``tests/conftest.py``); Parquet written by
 pyarrow and by Spark.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pyarrow as pa
 import pytest
 
 from tests.conftest import make_partitioned_table, write_parquet
-from tests.connect_server import client as _client, serve
+from tests.connect_server import client as _client
 
 SPARK_DPP_OFF = "spark.sql.optimizer.dynamicPartitionPruning.enabled"
 FRAMES = "spark.dpp.connect.dataFrames"
@@ -31,8 +31,10 @@ INFERENCE = "spark.sql.sources.partitionColumnTypeInference.enabled"
 
 
 @pytest.fixture(scope="module")
-def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    yield from serve(tmp_path_factory, "connect-identity")
+def connect_server(plain_connect_server: Any) -> Any:
+    """The session's plain Connect server (``tests/conftest.py``): this module's client
+    sessions and tables are its own."""
+    return plain_connect_server
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ table. Each test makes the same write on a plain session (no dpp, no Spark DPP) 
 session, over a real catalog table of Parquet files, and asserts the same refusal and that
 every row is still there.
 
-One real Spark Connect server for the module (``tests/connect_server.py``).
+One real Spark Connect server, shared with other modules (``tests/conftest.py``).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.connect_server import client as _client, serve
+from tests.connect_server import client as _client
 
 SPARK_DPP_OFF = "spark.sql.optimizer.dynamicPartitionPruning.enabled"
 ROWS = 300          # the table's rows, 10 in each of 30 day partitions
@@ -26,8 +26,10 @@ REFUSALS = ("UNSUPPORTED_OVERWRITE", "CANNOT_OVERWRITE", "being read from")
 
 
 @pytest.fixture(scope="module")
-def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    yield from serve(tmp_path_factory, "connect-overwrite")
+def connect_server(plain_connect_server: Any) -> Any:
+    """The session's plain Connect server (``tests/conftest.py``): this module's client
+    sessions and tables are its own."""
+    return plain_connect_server
 
 
 @pytest.fixture(scope="module")
