@@ -145,3 +145,26 @@ def test_collapse_never_drops_a_value_and_stays_exact_under_the_threshold(p, n, 
     if d.is_exact() and s == d:
         for v in _probes(t):
             assert s.contains(v) == d.contains(v)
+
+
+ORDERED = [t for t in UNIVERSE if t.is_integral or t.name in ("date", "timestamp", "decimal")]
+
+
+@LAW
+@given(st.sampled_from(ORDERED).flatmap(
+    lambda t: st.tuples(st.just(t), any_domains(t), st.sampled_from(["<", "<=", ">", ">="]))))
+def test_compared_holds_every_value_some_member_compares_so_with(p):
+    """``compared(op)`` holds ``v`` when ``v op b`` for some non-null ``b`` the domain holds,
+    never NULL; for an exact domain exactly those values (a bloom domain's bounds may hold
+    more: sound, never narrower)."""
+    import operator
+    t, a, op = p
+    test = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[op]
+    c = a.compared(op)
+    assert not c.contains(None)
+    members = [b for b in UNIVERSE[t] if a.contains(b)]
+    for v in UNIVERSE[t]:
+        if any(test(key_of(t, v), key_of(t, b)) for b in members):
+            assert c.contains(v), (v, op, a, c)
+        elif a.is_exact() and a.ranges_view() is not None and a.kind == "values":
+            assert not c.contains(v), (v, op, a, c)

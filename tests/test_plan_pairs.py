@@ -498,3 +498,92 @@ def test_an_unpartitioned_relation_is_a_fact_only_at_the_broadcast_threshold() -
     assert pruned(plan(small, "-1")) == []            # broadcasts off: Spark's 10 MB default
     assert relation_nodes(plan(small, None)) == {}
     assert list(relation_nodes(plan(big, None))) == [0]
+
+
+# ---------------------------------------------------------------- comparison conjuncts
+
+
+def _compare_join(p: _Plan, left: int, right: int, how: str,
+                  compares: list[tuple[dict, str, dict]],
+                  keys: Optional[list[tuple[dict, dict]]] = None) -> int:
+    j = _join(p, left, right, how, keys or [])
+    p.nodes[j]["compares"] = [[a, op, b] for a, op, b in compares]
+    return j
+
+
+def test_a_comparison_prunes_the_fact_by_the_build_keys_bound() -> None:
+    """``f.day <= d.d`` and ``d.d > f.day`` (operands the other way round: the operator read
+    from the fact's side) each give a pair that carries the fact side's operator."""
+    for written, want in ((lambda p: (p.key(2), "<=", p.key(10)), "<="),
+                          (lambda p: (p.key(10), ">", p.key(2)), "<"),
+                          (lambda p: (p.key(2), ">=", p.key(10)), ">=")):
+        p = _Plan()
+        f, d = p.fact(), p.dim()
+        _compare_join(p, f, d, "INNER", [written(p)])
+        prunes, _ = find_prunes(p.desc())
+        assert [(x.relation, x.column, x.build_node, x.compare) for x in prunes] == \
+            [(f, "day", d, want)], prunes
+
+
+def test_a_comparison_keeps_the_join_rules_and_the_build_side_rules() -> None:
+    """Not the preserved side of an outer join, not an anti join's; not by an unfiltered
+    build side (too large to read whole); the non-preserved side of an outer join is."""
+    for how, pruned in (("LEFT OUTER", False), ("RIGHT OUTER", True), ("LEFT ANTI", False),
+                        ("FULL OUTER", False), ("LEFT SEMI", True)):
+        p = _Plan()
+        f, d = p.fact(), p.dim()
+        _compare_join(p, f, d, how, [(p.key(2), "<", p.key(10))])
+        prunes, _ = find_prunes(p.desc())
+        assert bool([x for x in prunes if x.relation == f]) is pruned, (how, prunes)
+    p = _Plan()
+    f, d = p.fact(), p.dim(selective=False)
+    _compare_join(p, f, d, "INNER", [(p.key(2), "<", p.key(10))])
+    assert find_prunes(p.desc())[0] == []
+
+
+def test_a_comparison_needs_an_ordered_type_and_the_column_itself() -> None:
+    """Strings (collations order them otherwise), floating types (NaN) and booleans are not
+    compared; a fact-side expression is not; an integral widening of the column is."""
+    def one(fact_key: dict, dim_type: str = "int") -> list:
+        p = _Plan()
+        f, d = p.fact(), p.dim()
+        dk = p.key(10)
+        dk["type"] = dim_type
+        _compare_join(p, f, d, "INNER", [(fact_key(p) if callable(fact_key) else fact_key,
+                                          "<", dk)])
+        return find_prunes(p.desc())[0]
+
+    for t in ("string", "double", "float", "boolean"):
+        def typed(p: _Plan, t: str = t) -> dict:
+            k = p.key(2)
+            k["type"] = t
+            return k
+        assert one(typed, t) == [], t
+    assert one(lambda p: {"expr": 90, "type": "int", "sql": "day + 1", "refs": [2],
+                          "deterministic": True}) == []
+    widened = one(lambda p: p.key(2, cast="bigint", src="int"), "bigint")
+    assert [x.compare for x in widened] == ["<"]
+    decimal = one(lambda p: {**p.key(2), "type": "decimal(10,2)"}, "decimal(10,2)")
+    assert [x.compare for x in decimal] == ["<"]
+
+
+def test_a_comparison_on_a_data_column_wants_a_filtered_build_side() -> None:
+    p = _Plan()
+    f, d = p.fact(), p.dim()
+    _compare_join(p, f, d, "INNER", [(p.key(1), ">=", p.key(11))])
+    prunes, _ = find_prunes(p.desc())
+    assert [(x.column, x.data, x.compare) for x in prunes] == [("v", True, ">=")]
+
+
+def test_an_equi_key_and_a_comparison_of_one_column_both_pair() -> None:
+    """``f.day = d.d AND f.day < d.month``: two pairs on ``day`` (the loader intersects
+    their domains); the same operand compared twice (``>=`` and ``<=``) gives two as well."""
+    p = _Plan()
+    f, d = p.fact(), p.dim()
+    _compare_join(p, f, d, "INNER", [(p.key(2), "<", p.key(11))], keys=[(p.key(2), p.key(10))])
+    assert sorted(x.compare for x in find_prunes(p.desc())[0]) == ["<", "="]
+    p = _Plan()
+    f, d = p.fact(), p.dim()
+    k = p.key(10)
+    _compare_join(p, f, d, "INNER", [(p.key(2), ">=", k), (p.key(2), "<=", k)])
+    assert sorted(x.compare for x in find_prunes(p.desc())[0]) == ["<=", ">="]

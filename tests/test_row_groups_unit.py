@@ -112,3 +112,20 @@ def test_runs_cover_every_value_and_stay_few():
     days = [dt.date(2001, 1, 1) + dt.timedelta(days=i) for i in (0, 1, 2, 40)]
     assert _runs(days, "date") == [(days[0], days[2]), (days[3], days[3])]
     assert _runs(["a", "b"], "string") is None
+
+
+def test_a_comparisons_domain_is_one_open_range() -> None:
+    """``f.x < max(d.a)``: an integral strict bound is the inclusive one below it; the open
+    side is null on the wire and absent from the text; both sides open is no filter."""
+    from dpp.core.domain import Domain
+    from dpp.runtime.row_groups import row_terms
+
+    below = row_terms(Domain.values("int", [3, 8]).compared("<"))
+    assert below is not None and below.ranges == ((None, 7),)
+    assert below.text("x") == "`x` <= 7"
+    assert below.to_wire() == {"type": "int", "ranges": [[None, "7"]]}
+    above = row_terms(Domain.values("date", [dt.date(2024, 3, 1)]).compared(">"))
+    assert above is not None and above.text("d") == "`d` >= DATE '2024-03-02'"
+    assert above.to_wire()["ranges"] == [["2024-03-02", None]]
+    assert row_terms(Domain.not_null("int").compared("<")) is None
+    assert row_terms(Domain.none("int").compared("<")).values == ()

@@ -54,6 +54,12 @@ WHOLE_BUILD_BYTES = 1 << 20
 ROWS_JOIN_FACTOR = 25
 # Spark's size of a relation it cannot measure (spark.sql.defaultSizeInBytes, Long.MAX_VALUE)
 _UNKNOWN_SIZE = 1 << 62
+# a comparison conjunct ``a op b`` read from the other operand's side: ``b flip(op) a``
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+# types whose domain keys order values as Spark's comparison does: integers, dates,
+# timestamps, decimals (not strings, which collations order otherwise; not floating types,
+# whose NaN Spark orders above every number; not booleans)
+_ORDERED = {"tinyint", "smallint", "int", "bigint", "date", "timestamp", "timestamp_ntz"}
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,10 @@ class Prune:
     # set by the decision (``ProbeKey.rows_only``): built for the rows alone, statistics
     # judged unable to skip files by it
     rows_only: bool = False
+    # how the join compares ``column`` with the build key: ``=`` (its values), or ``<``,
+    # ``<=``, ``>``, ``>=`` (a comparison conjunct: below the build key's maximum, above its
+    # minimum; ``Domain.compared``)
+    compare: str = "="
 
     @property
     def build(self) -> tuple[int, int, str]:
@@ -451,6 +461,12 @@ def _fact_key(key: dict[str, Any]) -> Optional[int]:
     return None
 
 
+def _ordered(key: dict[str, Any]) -> bool:
+    """Whether a comparison operand's type is one :data:`_ORDERED` (or a decimal)."""
+    t = str(key.get("type", ""))
+    return t in _ORDERED or t.startswith("decimal(")
+
+
 def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Refusal]]] = None
                 ) -> tuple[list[Prune], list[Refusal]]:
     """Every sound (relation, column, build side) the plan offers, and the refusals of join
@@ -482,7 +498,8 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
 
     def add(targets: Optional[list[tuple[int, str]]], build_node: int, build_key: dict,
             how: str, semi: Optional[tuple[int, tuple[tuple[int, int], ...]]] = None,
-            spark_side: Optional[int] = None, top: Optional[int] = None) -> None:
+            spark_side: Optional[int] = None, top: Optional[int] = None,
+            compare: str = "=") -> None:
         for rel, col in targets or []:
             if rel == build_node:
                 continue
@@ -490,7 +507,7 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                 continue
             if semi is not None and unstable(rel, semi[0], build_key.get("sql", "?"), col):
                 continue
-            k = (rel, col.lower(), build_node, build_key["expr"])
+            k = (rel, col.lower(), build_node, build_key["expr"], compare)
             if k in seen:
                 continue
             seen.add(k)
@@ -508,7 +525,9 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                              rows_pay=(data and top is not None
                                        and plan.meets_large_join(rel, top)
                                        and plan.small_build(build_node)
-                                       and (semi is None or plan.small_build(semi[0])))))
+                                       and (semi is None or plan.small_build(semi[0]))
+                                       and compare == "="),
+                             compare=compare))
 
     def add_expression(fact: dict, target: tuple[int, tuple[tuple[int, str], ...]],
                        build_node: int, build_key: dict, how: str) -> None:
@@ -517,7 +536,7 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
             return
         if unstable(rel, build_node, fact.get("sql", "?")):
             return
-        k = (rel, f"expr{fact['expr']}", build_node, build_key["expr"])
+        k = (rel, f"expr{fact['expr']}", build_node, build_key["expr"], "=")
         if k in seen:
             return
         seen.add(k)
@@ -583,6 +602,34 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                     else:
                         assert expression is not None
                         add_expression(fact, expression, build, dim, how)
+            # comparisons: a row of the pruned side whose column lies beyond every value of
+            # the build key (above its maximum for <, below its minimum for >) matches no row.
+            # The column itself (or an integral widening of it), an ordered type on both
+            # sides, the build side worth building as for an equi-key of the same column;
+            # no narrowing and no expression keys
+            for a, op, b in node.get("compares", []):
+                for fact, fop, dim, fact_side, dim_side, ok in (
+                        (a, op, b, left, right, may_prune(how, "left")),
+                        (b, _FLIPPED[op], a, left, right, may_prune(how, "left")),
+                        (a, op, b, right, left, may_prune(how, "right")),
+                        (b, _FLIPPED[op], a, right, left, may_prune(how, "right"))):
+                    if not ok or not reads_only(fact, fact_side) \
+                            or not reads_only(dim, dim_side):
+                        continue
+                    attr = _fact_key(fact)
+                    if attr is None or not _ordered(fact) or not _ordered(dim):
+                        continue
+                    found = plan.trace(fact_side, attr, data=True)
+                    if not found:
+                        continue
+                    parts = [(r, c) for r, c in found if plan.is_partition_column(r, c)]
+                    datas = [(r, c) for r, c in found if not plan.is_partition_column(r, c)]
+                    if parts and plan.worth_building(dim_side):
+                        add(parts, _narrow(plan, dim_side, dim), dim, how,
+                            spark_side=dim_side, compare=fop)
+                    if datas and plan.selective(dim_side):
+                        add(datas, _narrow(plan, dim_side, dim), dim, how, top=node["id"],
+                            compare=fop)
         elif node["op"] == "Filter":
             for sub in node.get("inSubqueries", []):
                 value = sub["value"]

@@ -21,6 +21,7 @@ use them without pulling in the session.
 """
 from __future__ import annotations
 
+import datetime as _dt
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
@@ -193,6 +194,39 @@ class Domain:
 
     __or__ = union
     __and__ = intersect
+
+    def compared(self, op: str) -> "Domain":
+        """The values ``v`` for which ``v <op> b`` holds for some non-null ``b`` of this
+        domain (``op``: ``<``, ``<=``, ``>``, ``>=``): below its maximum, or above its
+        minimum. A join on ``f.day <= d.last`` keeps only rows of ``f`` in this domain of
+        ``d.last``'s values; NULL never compares true, and no ``b`` at all admits nothing.
+        Only the domain's bounds are read, so a range or bloom domain serves as well as its
+        values (never narrower than the truth: sound for any ordered type whose keys order
+        as Spark compares, which the caller checks)."""
+        if op not in ("<", "<=", ">", ">="):
+            raise DomainError(f"not an order comparison: {op!r}")
+        bounds = self.bounds()
+        if bounds is None:
+            return Domain.none(self.type)
+        low, high = bounds
+        t = self.type
+        if op in ("<", "<=") and high is None or op in (">", ">=") and low is None:
+            return Domain.not_null(t)
+        # a strict bound of a type with a successor is the next value's inclusive bound (a
+        # row filter states inclusive ranges: ``x < 3`` is ``x <= 2``, not ``x <= 3``);
+        # past the type's least or greatest value nothing is left
+        step = (1 if t.is_integral else
+                _dt.timedelta(days=1) if t.name == "date" else None)
+        try:
+            if op == "<" and step is not None:
+                return Domain.range(t, None, high - step)
+            if op == ">" and step is not None:
+                return Domain.range(t, low + step, None)
+        except (DomainError, OverflowError):
+            return Domain.none(t)
+        if op in ("<", "<="):
+            return Domain.range(t, None, high, high_inclusive=op == "<=")
+        return Domain.range(t, low, None, low_inclusive=op == ">=")
 
     def complement(self) -> "Domain":
         """NOT, only where exact: a bloom domain has no exact complement."""

@@ -390,10 +390,13 @@ class FilterRuns:
             bloom_capacity=None, sink=self.service, description=spec.description)
 
     # ------------------------------------------------------------------ waiting
-    def waiter(self, filter_id: str, column: str, deadline: float
+    def waiter(self, filter_id: str, column: str, deadline: float, compare: str = "="
                ) -> Callable[[float], WaitResult]:
         """The split loader's view of one filter: wait (never past ``deadline``), then bring
-        the build side's domain into the probe column's type, keyed by ``column``."""
+        the build side's domain into the probe column's type, keyed by ``column``. With
+        ``compare`` (``<``, ``<=``, ``>``, ``>=``: the join compares the column so with the
+        build key) the domain is first the values that comparison admits
+        (:meth:`~dpp.core.domain.Domain.compared`)."""
         run = self._runs[filter_id]
         complete = FilterOutcome.COMPLETE
 
@@ -423,6 +426,8 @@ class FilterRuns:
                 return WaitResult(None, FilterOutcome.TYPE_MISMATCH, "probe column type unknown")
             # equi-joins never match NULL keys: the NULL partition is never needed by them
             d = Domain(d.type, d.value_set, False)
+            if compare != "=":
+                d = d.compared(compare)
             conv, why = reconcile(d, run.spec.probe_type, self.rules)
             if conv is None:
                 return WaitResult(None, FilterOutcome.TYPE_MISMATCH, why)

@@ -70,6 +70,17 @@ def _runs(values: list[Any], type_name: str) -> Optional[list[tuple[Any, Any]]]:
     return [(a, b) for a, b in runs]
 
 
+def _range_text(quoted: str, lo: Any, hi: Any, type_name: str) -> str:
+    if lo is None:
+        return f"{quoted} <= {_sql_literal(hi, type_name)}"
+    if hi is None:
+        return f"{quoted} >= {_sql_literal(lo, type_name)}"
+    if lo == hi:
+        return f"{quoted} = {_sql_literal(lo, type_name)}"
+    return (f"{quoted} BETWEEN {_sql_literal(lo, type_name)} AND "
+            f"{_sql_literal(hi, type_name)}")
+
+
 @dataclass(frozen=True)
 class RowTerms:
     """What a data-column filter's values say about a row, in the column's own type: no row
@@ -79,6 +90,7 @@ class RowTerms:
 
     type_name: str
     values: Optional[tuple[Any, ...]] = None
+    # inclusive; None: that side unbounded (one side at most: a comparison's filter)
     ranges: tuple[tuple[Any, Any], ...] = ()
     # tested per row by Spark only, never pushed into the scan: a long set (a filter built
     # for the rows it removes) would cost Parquet's reader a test of every value against
@@ -96,14 +108,15 @@ class RowTerms:
             if len(self.values) > MAX_IN_VALUES:   # a report line, not the whole set
                 lits += f", ... {len(self.values):,} values"
             return f"{quoted} IN ({lits})"
-        texts = [f"{quoted} = {_sql_literal(lo, self.type_name)}" if lo == hi else
-                 f"{quoted} BETWEEN {_sql_literal(lo, self.type_name)} AND "
-                 f"{_sql_literal(hi, self.type_name)}" for lo, hi in self.ranges]
+        texts = [_range_text(quoted, lo, hi, self.type_name) for lo, hi in self.ranges]
         return texts[0] if len(texts) == 1 else "(" + " OR ".join(texts) + ")"
 
     def to_wire(self) -> dict[str, Any]:
-        """The terms as the hook's rule reads them: values as text in the column's type."""
-        def txt(v: Any) -> str:
+        """The terms as the hook's rule reads them: values as text in the column's type
+        (a range's unbounded side: null)."""
+        def txt(v: Any) -> Optional[str]:
+            if v is None:
+                return None
             return v.isoformat() if self.type_name == "date" else str(v)
         if self.values is not None:
             out: dict[str, Any] = {"type": self.type_name, "in": [txt(v) for v in self.values]}
@@ -142,9 +155,9 @@ def row_terms(domain: Domain) -> Optional[RowTerms]:
         bounds = domain.bounds()
         if bounds is None:
             return RowTerms(type_name, values=())
-        if bounds[0] is None or bounds[1] is None:
+        if bounds[0] is None and bounds[1] is None:
             return None
-        runs = [bounds]
+        runs = [bounds]   # one side may be open: a comparison's (``Domain.compared``)
     return RowTerms(type_name, ranges=tuple(runs))
 
 
@@ -165,6 +178,11 @@ def domain_predicate(F: Any, column: str, domain: Domain
         return pred, terms.text(column)
     pred = None
     for lo, hi in terms.ranges:
-        term = col == lit(lo) if lo == hi else (col >= lit(lo)) & (col <= lit(hi))
+        if lo is None:
+            term = col <= lit(hi)
+        elif hi is None:
+            term = col >= lit(lo)
+        else:
+            term = col == lit(lo) if lo == hi else (col >= lit(lo)) & (col <= lit(hi))
         pred = term if pred is None else (pred | term)
     return pred, terms.text(column)

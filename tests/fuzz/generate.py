@@ -111,7 +111,7 @@ def draw_case(rng: random.Random, seed: int, *, connect: bool = False) -> Case:
 # the rest are the shapes it must leave alone, drawn less often but always drawn.
 PRUNABLE = ("inner", "in", "exists", "semi", "comma", "right", "semi_rev")
 SELECTIVE = ("lt", "in")
-DIRECT = ("eq", "plus0", "cast_dim", "two_level", "func")
+DIRECT = ("eq", "plus0", "cast_dim", "two_level", "func", "le", "range", "eq_lt")
 PLAIN = ("none", "agg", "union_all", "cte", "view", "write", "window", "distinct",
          "derived_fact", "neighbour", "union_limit", "outer_not_null", "outer_is_null",
          "shuffled_fact")

@@ -24,7 +24,11 @@ JOIN_SHAPES = ("inner", "in", "exists", "semi", "left", "right", "full", "anti",
 # shapes whose output is the dimension's columns only
 REVERSED = ("semi_rev", "anti_rev")
 # what the fact side's key is: the partition column, an expression of it, or a data column
-KEYS = ("eq", "plus0", "cast_str", "cast_dim", "func", "collate", "two_level", "data_col")
+KEYS = ("eq", "plus0", "cast_str", "cast_dim", "func", "collate", "two_level", "data_col",
+        # comparisons: the partition column against the dimension's key (either operand
+        # first), a range over a partition and a data column, an equi-key with a comparison
+        # beside it, and a data column's comparison alone
+        "lt", "le", "gt", "ge", "range", "eq_lt", "lt_data")
 DIM_FILTERS = ("lt", "in", "none", "empty", "rand", "limit", "order_limit", "window_tie")
 EXTRAS = ("none", "agg", "window", "order_limit", "limit_count", "union", "union_all", "cte",
           "fact_rand", "view", "write", "distinct", "sample", "order_sample",

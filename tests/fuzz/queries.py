@@ -12,32 +12,50 @@ NUMERIC = ("int", "bigint", "smallint", "decimal", "double")
 FACT_COLUMN_EXTRAS = ("agg", "window", "outer_not_null", "outer_is_null")
 
 
-def key_pairs(case: Case) -> list[tuple[str, str]]:
-    """(fact side, dimension side) expressions, over aliases ``f`` and ``d``."""
+def key_pairs(case: Case) -> list[tuple[str, str, str]]:
+    """(fact side, operator, dimension side) terms of the join condition, over aliases ``f``
+    and ``d``: equalities, and for the comparison keys ``<``, ``<=``, ``>``, ``>=``."""
     q, cols = case.query, case.fact.cols
     name = (lambda c: c.name.lower()) if q.lower_names else (lambda c: c.name)
     p0, kind = f"f.`{name(cols[0])}`", cols[0].kind
     dk = case.dim.key_type
     if q.key == "plus0" and kind in NUMERIC and dk in NUMERIC:
-        return [(f"{p0} + 0", "d.k + 0")]
+        return [(f"{p0} + 0", "=", "d.k + 0")]
     if q.key == "cast_str":
-        return [(f"CAST({p0} AS STRING)", "d.ks")]
+        return [(f"CAST({p0} AS STRING)", "=", "d.ks")]
     if q.key == "cast_dim":
-        return [(p0, f"CAST(d.ks AS {CATALOG_TYPES[kind]})")]
+        return [(p0, "=", f"CAST(d.ks AS {CATALOG_TYPES[kind]})")]
     if q.key == "func":
         if kind == "string":
-            return [(f"lower({p0})", "lower(d.ks)")]
+            return [(f"lower({p0})", "=", "lower(d.ks)")]
         if kind in ("date", "timestamp"):
-            return [(f"to_date({p0})", "to_date(d.k)")]
+            return [(f"to_date({p0})", "=", "to_date(d.k)")]
         if kind in NUMERIC:
-            return [(f"abs({p0})", "abs(d.k)")]
+            return [(f"abs({p0})", "=", "abs(d.k)")]
     if q.key == "collate":
-        return [(f"CAST({p0} AS STRING) COLLATE UTF8_LCASE", "d.ks")]
+        return [(f"CAST({p0} AS STRING) COLLATE UTF8_LCASE", "=", "d.ks")]
     if q.key == "two_level" and len(cols) > 1:
-        return [(p0, "d.k"), (f"f.`{name(cols[1])}`", "d.k2")]
+        return [(p0, "=", "d.k"), (f"f.`{name(cols[1])}`", "=", "d.k2")]
     if q.key == "data_col":
-        return [("f.x", "d.a")]
-    return [(p0, "d.k")]
+        return [("f.x", "=", "d.a")]
+    if q.key in ("lt", "le"):
+        return [(p0, "<" if q.key == "lt" else "<=", "d.k")]
+    if q.key == "gt":
+        return [(p0, ">", "d.k")]
+    if q.key == "ge":   # the dimension's operand first
+        return [("d.k", ">=", p0)]
+    if q.key == "range":
+        return [(p0, ">=", "d.k"), ("f.x", "<=", "d.a")]
+    if q.key == "eq_lt":
+        return [(p0, "=", "d.k"), ("f.x", "<", "d.a + 2")]
+    if q.key == "lt_data":
+        return [("f.x", "<", "d.a")]
+    return [(p0, "=", "d.k")]
+
+
+def condition(case: Case) -> str:
+    """The join condition's SQL."""
+    return " AND ".join(f"{a} {op} {b}" for a, op, b in key_pairs(case))
 
 
 def dim_source(case: Case, dim: str) -> str:
@@ -60,7 +78,7 @@ def sql_text(case: Case, fact: str, dim: str) -> str:
     """The whole query as SQL (a ``write`` extra is run by :func:`run_sql`)."""
     q = case.query
     pairs = key_pairs(case)
-    cond = " AND ".join(f"{a} = {b}" for a, b in pairs)
+    cond = condition(case)
     fact_src = f"(SELECT * FROM {fact} WHERE rand(3) < 0.8)" if q.extra == "fact_rand" else fact
     if q.extra == "derived_fact":
         fact_src = f"(SELECT DISTINCT * FROM {fact})"
@@ -77,10 +95,10 @@ def sql_text(case: Case, fact: str, dim: str) -> str:
         src = f"(SELECT * FROM {dim})"
     fcols = "f.*"
     jcols = "f.*, d.a AS da, d.ks AS dks"
-    if s in ("in", "not_in") and len(pairs) == 1:
+    if s in ("in", "not_in") and len(pairs) == 1 and pairs[0][1] == "=":
         neg = "NOT " if s == "not_in" else ""
         base = (f"SELECT {fcols} FROM {fact_src} f WHERE {pairs[0][0]} {neg}IN "
-                f"(SELECT {pairs[0][1]} FROM {src} d)")
+                f"(SELECT {pairs[0][2]} FROM {src} d)")
     elif s in ("exists", "not_exists", "in", "not_in"):
         neg = "NOT " if s.startswith("not") else ""
         base = (f"SELECT {fcols} FROM {fact_src} f WHERE {neg}EXISTS "
@@ -163,10 +181,7 @@ def dataframe(case: Case, spark: Any, fact: str, dim: str) -> Any:
         w = Window.partitionBy("a").orderBy("a")
         d = d.withColumn("rn", F.row_number().over(w)).where("rn = 1").drop("rn")
     d = d.alias("d")
-    cond = None
-    for a, b in key_pairs(case):
-        c = F.expr(f"{a} = {b}")
-        cond = c if cond is None else cond & c
+    cond = F.expr(condition(case))
     s = q.shape
     how = {"inner": "inner", "comma": "inner", "in": "left_semi", "exists": "left_semi",
            "semi": "left_semi", "left": "left", "right": "right", "full": "full",

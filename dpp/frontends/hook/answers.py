@@ -41,7 +41,8 @@ def pruning_text(table: Table, prunes: list[tuple[Prune, str]]) -> str:
     for p, build in prunes:
         fact = (p.fact_sql if p.fact_expr is not None
                 else real_column(table, p.column) or p.column)
-        term = f"{fact} IN {build}"
+        term = f"{fact} IN {build}" if p.compare == "=" else \
+            f"{fact} {p.compare} {'max' if p.compare in ('<', '<=') else 'min'}({build})"
         if term not in terms:
             terms.append(term)
     return " AND ".join(terms)
@@ -248,7 +249,8 @@ def _plan_text(msg: dict[str, Any], prunes: list[Prune]) -> str:
         on = " AND ".join(f"{sql.get(b, '?')} = {sql.get(a, '?')}" for b, a in p.build_semi[1])
         return f"{p.build_sql} ⋉ ({on})"
 
-    parts = sorted({f"{p.column} by {build(p)} ({p.join})" for p in prunes})
+    parts = sorted({f"{p.column} by {build(p)} ({p.join})" if p.compare == "=" else
+                    f"{p.column} {p.compare} {build(p)} ({p.join})" for p in prunes})
     if not parts and not any(r.get("kind") in ("lazy", "catalog")
                              for r in relation_nodes(msg).values()):
         return "optimizer plan: nothing pruned (see the notes)"

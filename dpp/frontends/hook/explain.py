@@ -111,8 +111,11 @@ class ExplainListener:
             for p in prunes:
                 kind = (" (a data column: files by statistics, row groups by the values)"
                         if p.data else "")
-                lines.append(f"{name}: pruned on {p.fact_sql or p.column} by the values of "
-                             f"{p.build_sql} ({p.join}){kind}")
+                by = (f"by the values of {p.build_sql}" if p.compare == "=" else
+                      f"{p.compare} the {'largest' if p.compare in ('<', '<=') else 'smallest'}"
+                      f" value of {p.build_sql}")
+                lines.append(f"{name}: pruned on {p.fact_sql or p.column} {by} "
+                             f"({p.join}){kind}")
         lines += [f"{name}: not pruned: {why}" for name, why in unpruned]
         lines += [f"note: {n}" for n in notes]
         with self._lock:

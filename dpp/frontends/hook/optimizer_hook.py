@@ -338,7 +338,7 @@ class OptimizerHook:
                     row_waits = cfg.row_group_filter and any(q.data for q in ps)
                     if not (cfg.spark_keys and not cfg.filter_cache and rules.dynamic_pruning
                             and not row_waits and p.spark_selective
-                            and p.fact_expr is None and uses[sig] == 1
+                            and p.fact_expr is None and p.compare == "=" and uses[sig] == 1
                             and column.lower() in {n.lower() for n in table.partition_names}
                             and under_broadcast_threshold(frame, unknown=False)):
                         column = None
@@ -435,7 +435,7 @@ class OptimizerHook:
                 continue
             col = real_column(table, p.column) or p.column
             dyn.append(DynamicFilter(filter_id=filter_id, column=col,
-                                     wait=runs.waiter(filter_id, col, deadline),
+                                     wait=runs.waiter(filter_id, col, deadline, p.compare),
                                      open_deadline=filter_id in keyed,
                                      rows_only=p.rows_only))
         request.loads[token] = runs.submit(self._load, table, dyn, cfg, request.runs.rules)

@@ -13,7 +13,12 @@ import org.apache.spark.sql.catalyst.expressions.And;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Cast;
+import org.apache.spark.sql.catalyst.expressions.BinaryComparison;
 import org.apache.spark.sql.catalyst.expressions.EqualTo;
+import org.apache.spark.sql.catalyst.expressions.GreaterThan;
+import org.apache.spark.sql.catalyst.expressions.GreaterThanOrEqual;
+import org.apache.spark.sql.catalyst.expressions.LessThan;
+import org.apache.spark.sql.catalyst.expressions.LessThanOrEqual;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.InSubquery;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
@@ -283,6 +288,21 @@ final class PlanDescriber {
                         ArrayNode pair = keys.addArray();
                         pair.add(key(((EqualTo) c).left()));
                         pair.add(key(((EqualTo) c).right()));
+                    }
+                }
+                // comparisons (f.day <= d.last, BETWEEN): a side's rows beyond the other
+                // side's bounds cannot match (dpp/analysis/plan_pairs.py pairs them)
+                ArrayNode compares = null;
+                for (Expression c : conjuncts(j.condition().get())) {
+                    String op = comparison(c);
+                    if (op != null) {
+                        if (compares == null) {
+                            compares = n.putArray("compares");
+                        }
+                        ArrayNode term = compares.addArray();
+                        term.add(key(((BinaryComparison) c).left()));
+                        term.add(op);
+                        term.add(key(((BinaryComparison) c).right()));
                     }
                 }
             }
@@ -645,6 +665,24 @@ final class PlanDescriber {
                 }
             }));
         return k;
+    }
+
+    /** The operator of an order comparison ({@code <}, {@code <=}, {@code >}, {@code >=}),
+     * or null for any other expression ({@code <=>} and {@code =} are not bounds). */
+    private static String comparison(Expression c) {
+        if (c instanceof LessThan) {
+            return "<";
+        }
+        if (c instanceof LessThanOrEqual) {
+            return "<=";
+        }
+        if (c instanceof GreaterThan) {
+            return ">";
+        }
+        if (c instanceof GreaterThanOrEqual) {
+            return ">=";
+        }
+        return null;
     }
 
     static List<Expression> conjuncts(Expression e) {

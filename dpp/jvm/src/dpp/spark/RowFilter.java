@@ -89,11 +89,21 @@ final class RowFilter {
         }
         Expression out = null;
         for (JsonNode r : spec.get("ranges")) {
-            String lo = r.get(0).asText();
-            String hi = r.get(1).asText();
-            Expression t = lo.equals(hi) ? new EqualTo(attr, literal(lo, type))
-                : new And(new GreaterThanOrEqual(attr, literal(lo, type)),
-                          new LessThanOrEqual(attr, literal(hi, type)));
+            // null: that side unbounded (a comparison's filter, f.day <= max(d.last))
+            String lo = r.get(0).isNull() ? null : r.get(0).asText();
+            String hi = r.get(1).isNull() ? null : r.get(1).asText();
+            Expression t;
+            if (lo == null && hi == null) {
+                return null;
+            } else if (lo == null) {
+                t = new LessThanOrEqual(attr, literal(hi, type));
+            } else if (hi == null) {
+                t = new GreaterThanOrEqual(attr, literal(lo, type));
+            } else {
+                t = lo.equals(hi) ? new EqualTo(attr, literal(lo, type))
+                    : new And(new GreaterThanOrEqual(attr, literal(lo, type)),
+                              new LessThanOrEqual(attr, literal(hi, type)));
+            }
             out = out == null ? t : new Or(out, t);
         }
         return out;
