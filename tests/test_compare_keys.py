@@ -126,10 +126,16 @@ def test_a_comparison_prunes_the_days_beyond_the_bound(
 @pytest.mark.parametrize("where", ["name = 'none'", "name = 'n'"])
 def test_no_bound_keeps_no_day(spark: Any, data: dict[str, Any], fact: str,
                                where: str) -> None:
-    """An empty build side, and one whose only bound is NULL: no row compares true (Spark's
-    adaptive execution may skip the scan itself once the build side is seen empty)."""
-    expected, got, report = _run(spark, data["session"], _sql(where, "f.day <= p.last"), fact,
-                                 "sql")
+    """An empty build side, and one whose only bound is NULL: no row compares true.
+
+    Spark's adaptive execution replaces a join whose build side it has seen empty with an
+    empty relation, and then never scans the fact (no report at all); whether it sees that
+    before the scan starts is a race, so that rule is switched off here to reach the loader."""
+    no_shortcut = {"spark.sql.adaptive.optimizer.excludedRules":
+                   "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation"}
+    with spark_conf(spark, no_shortcut):
+        expected, got, report = _run(spark, data["session"], _sql(where, "f.day <= p.last"),
+                                     fact, "sql")
     assert got == expected == []
     assert report is not None and all(k == 0 for k in _kept(report)), report.tables
 
