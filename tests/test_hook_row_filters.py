@@ -388,7 +388,8 @@ def test_rows_that_meet_a_shuffle_join_first_are_filtered_by_every_build_value(
     lits = ", ".join(str(c) for c in PICKED[:10])
     # the row groups' ranges (pushed into Parquet), then every value, tested per row only
     assert sales.row_group_filter.startswith("(`cust` BETWEEN 1 AND ")
-    assert sales.row_group_filter.endswith(f" AND `cust` IN ({lits}, ... {len(PICKED)} values)"), \
+    # (a bound of qty from the stock's file statistics may follow: its own term)
+    assert f" AND `cust` IN ({lits}, ... {len(PICKED)} values)" in sales.row_group_filter, \
         report.to_json()
     assert _row_filter_note(report), report.analysis_notes
     assert re.search(r"knownnullable\(cust#\d+L?\) INSET ", plan, re.I), plan

@@ -109,12 +109,21 @@ class Prune:
     # ``<=``, ``>``, ``>=`` (a comparison conjunct: below the build key's maximum, above its
     # minimum; ``Domain.compared``)
     compare: str = "="
+    # (relation node, data column): the build side is that relation's column, every row of
+    # it (no filter of its own to build from); a comparison key then prunes by the column's
+    # bounds over all the relation's files, read from their Parquet footers, no scan
+    # (TPC-DS q72: inventory's quantity on hand below catalog_sales' largest quantity)
+    stats_of: Optional[tuple[int, str]] = None
 
     @property
     def build(self) -> tuple[int, int, str]:
         """What the build side computes: node, key expression, narrowing (the JVM's ``semi``
         argument, a JSON object ``{"node": other, "keys": [b1, ...], "otherKeys": [a1, ...]}``:
-        only rows some row of ``other`` matches on ``b_i = a_i``; empty without)."""
+        only rows some row of ``other`` matches on ``b_i = a_i``; empty without). A build
+        by statistics (``stats_of``) is ``stats:<relation>:<column>`` there, never the
+        JVM's."""
+        if self.stats_of is not None:
+            return self.build_node, self.build_expr, f"stats:{self.stats_of[0]}:{self.stats_of[1]}"
         semi = "" if self.build_semi is None else json.dumps({   # the schema's semiBuild
             "node": self.build_semi[0], "keys": [b for b, _a in self.build_semi[1]],
             "otherKeys": [a for _b, a in self.build_semi[1]]})
@@ -461,6 +470,30 @@ def _fact_key(key: dict[str, Any]) -> Optional[int]:
     return None
 
 
+# the build key types a bound from Parquet statistics serves (``hive_splits.column_bounds``)
+_STATS_BOUND = frozenset({"tinyint", "smallint", "int", "bigint", "date"})
+
+
+def _stats_source(plan: _Plan, side: int, key: dict[str, Any]) -> Optional[tuple[int, str]]:
+    """The (relation, data column) whose every value the build key ``key`` of join side
+    ``side`` reads, for a bound from that relation's file statistics: the column itself (or
+    an integral widening of it) traced down to one partitioned relation through operators
+    that pass its values on (a value of the side is a value of the column, or NULL), of a
+    type whose statistics order as its values. None otherwise."""
+    attr = _fact_key(key)
+    if attr is None or str(key.get("type", "")) not in _STATS_BOUND:
+        return None
+    if str(key.get("from") or key.get("type")) not in _STATS_BOUND:
+        return None
+    found = plan.trace(side, attr, data=True)
+    if not found or len(found) != 1:
+        return None
+    rel, col = found[0]
+    if plan.is_partition_column(rel, col):
+        return None
+    return rel, col
+
+
 def _ordered(key: dict[str, Any]) -> bool:
     """Whether a comparison operand's type is one :data:`_ORDERED` (or a decimal)."""
     t = str(key.get("type", ""))
@@ -499,7 +532,7 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
     def add(targets: Optional[list[tuple[int, str]]], build_node: int, build_key: dict,
             how: str, semi: Optional[tuple[int, tuple[tuple[int, int], ...]]] = None,
             spark_side: Optional[int] = None, top: Optional[int] = None,
-            compare: str = "=") -> None:
+            compare: str = "=", stats_of: Optional[tuple[int, str]] = None) -> None:
         for rel, col in targets or []:
             if rel == build_node:
                 continue
@@ -512,7 +545,7 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                 continue
             seen.add(k)
             data = not plan.is_partition_column(rel, col)
-            facts = plan.relations_read(build_node) + (
+            facts = () if stats_of is not None else plan.relations_read(build_node) + (
                 plan.relations_read(semi[0]) if semi is not None else ())
             cacheable = plan.reads_files_only(build_node) and (
                 semi is None or plan.reads_files_only(semi[0]))
@@ -526,8 +559,11 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                                        and plan.meets_large_join(rel, top)
                                        and plan.small_build(build_node)
                                        and (semi is None or plan.small_build(semi[0]))
-                                       and compare == "="),
-                             compare=compare))
+                                       and compare == "=")
+                             # a bound from statistics: a range test per row, and every row
+                             # it removes is spared the join it stands for
+                             or (data and stats_of is not None),
+                             compare=compare, stats_of=stats_of))
 
     def add_expression(fact: dict, target: tuple[int, tuple[tuple[int, str], ...]],
                        build_node: int, build_key: dict, how: str) -> None:
@@ -627,9 +663,18 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
                     if parts and plan.worth_building(dim_side):
                         add(parts, _narrow(plan, dim_side, dim), dim, how,
                             spark_side=dim_side, compare=fop)
+                    elif parts:
+                        source = _stats_source(plan, dim_side, dim)
+                        if source is not None:
+                            add(parts, dim_side, dim, how, compare=fop, stats_of=source)
                     if datas and plan.selective(dim_side):
                         add(datas, _narrow(plan, dim_side, dim), dim, how, top=node["id"],
                             compare=fop)
+                    elif datas:
+                        source = _stats_source(plan, dim_side, dim)
+                        if source is not None:
+                            add(datas, dim_side, dim, how, top=node["id"], compare=fop,
+                                stats_of=source)
         elif node["op"] == "Filter":
             for sub in node.get("inSubqueries", []):
                 value = sub["value"]
@@ -658,8 +703,10 @@ def find_prunes(desc: dict[str, Any], refused: Optional[list[tuple[int, str, Ref
     # a filter for the rows alone only on a relation dpp prunes by a partition column
     # anyway: wrapping one Spark would read whole for its rows alone cost more than it
     # spared (measured at SF1: TPC-DS q24 and q85, 1.5-4 s slower a query)
+    # (a bound from file statistics on a data column is kept for its rows on any relation:
+    # the decision keeps it only beside another key of the relation, ``ProbeKey.rider``)
     pruned = {p.relation for p in out if not p.data}
-    out = [p if not p.rows_pay or p.relation in pruned
+    out = [p if not p.rows_pay or p.relation in pruned or p.stats_of is not None
            else dataclasses.replace(p, rows_pay=False) for p in out]
     return out, notes
 

@@ -75,11 +75,15 @@ class ProbeKey:
     build_facts: tuple[str, ...] = ()   # partitioned tables the build side scans
     expr: Optional[str] = None  # an expression key over partition columns, as written
     payload: Any = None         # the front end's own description (a Prune, a filter spec)
-    rows: bool = False          # a data column whose row filter spares a costly join below
+    rows: Union[bool, str] = False   # a data column whose row filter spares a costly join below
                                 # the one it stands for (``Prune.rows_pay``): worth a build
                                 # whatever the statistics say
     rows_only: bool = False     # set by ``plan_loads``: kept for its rows alone (statistics
                                 # judged unable to skip a file by it)
+    rider: bool = False         # kept only beside another kept key of the relation: a bound
+                                # from file statistics never has dpp take a relation from
+                                # Spark for its rows alone (TPC-DS q72's inventory is wrapped
+                                # for its dates' row groups, and takes the bound with them)
 
 
 @dataclass(frozen=True)
@@ -129,18 +133,23 @@ def plan_loads(probes: Iterable[Probe], stats_pruning: Stats,
     notes: list[str] = []
     for probe in probes:
         kept: list[ProbeKey] = []
+        said: list[tuple[str, bool]] = []   # the verdicts' notes, each with its key's rider
         for key in probe.keys:
             if key.data and key.expr is None:
                 worth, note = data_filter_verdict(probe.table, key.column, probe.label,
                                                   list(key.build_facts), stats_pruning, uses,
                                                   rows=key.rows)
-                if note and note not in notes:
-                    notes.append(note)
+                if note:
+                    said.append((note, key.rider))
                 if not worth:
                     continue
                 if note is not None:   # kept for its rows alone
                     key = dataclasses.replace(key, rows_only=True)
             kept.append(key)
+        alone = all(k.rider for k in kept)
+        if alone:   # riders alone: the relation stays Spark's, their notes unsaid
+            kept = []
+        notes.extend(n for n, rider in said if not (alone and rider) and n not in notes)
         static = _static(probe.static, probe.table, uses)
         if not kept and static.is_all():
             idle.append(probe)
@@ -256,7 +265,7 @@ def _memo(stats_pruning: Stats) -> StatsPolicy:
 
 def data_filter_verdict(table: Table, column: str, label: str, facts: list[str],
                         stats_pruning: Stats, uses: Optional[StatsPolicy] = None,
-                        rows: bool = False) -> tuple[bool, Optional[str]]:
+                        rows: Union[bool, str] = False) -> tuple[bool, Optional[str]]:
     """Whether a dynamic filter on data column ``column`` of ``table`` is worth its build
     side and footer reads, and the report's note when it is refused: every front end asks
     this. ``facts`` names the partitioned tables its build side scans; ``uses`` is the
@@ -268,7 +277,8 @@ def data_filter_verdict(table: Table, column: str, label: str, facts: list[str],
     pruning is ``true``. Spark's own DPP likewise only prunes from a build side it
     broadcasts anyway. A table's one bucket column prunes by hashing the values, whatever
     the statistics say. ``rows``: the filter's rows meet a costly join below the one it
-    stands for (a row filter spares it): built whatever the statistics say, and noted."""
+    stands for (a row filter spares it): built whatever the statistics say, and noted (a
+    text: the reason the note gives instead)."""
     if facts and stats_pruning is not True:
         return False, (f"{label}.{column}: no filter built, its build side scans fact table "
                        f"{', '.join(facts)} to prune a data column "
@@ -279,8 +289,9 @@ def data_filter_verdict(table: Table, column: str, label: str, facts: list[str],
     if bool(ask(table, real_column(table, column) or column)):
         return True, None
     if rows:
-        return True, (f"{label}.{column}: filter built for its rows: they meet a join with "
-                      f"another large relation before the join it stands for")
+        why = rows if isinstance(rows, str) else (
+            "they meet a join with another large relation before the join it stands for")
+        return True, f"{label}.{column}: filter built for its rows: {why}"
     return False, None
 
 

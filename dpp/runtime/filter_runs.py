@@ -262,6 +262,37 @@ class FilterRuns:
         else:
             run.future = self._pool.submit(self._build, run, df, col, key_type)
 
+    def start_computed(self, spec: FilterSpec, key: str, key_type: DataType,
+                       compute: Callable[[], tuple[Optional[Domain], str]]) -> None:
+        """Registers the filter and computes its domain in the pool without a Spark job:
+        ``compute()`` returns the build key's domain (None: no filter, and why). A bound
+        read from file statistics is such a build (``hive_splits.column_bounds``)."""
+        run = _Run(spec)
+        self._runs[spec.filter_id] = run
+        try:
+            self.service.register(spec.filter_id, 1, {key: key_type}, self.cfg.filter_ttl)
+        except Exception as exc:  # no filter: its waiters see "unavailable"
+            run.start_error = f"{type(exc).__name__}: {exc}"
+            return
+
+        def work() -> BuildOutcome:
+            t0 = time.perf_counter()
+            try:
+                domain, why = compute()
+                if domain is None:
+                    self.service.fail(spec.filter_id, why)
+                    return BuildOutcome(error=why, seconds=time.perf_counter() - t0)
+                td = TupleDomain.none() if domain.is_none() else TupleDomain.of({key: domain})
+                self.service.publish(spec.filter_id, 0, td)
+                return BuildOutcome(seconds=time.perf_counter() - t0)
+            except Exception as exc:  # no pruning by it, reported
+                error = f"{type(exc).__name__}: {exc}"
+                log.warning("dpp: %s failed, no pruning by it: %s", spec.build_label, exc)
+                self.service.fail(spec.filter_id, error)
+                return BuildOutcome(error=error, seconds=time.perf_counter() - t0)
+
+        run.future = self._pool.submit(work)
+
     def start_deferred(self, filter_id: str) -> None:
         """Runs a deferred build now (no keys of Spark's answered it)."""
         run = self._runs.get(filter_id)

@@ -38,7 +38,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Hashable, Mapping, Optional
 
-from dpp.core.domain import DataType, TupleDomain
+from dpp.core.domain import DataType, Domain, TupleDomain
 from dpp.core.errors import ConfigError
 from dpp.core.spark_compat import session_conf
 from dpp.core.spark_rules import SparkRules
@@ -59,6 +59,7 @@ from dpp.analysis.plan_pairs import Prune, find_prunes, relation_nodes, unstable
 from dpp.analysis.plan_wire import WIRE_VERSION, WireError, check_list_answer, check_plan
 from dpp.runtime.report import JobReport
 from hive_splits import DynamicFilter, KeyExpression, LoadResult, SplitLoader, Table
+from hive_splits.column_bounds import column_bounds
 from hive_splits.listing import PrelistedLister
 
 if TYPE_CHECKING:
@@ -159,6 +160,14 @@ class OptimizerHook:
             return {"wrap": {}}
         nodes = {n["id"]: n for n in msg["nodes"]}
         scope = msg.get("scope")   # Spark's execution id: the optimizer runs of one query
+        # a build side bounded by a relation's file statistics: only where dpp lists that
+        # relation's files as Spark's scan reads them (``_bound_source``)
+        sources: dict[int, Optional[tuple[Table, str, bool]]] = {}
+        for p in prunes:
+            if p.stats_of is not None and p.stats_of[0] not in sources:
+                sources[p.stats_of[0]] = self._bound_source(rels.get(p.stats_of[0]),
+                                                            nodes[p.stats_of[0]], cfg, rules)
+        prunes = [p for p in prunes if p.stats_of is None or sources[p.stats_of[0]]]
         by_rel: dict[int, list[Prune]] = {}
         for p in prunes:
             by_rel.setdefault(p.relation, []).append(p)
@@ -182,12 +191,16 @@ class OptimizerHook:
                                     build_facts=tuple(_relation_name(rels.get(r, {}))
                                                       for r in p.build_facts),
                                     expr=None if p.fact_expr is None else p.fact_sql,
-                                    rows=p.rows_pay and cfg.row_group_filter,
+                                    rows=(_STATS_ROWS if p.stats_of is not None
+                                          else True) if p.rows_pay and cfg.row_group_filter
+                                    else False,
+                                    rider=p.stats_of is not None and p.data,
                                     payload=p)
                            for p in ps if not p.data or probe_type(table, p) is not None)))
         loads = plan_loads(probes, self._stats(cfg, notes),
-                           lambda build: int(self._build_signature(
-                               msg["request"], *build, scope or msg["request"])))
+                           lambda build: build if str(build[2]).startswith("stats:")
+                           else int(self._build_signature(msg["request"], *build,
+                                                          scope or msg["request"])))
         notes.extend(n for n in loads.notes if n not in notes)
         shapes: dict[int, str] = {}
         targets: dict[int, tuple[Table, str, list[Prune]]] = {}
@@ -258,7 +271,7 @@ class OptimizerHook:
             for name, why in unpruned:
                 request.report.add_table_unpruned(name, None, why)
         wrap, new_filters, describe = self._extend(request, msg, targets, signature, shapes,
-                                                   cfg, rules)
+                                                   cfg, rules, sources)
         with self._lock:
             self._requests[request.report.query_id] = request
             for token in request.tokens:
@@ -293,7 +306,9 @@ class OptimizerHook:
     def _extend(self, request: Request, msg: dict[str, Any],
                 targets: dict[int, tuple[Table, str, list[Prune]]],
                 signature: Mapping[Hashable, Hashable], shapes: dict[int, str],
-                cfg: Any, rules: SparkRules) -> tuple[dict[str, str], list[str], dict[str, str]]:
+                cfg: Any, rules: SparkRules,
+                sources: Optional[dict[int, Optional[tuple[Table, str, bool]]]] = None
+                ) -> tuple[dict[str, str], list[str], dict[str, str]]:
         """Adds this run's filters and relations to ``request``: a build side or a relation
         shape the request already has is shared (one filter, one load, one token), the rest
         start with the request. Returns the token per relation node, the new filters, and per
@@ -320,6 +335,23 @@ class OptimizerHook:
                         # if that is still queued: actions run in order)
                         request.add(lambda fid=request.builds[sig].filter_id:
                                     runs.start_deferred(fid))
+                        continue
+                    if p.stats_of is not None:
+                        source = (sources or {}).get(p.stats_of[0])
+                        label = source[1] if source else "?"
+                        spec = FilterSpec(filter_id=f"{qid}-o{len(request.builds) + 1}",
+                                          build_label=f"{label}.{p.stats_of[1]} (its files' "
+                                                      f"statistics)",
+                                          probe_type=probe_type(table, p), probe_label=name)
+                        request.builds[sig] = spec
+                        # Spark's plan of the build side, made now (the request's plan is
+                        # held for this call): its relations name the files they read
+                        frame = (self._build_frame(msg["request"], p, semi="")
+                                 if source is not None and not source[2] else None)
+                        request.add(lambda spec=spec, p=p, source=source, frame=frame:
+                                    runs.start_computed(
+                                        spec, "dpp_key", DataType.parse(p.build_type),
+                                        lambda: self._bound(frame, source, p, cfg, rules)))
                         continue
                     spec = FilterSpec(filter_id=f"{qid}-o{len(request.builds) + 1}",
                                       build_label=build_label(msg, p),
@@ -497,11 +529,14 @@ class OptimizerHook:
             return bool(policy) if isinstance(policy, bool) else bool(policy(table, column))
         return ask
 
-    def _build_frame(self, request: str, p: Prune) -> Any:
+    def _build_frame(self, request: str, p: Prune, semi: Optional[str] = None) -> Any:
+        """Spark's plan of ``p``'s build side (``semi``: its narrowing, default ``p``'s)."""
         from pyspark.sql import DataFrame
 
         spark = self.session.spark
-        return DataFrame(self._build_dataset(request, *p.build), spark)
+        node, expr, own = p.build
+        return DataFrame(self._build_dataset(request, node, expr,
+                                             own if semi is None else semi), spark)
 
     def _key_expression(self, request: str, table: Table, p: Prune) -> KeyExpression:
         """The fact-side key of ``p`` as the loader evaluates it: Spark's own evaluation of
@@ -531,6 +566,54 @@ class OptimizerHook:
                            files_by_spark=True, **s.runtime.loader_stats(cfg)).load()
 
     # ------------------------------------------------------------------ the index's call
+    def _bound_source(self, rel: Optional[dict[str, Any]], node: dict[str, Any], cfg: Any,
+                      rules: SparkRules) -> Optional[tuple[Table, str, bool]]:
+        """The table whose files bound a build key, its name, and whether dpp lists its files
+        (else Spark's own listing of the relation names them): a catalog table's partitions
+        are the catalog's, a declared folder's those its index knows (``folderNames``),
+        both listed by dpp as Spark lists them; a folder Spark's reader listed when the
+        DataFrame was made is read by that listing, which dpp's own may not match."""
+        if not rel:
+            return None
+        try:
+            table, name, why = self.tables.table_for(rel, node, [], cfg, rules)
+        except Exception as exc:   # noqa: BLE001 - no bound is only no pruning
+            log.debug("dpp: no statistics bound from %s: %s", rel, exc)
+            return None
+        if table is None or why is not None:
+            return None
+        return table, name, table.is_catalog or isinstance(table.lister, PrelistedLister)
+
+    def _bound(self, frame: Any, source: Optional[tuple[Table, str, bool]], p: Prune,
+               cfg: Any, rules: SparkRules) -> tuple[Optional[Domain], str]:
+        """The build key's domain from the statistics of every file of the source table:
+        from its smallest to its largest value of column ``p.stats_of[1]`` (none: no
+        non-NULL value), or None and why."""
+        if source is None or p.stats_of is None:
+            return None, "no table to bound the key by"
+        table, name, listed = source
+        column = real_column(table, p.stats_of[1]) or p.stats_of[1]
+        s = self.session
+        lister = s.runtime.lister(table.location, cfg)
+        if isinstance(table.lister, PrelistedLister):
+            lister = table.lister.over(lister)
+        if listed:   # every file, listed now: its partitions as Spark's scan reads them
+            result = SplitLoader(table, TupleDomain.all(), [], wait_timeout=cfg.wait_timeout,
+                                 rules=rules, lister=lister, files_by_spark=False).load()
+            files = [f for entries in result.listings.values() for f in entries]
+        else:
+            files, why = _spark_files(frame)
+            if files is None:
+                return None, f"no bound from the statistics of {name}.{column}: {why}"
+        bounds, why = column_bounds(files, column, p.build_type, lister.read_footer,
+                                    s.runtime.footers)
+        if bounds is None:
+            return None, f"no bound from the statistics of {name}.{column}: {why}"
+        key_type = DataType.parse(p.build_type)
+        if bounds.empty:
+            return Domain.none(key_type), ""
+        return Domain.range(key_type, bounds.low, bounds.high), ""
+
     @staticmethod
     def _answer_deferred(request: Request, token: str, spark_keys: dict[str, Any]) -> None:
         """The builds left to Spark's keys for this relation's scan: answered by the values
@@ -689,6 +772,34 @@ class OptimizerHook:
                     del self._scopes[r.scope]
         for r in stale:
             r.runs.__exit__(None, None, None)
+
+
+def _spark_files(frame: Any) -> tuple[Optional[list[Any]], str]:
+    """The files Spark's plan of the build side reads, as its relations' indexes listed
+    them (``Dataset.inputFiles``: a superset where the side reads other relations too),
+    each with its size and change proof (local files only)."""
+    from hive_splits.listing import FileEntry
+
+    if frame is None:
+        return None, "no plan of the build side"
+    names = list(frame.inputFiles())
+    files = []
+    for n in names:
+        path = plain_path(str(n))
+        if "://" in path or not path.startswith("/"):
+            return None, f"file {n} is not local"
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            return None, f"file {n}: {exc}"
+        files.append(FileEntry(path, st.st_size, st.st_mtime_ns,
+                               (st.st_ino, st.st_ctime_ns)))
+    return files, ""
+
+
+# the report's note on a filter bounded by file statistics, kept for its rows
+_STATS_ROWS = ("a bound from file statistics, tested per row, spares the join every row it "
+               "removes")
 
 
 def _relation_name(rel: dict[str, Any]) -> str:

@@ -59,7 +59,8 @@ def row_filters_for(request: Any, nodes: dict[int, dict[str, Any]],
             log.info("dpp: no row filter on %s: its load did not finish (%s)", name, exc)
             continue
         specs, texts = _specs(nodes[int(rel)], result,
-                              {p.column.lower() for p in prunes if p.data and p.rows_pay})
+                              {p.column.lower() for p in prunes
+                               if p.data and p.rows_pay and p.compare == "="})
         if specs:
             out[rel] = specs
             if result.row_group_filter is None:
