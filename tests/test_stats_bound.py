@@ -219,3 +219,14 @@ def test_no_value_at_all_keeps_no_row(spark: Any, star: dict[str, Any]) -> None:
     # listed), so nothing of it is read
     assert report is None or not [t for t in report.tables
                                   if t.pruning == "applied" and t.files_kept], report.tables
+
+
+def test_columns_found_by_field_id_give_no_bound(spark: Any, star: dict[str, Any]) -> None:
+    """With Parquet field ids read, Spark finds a column by its id, not by the name the
+    footers give: no bound."""
+    with spark_conf(spark, {"spark.sql.parquet.fieldId.read.enabled": "true"}):
+        expected, got, report = _run(spark, star["session"], Q_LT)
+    assert got == expected and expected
+    assert _row_filter(report, "stock") is None
+    reasons = [f.reason or "" for f in report.filters if "statistics" in (f.build_column or "")]
+    assert reasons and "field ids" in reasons[0], report.filters

@@ -78,6 +78,7 @@ READING_KEYS = (
     "spark.sql.files.ignoredPathSegmentRegex", "spark.sql.files.ignoreInvalidPartitionPaths",
     "spark.sql.sources.partitionColumnTypeInference.enabled",
     "spark.sql.sources.validatePartitionColumns",
+    "spark.sql.parquet.fieldId.read.enabled",
 )
 _OFFSET_RE = re.compile(r"^(?:UTC|GMT|UT)?([+-])([0-9]{1,2})(?::?([0-9]{2}))?(?::?([0-9]{2}))?\Z")
 

@@ -95,6 +95,9 @@ def draw_case(rng: random.Random, seed: int, *, connect: bool = False) -> Case:
                   extra=_pick(rng, EXTRAS, PLAIN), lower_names=rng.random() < 0.15)
     if query.extra == "shuffled_fact" and rng.random() < 0.5:
         query.key = "data_col"   # a data key below a shuffle join: a filter for its rows
+    if query.key in ("range", "lt_data") and rng.random() < 0.4:
+        # a comparison with the whole dimension: its bound from the dimension's footers
+        query.dim_filter = "none"
     settings = {k: rng.choice(v) for k, v in SETTINGS.items() if rng.random() < 0.6}
     if query.extra == "shuffled_fact" and rng.random() < 0.8:
         settings["spark.sql.autoBroadcastJoinThreshold"] = "100"   # the self-join shuffles

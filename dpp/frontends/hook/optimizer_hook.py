@@ -60,7 +60,7 @@ from dpp.analysis.plan_wire import WIRE_VERSION, WireError, check_list_answer, c
 from dpp.runtime.report import JobReport
 from hive_splits import DynamicFilter, KeyExpression, LoadResult, SplitLoader, Table
 from hive_splits.column_bounds import column_bounds
-from hive_splits.listing import PrelistedLister
+from hive_splits.listing import LocalLister, PrelistedLister
 
 if TYPE_CHECKING:
     from dpp.runtime.session_parts import SessionParts
@@ -162,7 +162,7 @@ class OptimizerHook:
         scope = msg.get("scope")   # Spark's execution id: the optimizer runs of one query
         # a build side bounded by a relation's file statistics: only where dpp lists that
         # relation's files as Spark's scan reads them (``_bound_source``)
-        sources: dict[int, Optional[tuple[Table, str, bool]]] = {}
+        sources: dict[int, Optional[tuple[Optional[Table], str, bool]]] = {}
         for p in prunes:
             if p.stats_of is not None and p.stats_of[0] not in sources:
                 sources[p.stats_of[0]] = self._bound_source(rels.get(p.stats_of[0]),
@@ -307,7 +307,7 @@ class OptimizerHook:
                 targets: dict[int, tuple[Table, str, list[Prune]]],
                 signature: Mapping[Hashable, Hashable], shapes: dict[int, str],
                 cfg: Any, rules: SparkRules,
-                sources: Optional[dict[int, Optional[tuple[Table, str, bool]]]] = None
+                sources: Optional[dict[int, Optional[tuple[Optional[Table], str, bool]]]] = None
                 ) -> tuple[dict[str, str], list[str], dict[str, str]]:
         """Adds this run's filters and relations to ``request``: a build side or a relation
         shape the request already has is shared (one filter, one load, one token), the rest
@@ -570,7 +570,7 @@ class OptimizerHook:
 
     # ------------------------------------------------------------------ the index's call
     def _bound_source(self, rel: Optional[dict[str, Any]], node: dict[str, Any], cfg: Any,
-                      rules: SparkRules) -> Optional[tuple[Table, str, bool]]:
+                      rules: SparkRules) -> Optional[tuple[Optional[Table], str, bool]]:
         """The table whose files bound a build key, its name, and whether dpp lists its files
         (else Spark's own listing of the relation names them): a catalog table's partitions
         are the catalog's, a declared folder's those its index knows (``folderNames``),
@@ -580,14 +580,16 @@ class OptimizerHook:
             return None
         try:
             table, name, why = self.tables.table_for(rel, node, [], cfg, rules)
-        except Exception as exc:   # noqa: BLE001 - no bound is only no pruning
-            log.debug("dpp: no statistics bound from %s: %s", rel, exc)
-            return None
-        if table is None or why is not None:
-            return None
-        return table, name, table.is_catalog or isinstance(table.lister, PrelistedLister)
+        except Exception as exc:   # noqa: BLE001 - Spark's own listing names the files
+            log.debug("dpp: %s not listed by dpp: %s", rel, exc)
+            table, why = None, None
+        if table is not None and why is None:
+            return table, name, table.is_catalog or isinstance(table.lister, PrelistedLister)
+        # a relation dpp does not list (a table without partitions): Spark's listing
+        name = rel.get("table") or ",".join(rel.get("rootPaths") or []) or "?"
+        return None, self.tables.display_name(name) if rel.get("table") else name, False
 
-    def _bound(self, frame: Any, source: Optional[tuple[Table, str, bool]], p: Prune,
+    def _bound(self, frame: Any, source: Optional[tuple[Optional[Table], str, bool]], p: Prune,
                cfg: Any, rules: SparkRules) -> tuple[Optional[Domain], str]:
         """The build key's domain from the statistics of every file of the source table:
         from its smallest to its largest value of column ``p.stats_of[1]`` (none: no
@@ -595,12 +597,20 @@ class OptimizerHook:
         if source is None or p.stats_of is None:
             return None, "no table to bound the key by"
         table, name, listed = source
-        column = real_column(table, p.stats_of[1]) or p.stats_of[1]
+        column = (real_column(table, p.stats_of[1]) if table is not None else None) \
+            or p.stats_of[1]
         s = self.session
-        lister = s.runtime.lister(table.location, cfg)
-        if isinstance(table.lister, PrelistedLister):
-            lister = table.lister.over(lister)
-        if listed:   # every file, listed now: its partitions as Spark's scan reads them
+        if dict(rules.reading).get("spark.sql.parquet.fieldId.read.enabled",
+                                   "false").strip().lower() == "true":
+            # Spark then finds a column by its field id, not by the name the footers give
+            return None, "no bound from file statistics: Parquet field ids are read"
+        if table is None:
+            lister: Any = LocalLister()   # Spark's listing names local files only here
+        else:
+            lister = s.runtime.lister(table.location, cfg)
+            if isinstance(table.lister, PrelistedLister):
+                lister = table.lister.over(lister)
+        if listed and table is not None:   # every file, listed now, as Spark's scan reads them
             result = SplitLoader(table, TupleDomain.all(), [], wait_timeout=cfg.wait_timeout,
                                  rules=rules, lister=lister, files_by_spark=False).load()
             files = [f for entries in result.listings.values() for f in entries]
