@@ -160,8 +160,8 @@ class OptimizerHook:
             return {"wrap": {}}
         nodes = {n["id"]: n for n in msg["nodes"]}
         scope = msg.get("scope")   # Spark's execution id: the optimizer runs of one query
-        # a build side bounded by a relation's file statistics: only where dpp lists that
-        # relation's files as Spark's scan reads them (``_bound_source``)
+        # a build side bounded by a relation's file statistics: only where the files Spark's
+        # scan reads are known (``_bound_source``)
         sources: dict[int, Optional[tuple[Optional[Table], str, bool]]] = {}
         for p in prunes:
             if p.stats_of is not None and p.stats_of[0] not in sources:
@@ -572,10 +572,13 @@ class OptimizerHook:
     def _bound_source(self, rel: Optional[dict[str, Any]], node: dict[str, Any], cfg: Any,
                       rules: SparkRules) -> Optional[tuple[Optional[Table], str, bool]]:
         """The table whose files bound a build key, its name, and whether dpp lists its files
-        (else Spark's own listing of the relation names them): a catalog table's partitions
-        are the catalog's, a declared folder's those its index knows (``folderNames``),
-        both listed by dpp as Spark lists them; a folder Spark's reader listed when the
-        DataFrame was made is read by that listing, which dpp's own may not match."""
+        itself; None: no bound. dpp lists a catalog table's partitions (the catalog's, as
+        Spark lists them at the query) and a declared folder's (those its index knows,
+        ``folderNames``). Any other relation's files are the ones Spark's own index listed
+        (``Dataset.inputFiles``, no listing again): a folder Spark's reader listed when the
+        DataFrame was made, which dpp's own listing may not match, or a table without
+        partitions. A partitioned catalog table dpp cannot list gets no bound (Spark would
+        list all its partitions with a job)."""
         if not rel:
             return None
         try:
@@ -585,6 +588,8 @@ class OptimizerHook:
             table, why = None, None
         if table is not None and why is None:
             return table, name, table.is_catalog or isinstance(table.lister, PrelistedLister)
+        if rel.get("kind") == "catalog" and rel.get("partitionColumns"):
+            return None
         # a relation dpp does not list (a table without partitions): Spark's listing
         name = rel.get("table") or ",".join(rel.get("rootPaths") or []) or "?"
         return None, self.tables.display_name(name) if rel.get("table") else name, False
