@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # time is the driver JVM's CPU, and two workers measured 32:56 and 39:52 against 36:21.
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: venv system test check test-compat jars docs demo fuzz fuzz-long peer bench-splits bench-collectors bench-analysis tpcds-bench clean
+.PHONY: venv system test test-all check test-compat jars docs demo fuzz fuzz-long peer bench-splits bench-collectors bench-analysis tpcds-bench clean
 
 # (setuptools' notice that an editable install follows the working tree is silenced: that is
 # what a development install is for)
@@ -28,6 +28,11 @@ system:
 # Runs the whole suite; exit code 5 ("no tests collected") is a failure, like any other.
 test: venv system
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+# Every variant of the modules whose matrices `make test` samples (SAMPLE_VARIANTS in a test
+# module; tests/conftest.py): each case runs there in a fixed sample of its variants.
+test-all: venv system
+	DPP_ALL_VARIANTS=1 $(PYTHON) -m pytest $(PYTEST_ARGS)
 
 # The quick tier for the edit-test loop: algebra, codec, planner, loader, reports, Redis; no
 # Spark session and no TPC-DS data (tests/conftest.py marks those). Under 3 minutes.

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
@@ -40,6 +41,41 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.connect)   # a Spark Connect server process
         if item.path.name.startswith("test_tpcds"):
             item.add_marker(pytest.mark.tpcds)
+    _sample_variants(config, items)
+
+
+def _sample_variants(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A module that sets ``SAMPLE_VARIANTS = k`` holds a matrix of variants (job shape × table
+    kind × time zone, query × lister...) whose modes are each covered elsewhere too. There every
+    case still runs (the values of the parameters named in the module's ``SAMPLE_CASES``, or
+    each test function when it names none; a function without such a parameter runs whole),
+    in one of its variants, and about one in ``k`` of
+    the other variants runs besides; which ones is fixed by a CRC of the test id, so every run
+    samples the same and the sample spreads over every parameter. ``DPP_ALL_VARIANTS=1``
+    (``make test-all``) runs every variant."""
+    if os.environ.get("DPP_ALL_VARIANTS", "") not in ("", "0", "false"):
+        return
+    groups: dict[tuple, list[pytest.Item]] = {}
+    for item in items:
+        module = getattr(item, "module", None)
+        callspec = getattr(item, "callspec", None)
+        if int(getattr(module, "SAMPLE_VARIANTS", 0) or 0) > 1 and callspec is not None:
+            named = getattr(module, "SAMPLE_CASES", None)
+            cases = tuple(repr(callspec.params[p]) for p in named or () if p in callspec.params)
+            if named and not cases:
+                continue   # a function of such a module without a case parameter: all of it
+            key = (str(item.path), getattr(item, "originalname", item.name), cases)
+            groups.setdefault(key, []).append(item)
+    dropped: set[int] = set()
+    for key, group in groups.items():
+        k = int(getattr(group[0].module, "SAMPLE_VARIANTS"))
+        chosen = zlib.crc32(repr(key).encode()) % len(group)
+        for i, item in enumerate(group):
+            if i != chosen and zlib.crc32(item.nodeid.encode()) % k != 0:
+                dropped.add(id(item))
+    if dropped:
+        config.hook.pytest_deselected(items=[i for i in items if id(i) in dropped])
+        items[:] = [i for i in items if id(i) not in dropped]
 
 
 def answer(domain: Any, outcome: str = "complete", reason: str | None = None) -> Any:
@@ -125,7 +161,8 @@ def spark(spark_tmp: Path):
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.default.parallelism", "4")
         .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={spark_tmp}")
+        .config("spark.driver.extraJavaOptions",
+                f"-Dderby.system.home={spark_tmp} {os.environ.get('DPP_TEST_JVM_OPTIONS', '')}")
         .config("javax.jdo.option.ConnectionURL",
                 f"jdbc:derby:;databaseName={metastore};create=true")
         .config("spark.hadoop.javax.jdo.option.ConnectionURL",
@@ -134,6 +171,8 @@ def spark(spark_tmp: Path):
         .config("spark.driver.memory", "2g")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
+    for kv in filter(None, os.environ.get("DPP_TEST_CONF", "").split(",")):
+        builder = builder.config(*kv.split("=", 1))
     try:  # file: counts its LIST/HEAD requests (hive_splits.storage_calls), as object stores do
         from hive_splits.storage_calls import counting_conf
 

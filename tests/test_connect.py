@@ -22,6 +22,11 @@ import pytest
 from tests.conftest import make_partitioned_table, write_parquet
 from tests.connect_server import client as _client
 
+# every query and shape runs, in a sample of its time zones (and half the generated seeds):
+# tests/conftest.py; DPP_ALL_VARIANTS=1 runs them all
+SAMPLE_VARIANTS = 2
+SAMPLE_CASES = ("name", "shape", "key", "conf")
+
 
 SPARK_DPP_OFF = "spark.sql.optimizer.dynamicPartitionPruning.enabled"
 UTC = dt.timezone.utc

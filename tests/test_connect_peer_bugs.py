@@ -7,7 +7,8 @@ SPARK-32659's non-atomic keys, the filter cache). Here every one of its tests ru
 ``spark`` a plain Connect client of a ``dpp connect-server``: the tables are made through the
 client, each query runs as the client writes it (``tests/differential.py`` on a served
 session), Spark's answer comes from the same session with dpp off, and pruning is read from
-the server's reports.
+the server's reports. Each test runs its first variant (table kind, time zone, cache) and a fixed
+sample of a third of the others: ``DPP_ALL_VARIANTS=1`` runs the whole matrix over Connect.
 """
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from tests.connect_server import DppConnectServer, client
 from tests.test_peer_bugs import *  # noqa: F401,F403  (its fixtures and tests, collected here)
 
 pytestmark = pytest.mark.connect
+# a third of the variants (tests/conftest.py): the classic module runs every one;
+# DPP_ALL_VARIANTS=1 runs them all here too
+SAMPLE_VARIANTS = 3
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,10 @@ from tests.test_hook_coverage import create_catalog_tables, write_coverage_data
 from tests.test_job_shapes import FEB, OFF, SHAPES, write_shape_data
 
 pytestmark = pytest.mark.connect   # every test here starts or uses a Connect server process
+# every job shape and peer case runs, in a sample of its table kinds, time zones and forms
+# (tests/conftest.py; DPP_ALL_VARIANTS=1 runs them all)
+SAMPLE_VARIANTS = 3
+SAMPLE_CASES = ("shape", "case")
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT_JOB = ROOT / "tests" / "jobs" / "connect_client_job.py"

@@ -4,7 +4,7 @@ report wrong rows in at least 90% of the pruned cases where the bug dropped one 
 kept partition holding rows, the build side's values first; a fuzzer that cannot fail proves
 nothing).
 
-``DPP_FUZZ_SECONDS`` sets the fixed-seed budget (default 90 s); ``make fuzz`` runs longer.
+``DPP_FUZZ_SECONDS`` sets the fixed-seed budget (default 60 s); ``make fuzz`` runs longer.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.fuzz.check import classic_backend, sql_text_backend
 from tests.fuzz.cli import fuzz, self_test
 
 SEED = 20261128
-SECONDS = float(os.environ.get("DPP_FUZZ_SECONDS", "90"))
+SECONDS = float(os.environ.get("DPP_FUZZ_SECONDS", "60"))
 
 
 def test_a_fixed_seed_finds_no_mismatch(spark: Any, tmp_path: Path) -> None:

@@ -17,6 +17,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+# every query runs, under one of the listers and a third of the others besides (the listers'
+# agreement has its own tests): tests/conftest.py; DPP_ALL_VARIANTS=1 runs them all
+SAMPLE_VARIANTS = 3
+SAMPLE_CASES = ("qid",)
+
 D = decimal.Decimal
 
 
