@@ -64,7 +64,7 @@ def _sample_variants(config: pytest.Config, items: list[pytest.Item]) -> None:
             cases = tuple(repr(callspec.params[p]) for p in named or () if p in callspec.params)
             if named and not cases:
                 continue   # a function of such a module without a case parameter: all of it
-            key = (str(item.path), getattr(item, "originalname", item.name), cases)
+            key = (item.nodeid.split("[")[0], cases)   # relative: the same in every checkout
             groups.setdefault(key, []).append(item)
     dropped: set[int] = set()
     for key, group in groups.items():
