@@ -29,8 +29,8 @@ system:
 test: venv system
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
-# Every variant of the modules whose matrices `make test` samples (SAMPLE_VARIANTS in a test
-# module; tests/conftest.py): each case runs there in a fixed sample of its variants.
+# `make test` with every variant: modules that set SAMPLE_VARIANTS (tests/conftest.py) run only
+# a fixed sample of their matrices under `make test`, each case at least once.
 test-all: venv system
 	DPP_ALL_VARIANTS=1 $(PYTHON) -m pytest $(PYTEST_ARGS)
 

@@ -47,12 +47,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _sample_variants(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A module that sets ``SAMPLE_VARIANTS = k`` holds a matrix of variants (job shape × table
     kind × time zone, query × lister...) whose modes are each covered elsewhere too. There every
-    case still runs (the values of the parameters named in the module's ``SAMPLE_CASES``, or
-    each test function when it names none; a function without such a parameter runs whole),
-    in one of its variants, and about one in ``k`` of
-    the other variants runs besides; which ones is fixed by a CRC of the test id, so every run
-    samples the same and the sample spreads over every parameter. ``DPP_ALL_VARIANTS=1``
-    (``make test-all``) runs every variant."""
+    case still runs in one of its variants (a case: a value of the parameters the module names
+    in ``SAMPLE_CASES``, or each test function when it names none; a function without such a
+    parameter runs whole), and about one in ``k`` of the other variants runs besides. A CRC of
+    the test id picks them, so every run and checkout samples the same and the sample spreads
+    over every parameter. ``DPP_ALL_VARIANTS=1`` (``make test-all``) runs every variant."""
     if os.environ.get("DPP_ALL_VARIANTS", "") not in ("", "0", "false"):
         return
     groups: dict[tuple, list[pytest.Item]] = {}
@@ -161,8 +160,7 @@ def spark(spark_tmp: Path):
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.default.parallelism", "4")
         .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.extraJavaOptions",
-                f"-Dderby.system.home={spark_tmp} {os.environ.get('DPP_TEST_JVM_OPTIONS', '')}")
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={spark_tmp}")
         .config("javax.jdo.option.ConnectionURL",
                 f"jdbc:derby:;databaseName={metastore};create=true")
         .config("spark.hadoop.javax.jdo.option.ConnectionURL",
@@ -171,8 +169,6 @@ def spark(spark_tmp: Path):
         .config("spark.driver.memory", "2g")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
-    for kv in filter(None, os.environ.get("DPP_TEST_CONF", "").split(",")):
-        builder = builder.config(*kv.split("=", 1))
     try:  # file: counts its LIST/HEAD requests (hive_splits.storage_calls), as object stores do
         from hive_splits.storage_calls import counting_conf
 
