@@ -84,3 +84,35 @@ def test_dates_and_the_calendar_switch(tmp_path: Path) -> None:
 def test_no_files_no_values(tmp_path: Path) -> None:
     bounds, why = column_bounds([], "q", "int", _read)
     assert bounds is not None and bounds.empty and bounds.files == 0, why
+
+
+def test_a_local_footer_read_from_its_tail_is_pyarrows_own(tmp_path: Path) -> None:
+    from hive_splits.listing import LocalLister
+
+    path = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"q": pa.array(range(100), pa.int64()),
+                             "s": pa.array([str(i) for i in range(100)])}),
+                   path, row_group_size=30)
+    mine = LocalLister().read_footer(str(path), os.path.getsize(path))
+    assert mine.equals(pq.read_metadata(path))
+    assert mine.row_group(3).column(0).statistics.max == 99
+
+
+def test_a_local_file_without_a_footer_names_itself(tmp_path: Path) -> None:
+    import pytest
+
+    from hive_splits.listing import read_local_footer
+
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"q": [1, 2, 3]}), good)
+    data = good.read_bytes()
+    for name, body in (("short.parquet", b"PAR1"), ("cut.parquet", data[:-3]),
+                       ("long_footer.parquet", b"PAR1" + b"\xff\xff\x00\x00PAR1")):
+        bad = tmp_path / name
+        bad.write_bytes(body)
+        with pytest.raises(OSError, match=name):
+            read_local_footer(str(bad))
+    # column_bounds reads such a file as unreadable: no bound, the path said
+    bounds, why = column_bounds([_entry(good), _entry(tmp_path / "cut.parquet")], "q",
+                                "bigint", lambda p, s: read_local_footer(p), FooterCache())
+    assert bounds is None and "cut.parquet" in why

@@ -624,7 +624,7 @@ class OptimizerHook:
             if files is None:
                 return None, f"no bound from the statistics of {name}.{column}: {why}"
         bounds, why = column_bounds(files, column, p.build_type, lister.read_footer,
-                                    s.runtime.footers)
+                                    s.runtime.footers, max_workers=lister.footer_workers)
         if bounds is None:
             return None, f"no bound from the statistics of {name}.{column}: {why}"
         key_type = DataType.parse(p.build_type)
