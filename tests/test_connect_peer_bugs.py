@@ -23,7 +23,7 @@ from tests.test_peer_bugs import *  # noqa: F401,F403  (its fixtures and tests, 
 pytestmark = pytest.mark.connect
 # a third of the variants (tests/conftest.py): the classic module runs every one;
 # DPP_ALL_VARIANTS=1 runs them all here too
-SAMPLE_VARIANTS = 3
+SAMPLE_VARIANTS = 6
 
 
 @pytest.fixture(scope="module")
