@@ -21,6 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.budget import ALL_VARIANTS
+
 # The Python that runs pytest is the one Spark's workers must use.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -41,7 +43,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.connect)   # a Spark Connect server process
         if item.path.name.startswith("test_tpcds"):
             item.add_marker(pytest.mark.tpcds)
+    _full_only(config, items)
     _sample_variants(config, items)
+
+
+def _full_only(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``full`` run under ``make test-all`` only: each takes minutes, and
+    ``make test`` must stay under half an hour (their deselection is counted in its summary
+    line)."""
+    if ALL_VARIANTS:
+        return
+    dropped = [i for i in items if i.get_closest_marker("full") is not None]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [i for i in items if i.get_closest_marker("full") is None]
 
 
 def _sample_variants(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -52,7 +67,7 @@ def _sample_variants(config: pytest.Config, items: list[pytest.Item]) -> None:
     parameter runs whole), and about one in ``k`` of the other variants runs besides. A CRC of
     the test id picks them, so every run and checkout samples the same and the sample spreads
     over every parameter. ``DPP_ALL_VARIANTS=1`` (``make test-all``) runs every variant."""
-    if os.environ.get("DPP_ALL_VARIANTS", "") not in ("", "0", "false"):
+    if ALL_VARIANTS:
         return
     groups: dict[tuple, list[pytest.Item]] = {}
     for item in items:
@@ -160,13 +175,17 @@ def spark(spark_tmp: Path):
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.default.parallelism", "4")
         .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={spark_tmp}")
+        # the throughput collector and room to spare: G1 on a 2 GB heap spent five CPU-minutes
+        # of an hour's suite collecting, 22 full collections among them (a JVM option of the
+        # test session only: nothing dpp does depends on the collector)
+        .config("spark.driver.extraJavaOptions",
+                f"-Dderby.system.home={spark_tmp} -XX:+UseParallelGC")
         .config("javax.jdo.option.ConnectionURL",
                 f"jdbc:derby:;databaseName={metastore};create=true")
         .config("spark.hadoop.javax.jdo.option.ConnectionURL",
                 f"jdbc:derby:;databaseName={metastore};create=true")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
+        .config("spark.driver.memory", "4g")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
     try:  # file: counts its LIST/HEAD requests (hive_splits.storage_calls), as object stores do

@@ -18,8 +18,9 @@ from dpp.core import codec
 from dpp.core.domain import (BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, TIMESTAMP, DataType, Domain,
                         Range, TupleDomain, decimal_type)
 from dpp.core.errors import CodecError, DomainError
+from tests.budget import LAW_EXAMPLES
 
-LAW = settings(max_examples=1000, deadline=None,
+LAW = settings(max_examples=LAW_EXAMPLES, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 DEC = decimal_type(7, 2)
 

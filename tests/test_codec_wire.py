@@ -22,9 +22,10 @@ from dpp.core.codec import (CODEC_VERSION, decode, decode_domain, decode_tuple_d
                        encode_domain, encode_tuple_domain)
 from dpp.core.domain import DOUBLE, INT, STRING, Domain, TupleDomain, decimal_type
 from dpp.core.errors import CodecError, DomainError
+from tests.budget import LAW_EXAMPLES
 from tests.domain_strategies import any_domains, tuple_domains, typed
 
-LAW = settings(max_examples=1000, deadline=None,
+LAW = settings(max_examples=LAW_EXAMPLES, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 _HEADER = struct.Struct(">4sBBI")
 

@@ -24,7 +24,7 @@ from tests.connect_server import client as _client
 
 # every query and shape runs, in a sample of its time zones (and half the generated seeds):
 # tests/conftest.py; DPP_ALL_VARIANTS=1 runs them all
-SAMPLE_VARIANTS = 4
+SAMPLE_VARIANTS = 12
 SAMPLE_CASES = ("name", "shape", "key", "conf")
 
 

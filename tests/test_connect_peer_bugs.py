@@ -7,8 +7,9 @@ SPARK-32659's non-atomic keys, the filter cache). Here every one of its tests ru
 ``spark`` a plain Connect client of a ``dpp connect-server``: the tables are made through the
 client, each query runs as the client writes it (``tests/differential.py`` on a served
 session), Spark's answer comes from the same session with dpp off, and pruning is read from
-the server's reports. Each test runs its first variant (table kind, time zone, cache) and a fixed
-sample of a third of the others: ``DPP_ALL_VARIANTS=1`` runs the whole matrix over Connect.
+the server's reports. Each test runs one of its variants (table kind, time zone, cache)
+here, and the classic module a sample of them all: ``DPP_ALL_VARIANTS=1`` runs the whole
+matrix over Connect.
 """
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ from tests.connect_server import DppConnectServer, client
 from tests.test_peer_bugs import *  # noqa: F401,F403  (its fixtures and tests, collected here)
 
 pytestmark = pytest.mark.connect
-# a third of the variants (tests/conftest.py): the classic module runs every one;
+# one variant of each test (tests/conftest.py), whose matrix the classic module samples;
 # DPP_ALL_VARIANTS=1 runs them all here too
-SAMPLE_VARIANTS = 6
+SAMPLE_VARIANTS = 1000
 
 
 @pytest.fixture(scope="module")

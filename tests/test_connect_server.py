@@ -40,7 +40,7 @@ from tests.test_job_shapes import FEB, OFF, SHAPES, write_shape_data
 pytestmark = pytest.mark.connect   # every test here starts or uses a Connect server process
 # every job shape and peer case runs, in a sample of its table kinds, time zones and forms
 # (tests/conftest.py; DPP_ALL_VARIANTS=1 runs them all)
-SAMPLE_VARIANTS = 6
+SAMPLE_VARIANTS = 16
 SAMPLE_CASES = ("shape", "case")
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 
 from dpp.core.domain import Domain
 from dpp.core.errors import DomainError
+from tests.budget import LAW_EXAMPLES
 from tests.domain_strategies import (FPPS, UNIVERSE, any_domains, bloom_domains,
                                           exact_domains, key_of, typed, values)
 
-LAW = settings(max_examples=1000, deadline=None,
+LAW = settings(max_examples=LAW_EXAMPLES, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

@@ -26,6 +26,10 @@ import pytest
 from tests.conftest import make_partitioned_table, write_parquet
 from tests.differential import TIME_ZONES, TZ, Checks, Fact, spark_conf, utc
 
+# every test runs, in one of its variants (table kind, time zone, cache) and about a third of
+# the others besides (tests/conftest.py); DPP_ALL_VARIANTS=1 runs them all
+SAMPLE_VARIANTS = 3
+
 LA, IST = "America/Los_Angeles", "Asia/Kolkata"
 TS_UTC = pa.timestamp("us", tz="UTC")
 

@@ -19,7 +19,7 @@ import pytest
 
 # every query runs, under one of the listers and a third of the others besides (the listers'
 # agreement has its own tests): tests/conftest.py; DPP_ALL_VARIANTS=1 runs them all
-SAMPLE_VARIANTS = 6
+SAMPLE_VARIANTS = 16
 SAMPLE_CASES = ("qid",)
 
 D = decimal.Decimal

@@ -182,6 +182,7 @@ def test_clustered_layout_is_recorded_and_counts_equal_the_default(data: Path,
     assert gen.verify(clustered) == {t: e["rows"] for t, e in m["tables"].items()}
 
 
+@pytest.mark.full   # DuckDB reads both folders' thousands of small files: a minute here
 def test_clustered_facts_hold_the_same_rows_as_the_default_layout(data: Path,
                                                                   clustered: Path) -> None:
     for table in gen.CLUSTER_KEYS:
@@ -270,7 +271,10 @@ def bucketed(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.mark.slow   # Spark writes ~21k bucket files at SF 0.01 (one per date and bucket): minutes
+# Spark writes ~21k bucket files at SF 0.01 (one per date and bucket): minutes; the bucket
+# pruning itself is tested over buckets of its own (tests/test_bucket_pruning.py)
+@pytest.mark.slow
+@pytest.mark.full
 def test_bucketed_facts_hold_the_same_rows_in_their_buckets(data: Path, bucketed: Path) -> None:
     """Same rows as the default layout (DuckDB, both ways), every fact file named with its
     bucket, and every row of it hashing (Spark's hash) to that bucket."""
@@ -297,6 +301,7 @@ def test_bucketed_facts_hold_the_same_rows_in_their_buckets(data: Path, bucketed
 
 
 @pytest.mark.slow
+@pytest.mark.full
 def test_bucketed_catalog_tables_are_declared_bucketed(spark, bucketed: Path) -> None:
     from hive_splits import table_from_catalog
     from hive_splits.buckets import BucketSpec
