@@ -30,7 +30,8 @@ test: venv system
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 # `make test` with every variant: modules that set SAMPLE_VARIANTS (tests/conftest.py) run only
-# a fixed sample of their matrices under `make test`, each case at least once.
+# a fixed sample of their matrices under `make test`, each case at least once; the property
+# laws draw their full example budget and tests marked `full` run (tests/budget.py).
 test-all: venv system
 	DPP_ALL_VARIANTS=1 $(PYTHON) -m pytest $(PYTEST_ARGS)
 

@@ -152,6 +152,9 @@ def test_spark_reads_decimals_and_partition_keys(spark, data: Path) -> None:
 
 
 # ---------------------------------------------------------------- the clustered layout (issue 15)
+# the generator's optional layouts (clustered, bucketed) are benchmark data: their tests
+# write thousands of small files and take minutes, so they run under `make test-all` only
+# (marker full); the default layout above is what every other TPC-DS test reads
 CLUSTERED = gen.Layout("clustered", rows_per_file=8, row_group_rows=4)
 
 
@@ -171,6 +174,7 @@ def clustered(switched: tuple[Path, list[str]]) -> Path:
     return switched[0]
 
 
+@pytest.mark.full
 def test_clustered_layout_is_recorded_and_counts_equal_the_default(data: Path,
                                                                    clustered: Path) -> None:
     m = json.loads((clustered / "manifest.json").read_text())
@@ -182,7 +186,7 @@ def test_clustered_layout_is_recorded_and_counts_equal_the_default(data: Path,
     assert gen.verify(clustered) == {t: e["rows"] for t, e in m["tables"].items()}
 
 
-@pytest.mark.full   # DuckDB reads both folders' thousands of small files: a minute here
+@pytest.mark.full
 def test_clustered_facts_hold_the_same_rows_as_the_default_layout(data: Path,
                                                                   clustered: Path) -> None:
     for table in gen.CLUSTER_KEYS:
@@ -207,6 +211,7 @@ def _assert_same_rows(one: Path, other: Path, table: str) -> None:
         con.close()
 
 
+@pytest.mark.full
 def test_clustered_partitions_split_the_key_range_into_sorted_files(data: Path,
                                                                     clustered: Path) -> None:
     import pyarrow.parquet as pq
@@ -235,6 +240,7 @@ def test_clustered_partitions_split_the_key_range_into_sorted_files(data: Path,
         assert several > 0, f"{table}: no partition was split into several files"
 
 
+@pytest.mark.full
 def test_switching_layout_rewrites_the_folder(switched: tuple[Path, list[str]]) -> None:
     out, said = switched            # a default-layout folder, generated again as clustered
     assert len([s for s in said if "writing" in s]) == len(gen.TABLES)
@@ -250,6 +256,7 @@ def test_a_bad_layout_is_an_error_naming_it() -> None:
         gen.Layout("clustered", rows_per_file=0)
 
 
+@pytest.mark.full
 def test_spark_reads_the_clustered_layout_with_the_default_layout_types(
         spark, data: Path, clustered: Path) -> None:
     for table in gen.CLUSTER_KEYS:
