@@ -22,7 +22,8 @@ def flt(hit: bool = False, outcome: str = "complete") -> dict[str, Any]:
 
 def run(q: str, mode: str, total: float, *, rep: int = 0, listing: float = 0.5,
         phases: Optional[PhaseMap] = None, filters: Optional[list[dict[str, Any]]] = None,
-        report: bool = True, ok: bool = True, kind: str = "path") -> dict[str, Any]:
+        report: bool = True, ok: bool = True, kind: str = "path",
+        readers: Optional[float] = None) -> dict[str, Any]:
     """A run record as ``Run.to_dict`` writes it; a dpp report only in mode dpp."""
     rep_dict = None
     if mode == "dpp" and report:
@@ -31,6 +32,7 @@ def run(q: str, mode: str, total: float, *, rep: int = 0, listing: float = 0.5,
         "query": q, "mode": mode, "kind": kind, "rep": rep, "ok": ok, "correct": True,
         "timed_out": False, "error": None, "mismatch": None,
         "total_s": total, "listing_s": listing, "execution_s": total - listing,
+        "readers_s": readers,
         "metrics": {"fact_bytes_read": 100, "executor_cpu_ms": 1000.0} if ok else {},
         "dpp_report": rep_dict,
     }
@@ -52,7 +54,7 @@ def test_main_query_is_execution_when_dpp_ran_it_else_the_rest_of_the_elapsed() 
     assert b is not None and b["main_s"] == 2.5
     # bench: dpp.sql took phases.total, the rest after opening (0.5 s) is the main query
     b = run_breakdown(run("q3", "dpp", 5.0, phases=P))
-    assert b == pytest.approx({"open_s": 0.5, "analysis_s": 0.02, "build_s": 1.0,
+    assert b == pytest.approx({"open_s": 0.5, "readers_s": 0.0, "analysis_s": 0.02, "build_s": 1.0,
                                "wait_s": 0.8, "enum_s": 0.1, "handoff_s": 0.3, "blocked_s": 0.0,
                                "main_s": 3.0})
     # no total phase either: the elapsed minus the opening and the other components
@@ -81,7 +83,7 @@ def test_listing_catalog_tables_read_whole_counts_as_handoff() -> None:
     # q96 on catalog tables: no filter, store_sales listed whole by dpp in 1.2 s
     b = run_breakdown(run("q96", "dpp", 10.0, phases={"analysis": 0.1, "whole_listing": 1.2,
                                                       "total": 1.4}))
-    assert b == pytest.approx({"open_s": 0.5, "analysis_s": 0.1, "build_s": 0.0,
+    assert b == pytest.approx({"open_s": 0.5, "readers_s": 0.0, "analysis_s": 0.1, "build_s": 0.0,
                                "wait_s": 0.0, "enum_s": 0.0, "handoff_s": 1.2, "blocked_s": 0.0,
                                "main_s": 8.1})
     # alongside a pruned table's handoff, and with no total phase to subtract
@@ -90,9 +92,19 @@ def test_listing_catalog_tables_read_whole_counts_as_handoff() -> None:
     assert b["main_s"] == pytest.approx(10.0 - 0.5 - 1.3)
 
 
+def test_sparks_readers_are_part_of_the_opening_never_more() -> None:
+    """``readers_s``: the part of the opening Spark's mode spends alike (the dimensions'
+    readers); an old run without it counts 0, and it never exceeds the opening it is part of."""
+    b = run_breakdown(run("q3", "dpp", 5.0, phases=P, readers=0.3))
+    assert b is not None and b["readers_s"] == pytest.approx(0.3) and b["open_s"] == 0.5
+    assert b["main_s"] == pytest.approx(3.0)            # the main query is not moved by it
+    b = run_breakdown(run("q3", "dpp", 5.0, phases=P, readers=0.9))
+    assert b is not None and b["readers_s"] == pytest.approx(0.5)
+
+
 def test_missing_phases_count_zero_and_main_never_negative() -> None:
     b = run_breakdown(run("q3", "dpp", 2.0, phases={"analysis": 0.01}))
-    assert b == pytest.approx({"open_s": 0.5, "analysis_s": 0.01, "build_s": 0.0,
+    assert b == pytest.approx({"open_s": 0.5, "readers_s": 0.0, "analysis_s": 0.01, "build_s": 0.0,
                                "wait_s": 0.0, "enum_s": 0.0, "handoff_s": 0.0, "blocked_s": 0.0,
                                "main_s": 1.49})
     b = run_breakdown(run("q3", "dpp", 1.0, phases={"total": 3.0}))
@@ -112,7 +124,8 @@ def three_queries() -> dict[str, Any]:
     """q3: two repetitions (rep 1 hits the cache); q7: dpp without a report; q9: no spark."""
     return result([
         run("q3", "spark", 4.0, rep=0), run("q3", "spark", 6.0, rep=1),
-        run("q3", "dpp", 5.0, rep=0, phases={**P, "build": 1.0}, filters=[flt(), flt()]),
+        run("q3", "dpp", 5.0, rep=0, phases={**P, "build": 1.0}, filters=[flt(), flt()],
+            readers=0.3),
         run("q3", "dpp", 3.0, rep=1, phases={**P, "build": 0.2, "total": 0.7},
             filters=[flt(hit=True), flt(hit=True)]),
         run("q7", "spark", 2.0), run("q7", "dpp", 2.2, report=False),
@@ -189,17 +202,22 @@ def test_markdown_table_rows_sum_row_and_summary_lines() -> None:
     md = render_markdown(three_queries())
     assert "### dpp overhead breakdown" in md
     # the cold runs: q3's first repetition
-    assert ("| q3 | 0.500 | 0.020 | 1.000 | 0.800 | 0.100 | 0.300 | 0.000 | 3.000 | 5.000 | 4.000 "
+    assert ("| q3 | 0.500 | 0.300 | 0.020 | 1.000 | 0.800 | 0.100 | 0.300 | 0.000 | 3.000 | 5.000 "
+            "| 4.000 "
             "| 1.25 "
             "| 0 hit / 2 built |") in md
-    assert "| q7 | - | - | - | - | - | - | - | - | 2.200 | 2.000 | 1.10 | - |" in md
-    assert "| q9 | 0.500 | 0.050 | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | 0.450 | 1.000 | - | - " \
+    assert "| q7 | - | - | - | - | - | - | - | - | - | 2.200 | 2.000 | 1.10 | - |" in md
+    assert "| q9 | 0.500 | 0.000 | 0.050 | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | 0.450 | 1.000 " \
+           "| - | - " \
            "| 0 hit / 0 built / 1 skipped |" in md
-    assert "| **sum** (2) | 1.000 | 0.070 |" in md
+    assert "| **sum** (2) | 1.000 | 0.300 | 0.070 |" in md
+    # dpp's elapsed over its main query: 6.00 / 3.45, and without Spark's readers 5.70 / 3.45
     assert "- **dpp overhead** (sums over the 2 queries with a dpp report): open 1.00s, " \
+           "of which Spark's readers 0.30s, " \
            "analysis 0.07s, build 1.00s, loader wait 0.80s, split enumeration 0.10s, " \
            "handoff 0.30s, Spark waited 0.00s, main query 3.45s; " \
-           "dpp elapsed 6.00s, spark 4.00s over 1 of them (dpp / spark 1.25)" in md
+           "dpp elapsed 6.00s (1.74x the main query; without Spark's readers 1.65x), " \
+           "spark 4.00s over 1 of them (dpp / spark 1.25)" in md
     assert "- **filter cache: 0 hits of 3 filters (2 built, 1 skipped) over 2 dpp run(s)**" in md
 
 
@@ -225,7 +243,8 @@ def test_reads_a_real_job_report_dict() -> None:
     rep.add_filter({"filter_id": "c", "outcome": "complete", "build_seconds": 0.4})
     r = run("q3", "dpp", 2.0)
     r["dpp_report"] = rep.to_dict()
-    assert run_breakdown(r) == pytest.approx({"open_s": 0.5, "analysis_s": 0.01, "build_s": 0.4,
+    assert run_breakdown(r) == pytest.approx({"open_s": 0.5, "readers_s": 0.0,
+                                              "analysis_s": 0.01, "build_s": 0.4,
                                               "wait_s": 0.3, "enum_s": 0.0, "handoff_s": 0.1,
                                               "blocked_s": 0.0, "main_s": 0.9})
     assert filter_cache(r) == {"hits": 1, "built": 1, "skipped": 1, "filters": 3}
