@@ -50,13 +50,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _full_only(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``full`` run under ``make test-all`` only: each takes minutes, and
     ``make test`` must stay under half an hour (their deselection is counted in its summary
-    line)."""
+    line). A module that imports another's tests names those it runs under ``make test-all``
+    only in ``FULL_ONLY`` (a mark on the shared function would mark the other module's too)."""
     if ALL_VARIANTS:
         return
-    dropped = [i for i in items if i.get_closest_marker("full") is not None]
+
+    def full(item: pytest.Item) -> bool:
+        named = getattr(getattr(item, "module", None), "FULL_ONLY", ())
+        return (item.get_closest_marker("full") is not None
+                or getattr(item, "originalname", item.name) in named)
+
+    dropped = [i for i in items if full(i)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = [i for i in items if i.get_closest_marker("full") is None]
+        items[:] = [i for i in items if not full(i)]
 
 
 def _sample_variants(config: pytest.Config, items: list[pytest.Item]) -> None:
