@@ -325,6 +325,9 @@ class OptimizerHook:
             for sig in {signature[p.build] for p in ps}:
                 uses[sig] = uses.get(sig, 0) + 1
         deferred: dict[Hashable, str] = {}   # build signature -> partition column
+        # build signature -> (prune, its bound's spec, label and kept load's token): the bounds
+        # from file statistics this run starts
+        bounds: dict[Hashable, tuple[Prune, dict[str, Any]]] = {}
         with request.lock:
             for table, name, ps in targets.values():
                 for p in ps:
@@ -348,10 +351,16 @@ class OptimizerHook:
                         # held for this call): its relations name the files they read
                         frame = (self._build_frame(msg["request"], p, semi="")
                                  if source is not None and not source[2] else None)
-                        request.add(lambda spec=spec, p=p, source=source, frame=frame:
+                        # the load whose kept partitions bound the key instead of every
+                        # partition (``_kept_load``): decided below, once the loads have
+                        # their tokens, before any of this runs
+                        bound = {"spec": spec, "token": None, "label": label}
+                        bounds[sig] = (p, bound)
+                        request.add(lambda bound=bound, p=p, source=source, frame=frame:
                                     runs.start_computed(
-                                        spec, "dpp_key", DataType.parse(p.build_type),
-                                        lambda: self._bound(frame, source, p, cfg, rules)))
+                                        bound["spec"], "dpp_key", DataType.parse(p.build_type),
+                                        lambda: self._bound(frame, source, p, cfg, rules,
+                                                            request, bound["token"])))
                         continue
                     spec = FilterSpec(filter_id=f"{qid}-o{len(request.builds) + 1}",
                                       build_label=build_label(msg, p),
@@ -401,6 +410,19 @@ class OptimizerHook:
                     request.add(lambda token=token, table=table, filters=filters:
                                 self._submit_load(request, token, table, filters, cfg))
                 wrap[str(rel_id)] = token
+            for sig, (p, bound) in bounds.items():
+                source = (sources or {}).get(p.stats_of[0])
+                # only where dpp lists the relation's files at the query (a catalog table, a
+                # declared folder): a Spark reader's files are the ones it listed when made
+                token = (_kept_load(p, targets, wrap, request)
+                         if source is not None and source[0] is not None and source[2]
+                         else None)
+                if token is not None:
+                    bound["token"] = token
+                    bound["spec"] = request.builds[sig] = dataclasses.replace(
+                        bound["spec"], build_label=f"{bound['label']}.{p.stats_of[1]} (its "
+                                                   f"kept partitions' file statistics)")
+            for rel_id, (table, name, ps) in targets.items():
                 describe[str(rel_id)] = pruning_text(
                     table, [(p, request.builds[signature[p.build]].build_label) for p in ps])
         return wrap, new_filters, describe
@@ -595,10 +617,13 @@ class OptimizerHook:
         return None, self.tables.display_name(name) if rel.get("table") else name, False
 
     def _bound(self, frame: Any, source: Optional[tuple[Optional[Table], str, bool]], p: Prune,
-               cfg: Any, rules: SparkRules) -> tuple[Optional[Domain], str]:
+               cfg: Any, rules: SparkRules, request: Optional[Request] = None,
+               kept: Optional[str] = None) -> tuple[Optional[Domain], str]:
         """The build key's domain from the statistics of every file of the source table:
         from its smallest to its largest value of column ``p.stats_of[1]`` (none: no
-        non-NULL value), or None and why."""
+        non-NULL value), or None and why. ``kept``: the token of the source relation's own
+        load in ``request`` (``_kept_load``): the files of the partitions it keeps, once it
+        is over, instead of every file; a load late or failed falls back to every file."""
         if source is None or p.stats_of is None:
             return None, "no table to bound the key by"
         table, name, listed = source
@@ -615,11 +640,14 @@ class OptimizerHook:
             lister = s.runtime.lister(table.location, cfg)
             if isinstance(table.lister, PrelistedLister):
                 lister = table.lister.over(lister)
-        if listed and table is not None:   # every file, listed now, as Spark's scan reads them
+        files = (_kept_files(request, kept, lister)
+                 if kept is not None and request is not None and table is not None else None)
+        if files is None and listed and table is not None:
+            # every file, listed now, as Spark's scan reads them
             result = SplitLoader(table, TupleDomain.all(), [], wait_timeout=cfg.wait_timeout,
                                  rules=rules, lister=lister, files_by_spark=False).load()
             files = [f for entries in result.listings.values() for f in entries]
-        else:
+        elif files is None:
             files, why = _spark_files(frame)
             if files is None:
                 return None, f"no bound from the statistics of {name}.{column}: {why}"
@@ -819,6 +847,71 @@ def _spark_files(frame: Any) -> tuple[Optional[list[Any]], str]:
 # table listed and its footer read: about a second for TPC-DS catalog_sales' 1,836 files
 # cold; a table of a hundred thousand partitions is given up on, reported as late)
 STATS_BOUND_WAIT = 10.0
+
+# the longest a bound waits for its relation's own load before reading every file instead
+KEPT_BOUND_WAIT = 5.0
+
+
+def _kept_load(p: Prune, targets: Mapping[int, tuple[Table, str, list[Prune]]],
+               wrap: Mapping[str, str], request: Request) -> Optional[str]:
+    """The token of the load whose kept partitions' files bound ``p``'s build key, or None
+    (every file of the relation bounds it).
+
+    Why it is sound: the build side's values are values of the column in the rows the
+    relation's scan reads, and that scan reads the files of the partitions its load keeps.
+    Were the scan to read more (its answer lost), the rows of the other partitions are ones
+    that load's filters prove reach no output whatever the other relations hold (each is a
+    build side's values, a superset of what the query meets), so the query's answer does not
+    depend on them, nor on the rows only they would have joined.
+
+    Chained only where the wait cannot come back to it: the relation has partitions that a
+    build side's filter prunes (else its load keeps them all), its load waits for no
+    filter left to Spark's keys (those come when Spark lists the scan, after the rule this
+    bound may hold up), and for no other bound whose own relation could be chained."""
+    rel = p.stats_of[0] if p.stats_of is not None else None
+    if rel is None or rel not in targets or str(rel) not in wrap:
+        return None
+    token = wrap[str(rel)]
+    ps = targets[rel][2]
+
+    def partitions_pruned(prunes: list[Prune]) -> bool:
+        return any(not q.data and q.stats_of is None for q in prunes)
+
+    if not partitions_pruned(ps) or request.spark_keyed.get(token):
+        return None
+    for q in ps:
+        if q.stats_of is not None and q.stats_of[0] in targets \
+                and partitions_pruned(targets[q.stats_of[0]][2]):
+            return None
+    return token
+
+
+def _kept_files(request: Request, token: str, lister: Any) -> Optional[list[Any]]:
+    """The files of the partitions the load ``token`` keeps (what its scan reads), or None
+    when that load is not over within ``KEPT_BOUND_WAIT`` or failed."""
+    deadline = time.monotonic() + KEPT_BOUND_WAIT
+    future = request.loads.get(token)
+    while future is None and time.monotonic() < deadline:   # submitted after the builds
+        time.sleep(0.005)
+        future = request.loads.get(token)
+    if future is None:
+        return None
+    try:
+        result = future.result(timeout=max(0.0, deadline - time.monotonic()))
+    except Exception as exc:   # noqa: BLE001 - late or failed: every file bounds it
+        log.info("dpp: a bound reads every file: its relation's load %s (%s)", token, exc)
+        return None
+    files: list[Any] = []
+    for kp in result.partitions:
+        listed = result.listings.get(kp.path)
+        if listed is None:
+            try:
+                listed = lister.list(kp.path)[1]
+            except FileNotFoundError:   # read as empty, as Spark reads a missing location
+                listed = []
+        files.extend(listed)
+    return files
+
 
 # the report's note on a filter bounded by file statistics, kept for its rows
 _STATS_ROWS = ("a bound from file statistics, tested per row, spares the join every row it "
