@@ -325,8 +325,8 @@ class OptimizerHook:
             for sig in {signature[p.build] for p in ps}:
                 uses[sig] = uses.get(sig, 0) + 1
         deferred: dict[Hashable, str] = {}   # build signature -> partition column
-        # build signature -> (prune, its bound's spec, label and kept load's token): the bounds
-        # from file statistics this run starts
+        # build signature -> (prune, its bound's spec and kept load's token): the bounds from
+        # file statistics this run starts
         bounds: dict[Hashable, tuple[Prune, dict[str, Any]]] = {}
         with request.lock:
             for table, name, ps in targets.values():
@@ -354,7 +354,7 @@ class OptimizerHook:
                         # the load whose kept partitions bound the key instead of every
                         # partition (``_kept_load``): decided below, once the loads have
                         # their tokens, before any of this runs
-                        bound = {"spec": spec, "token": None, "label": label}
+                        bound = {"spec": spec, "token": None}
                         bounds[sig] = (p, bound)
                         request.add(lambda bound=bound, p=p, source=source, frame=frame:
                                     runs.start_computed(
@@ -417,11 +417,9 @@ class OptimizerHook:
                 token = (_kept_load(p, targets, wrap, request)
                          if source is not None and source[0] is not None and source[2]
                          else None)
-                if token is not None:
-                    bound["token"] = token
-                    bound["spec"] = request.builds[sig] = dataclasses.replace(
-                        bound["spec"], build_label=f"{bound['label']}.{p.stats_of[1]} (its "
-                                                   f"kept partitions' file statistics)")
+                # (the label stays "its files' statistics": the files are the kept
+                # partitions' only when the load names their folders, known at the bound)
+                bound["token"] = token
             for rel_id, (table, name, ps) in targets.items():
                 describe[str(rel_id)] = pruning_text(
                     table, [(p, request.builds[signature[p.build]].build_label) for p in ps])
@@ -900,6 +898,10 @@ def _kept_files(request: Request, token: str, lister: Any) -> Optional[list[Any]
         result = future.result(timeout=max(0.0, deadline - time.monotonic()))
     except Exception as exc:   # noqa: BLE001 - late or failed: every file bounds it
         log.info("dpp: a bound reads every file: its relation's load %s (%s)", token, exc)
+        return None
+    if any(not kp.path for kp in result.partitions):
+        # a catalog table's kept partitions Spark lists itself carry no location (the
+        # loader fetched none): their files are not known here, so every file bounds it
         return None
     files: list[Any] = []
     for kp in result.partitions:
