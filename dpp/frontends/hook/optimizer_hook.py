@@ -325,9 +325,9 @@ class OptimizerHook:
             for sig in {signature[p.build] for p in ps}:
                 uses[sig] = uses.get(sig, 0) + 1
         deferred: dict[Hashable, str] = {}   # build signature -> partition column
-        # build signature -> (prune, its bound's spec and kept load's token): the bounds from
-        # file statistics this run starts
-        bounds: dict[Hashable, tuple[Prune, dict[str, Any]]] = {}
+        # build signature -> (prune, its kept load's token): the bounds from file statistics
+        # this run starts
+        bounds: dict[Hashable, tuple[Prune, dict[str, Optional[str]]]] = {}
         with request.lock:
             for table, name, ps in targets.values():
                 for p in ps:
@@ -354,11 +354,12 @@ class OptimizerHook:
                         # the load whose kept partitions bound the key instead of every
                         # partition (``_kept_load``): decided below, once the loads have
                         # their tokens, before any of this runs
-                        bound = {"spec": spec, "token": None}
+                        bound: dict[str, Optional[str]] = {"token": None}
                         bounds[sig] = (p, bound)
-                        request.add(lambda bound=bound, p=p, source=source, frame=frame:
+                        request.add(lambda spec=spec, bound=bound, p=p, source=source,
+                                    frame=frame:
                                     runs.start_computed(
-                                        bound["spec"], "dpp_key", DataType.parse(p.build_type),
+                                        spec, "dpp_key", DataType.parse(p.build_type),
                                         lambda: self._bound(frame, source, p, cfg, rules,
                                                             request, bound["token"])))
                         continue
@@ -414,12 +415,11 @@ class OptimizerHook:
                 source = (sources or {}).get(p.stats_of[0])
                 # only where dpp lists the relation's files at the query (a catalog table, a
                 # declared folder): a Spark reader's files are the ones it listed when made
-                token = (_kept_load(p, targets, wrap, request)
-                         if source is not None and source[0] is not None and source[2]
-                         else None)
                 # (the label stays "its files' statistics": the files are the kept
                 # partitions' only when the load names their folders, known at the bound)
-                bound["token"] = token
+                bound["token"] = (_kept_load(p, targets, wrap, request)
+                                  if source is not None and source[0] is not None and source[2]
+                                  else None)
             for rel_id, (table, name, ps) in targets.items():
                 describe[str(rel_id)] = pruning_text(
                     table, [(p, request.builds[signature[p.build]].build_label) for p in ps])
