@@ -251,8 +251,11 @@ NO_SPARK_DPP = {"spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
 
 
 # kinds: Spark's reader of the folder; the folder declared, read through the kept-partition
-# index (any partition count here); a catalog table
-@pytest.fixture(params=["path", "declared", "catalog"])
+# index (any partition count here); a catalog table whose kept partitions dpp lists
+# (statistics pruning on: sales' item filter may skip files), and one whose listing dpp leaves
+# to Spark's catalog index (statistics pruning off: nothing can skip a file of sales), its
+# kept partitions then located for the bound by the catalog
+@pytest.fixture(params=["path", "declared", "catalog", "catalog-spark-lists"])
 def kept_star(request: pytest.FixtureRequest, spark: Any,
               tmp_path: Path) -> Iterator[dict[str, Any]]:
     root = tmp_path / "kept_bound"
@@ -265,7 +268,24 @@ def kept_star(request: pytest.FixtureRequest, spark: Any,
                                                                              pa.int32()))
                                      for d in range(DAYS)]),
                    root / "kstock" / "part-0.parquet", row_group_size=40)
-    kind = request.param
+    kind = request.param.split("-")[0]
+    conf = dict(NO_SPARK_DPP)
+    if request.param == "catalog-spark-lists":
+        # statistics pruning at its default (auto: footers are sampled), a stock file per day
+        # (sampled, the day filter is worth its footers, and the bound rides with it), and a
+        # row of quantity -1000 in every sales file (sampled, sales' files each span most of
+        # the quantities: no filter may skip one), so sales' load leaves its listing to
+        # Spark's catalog index and its kept partitions carry no location
+        conf["spark.dpp.statsPruning.enabled"] = "auto"
+        stock = pq.read_table(root / "kstock" / "part-0.parquet")
+        (root / "kstock" / "part-0.parquet").unlink()
+        for d in range(DAYS):
+            pq.write_table(stock.slice(40 * d, 40), root / "kstock" / f"part-{d}.parquet")
+        for f in sorted((root / "sales").rglob("*.parquet")):
+            t = pq.read_table(f)
+            low = pa.table({c: pa.array([-1000 if c == "quantity" else t.column(c)[0].as_py()],
+                                        t.schema.field(c).type) for c in t.column_names})
+            pq.write_table(pa.concat_tables([t, low]), f)
     spark.read.parquet(str(root / "days")).createOrReplaceTempView("sb_days")
     if kind == "catalog":
         for name, cols, parts in (("sales", _SCHEMAS["sales"], " PARTITIONED BY (day)"),
@@ -285,7 +305,8 @@ def kept_star(request: pytest.FixtureRequest, spark: Any,
                 spark.catalog.dropTempView("sb_sales")
                 session.register_table("sb_sales", str(root / "sales"))
                 session.ensure_views(["sb_sales"])
-            yield {"session": session, "root": root, "kind": kind}
+            yield {"session": session, "root": root, "kind": kind, "conf": conf,
+                   "spark_lists": request.param == "catalog-spark-lists"}
     finally:
         for name in ("sales", "kstock", "days"):
             spark.catalog.dropTempView(f"sb_{name}")
@@ -309,12 +330,14 @@ def _top(root: Path, days: tuple[int, ...] = (0, 2, 3)) -> int:
 def test_the_bound_is_read_from_the_partitions_the_relation_keeps(
         spark: Any, kept_star: dict[str, Any]) -> None:
     root, kind = kept_star["root"], kept_star["kind"]
-    with spark_conf(spark, NO_SPARK_DPP):
+    with spark_conf(spark, kept_star["conf"]):
         expected, got, report = _run(spark, kept_star["session"], Q_KEPT)
     assert got == expected and expected
     assert report is not None
     sales = [t for t in report.tables if "sales" in t.table and t.pruning == "applied"]
     assert [t.partitions_kept for t in sales] == [3], report.tables
+    if kept_star["spark_lists"]:   # the case it is about: the load listed no folder itself
+        assert [t.folders_listed for t in sales] == [0], report.tables
     stock = [t.row_group_filter for t in report.tables if "kstock" in t.table]
     if kind == "path":   # Spark's reader: every file it listed
         every = _top(root, tuple(range(DAYS)))
@@ -327,7 +350,8 @@ def test_the_bound_is_read_from_the_partitions_the_relation_keeps(
 
 
 # (Spark's reader bounds by every file it listed: the test above)
-@pytest.mark.parametrize("kept_star", ["declared", "catalog"], indirect=True)
+@pytest.mark.parametrize("kept_star", ["declared", "catalog", "catalog-spark-lists"],
+                         indirect=True)
 def test_a_partition_added_to_a_closed_day_changes_nothing_kept(
         spark: Any, kept_star: dict[str, Any]) -> None:
     """Larger quantities written to the closed day between two actions: the second action's
@@ -339,7 +363,7 @@ def test_a_partition_added_to_a_closed_day_changes_nothing_kept(
         spark.sql("REFRESH TABLE sb_sales_cat")
     else:   # the declared folder's view, made again for the query (as a job opens it)
         session.ensure_views(["sb_sales"])
-    with spark_conf(spark, NO_SPARK_DPP):
+    with spark_conf(spark, kept_star["conf"]):
         expected, got, report = _run(spark, session, Q_KEPT)
     assert got == expected and expected
     top = max(_top(root),
@@ -352,26 +376,31 @@ def test_a_partition_added_to_a_closed_day_changes_nothing_kept(
 
 def test_kept_partitions_without_a_location_leave_the_bound_to_every_file(
         tmp_path: Path) -> None:
-    """A catalog table's load that left the listing to Spark keeps partitions without their
-    location: their files are unknown, so the bound is not read from them (an empty file set
-    would bound the key to nothing and drop every row); with locations, their files are."""
+    """A load that left the listing to Spark keeps partitions without their location: where
+    nothing can locate them (no catalog to ask), their files are unknown, so the bound is
+    not read from them (an empty file set would bound the key to nothing and drop every
+    row); with locations, their files are. (A catalog table's are located by the catalog:
+    ``test_the_bound_is_read_from_the_partitions_the_relation_keeps[catalog-spark-lists]``.)"""
     from concurrent.futures import Future
     from types import SimpleNamespace
 
     from dpp.frontends.hook.optimizer_hook import _kept_files
+    from hive_splits import table_from_path
     from hive_splits.listing import LocalLister
     from hive_splits.loader import KeptPartition, LoadResult
 
     folder = tmp_path / "day=1"
     folder.mkdir()
     pq.write_table(_sales(1, 60), folder / "part-0.parquet")
+    table = table_from_path(str(tmp_path), name="t")
     done: Future = Future()
-    done.set_result(LoadResult(table="t", partitions=[KeptPartition("", {"day": 1})]))
+    done.set_result(LoadResult(table="t", partitions=[KeptPartition("", {"day": 1}, None,
+                                                                    {"day": "1"})]))
     request = SimpleNamespace(loads={"tok": done})
-    assert _kept_files(request, "tok", LocalLister()) is None
+    assert _kept_files(request, "tok", table, LocalLister()) is None
     located: Future = Future()
     located.set_result(LoadResult(table="t", partitions=[KeptPartition(str(folder),
                                                                        {"day": 1})]))
     request = SimpleNamespace(loads={"tok": located})
-    files = _kept_files(request, "tok", LocalLister())
+    files = _kept_files(request, "tok", table, LocalLister())
     assert files is not None and [f.path.split("/")[-1] for f in files] == ["part-0.parquet"]

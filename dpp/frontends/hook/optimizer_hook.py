@@ -60,6 +60,7 @@ from dpp.analysis.plan_wire import WIRE_VERSION, WireError, check_list_answer, c
 from dpp.runtime.report import JobReport
 from hive_splits import DynamicFilter, KeyExpression, LoadResult, SplitLoader, Table
 from hive_splits.column_bounds import column_bounds
+from hive_splits.kept_files import kept_files
 from hive_splits.listing import LocalLister, PrelistedLister
 
 if TYPE_CHECKING:
@@ -638,7 +639,7 @@ class OptimizerHook:
             lister = s.runtime.lister(table.location, cfg)
             if isinstance(table.lister, PrelistedLister):
                 lister = table.lister.over(lister)
-        files = (_kept_files(request, kept, lister)
+        files = (_kept_files(request, kept, table, lister)
                  if kept is not None and request is not None and table is not None else None)
         if files is None and listed and table is not None:
             # every file, listed now, as Spark's scan reads them
@@ -884,9 +885,11 @@ def _kept_load(p: Prune, targets: Mapping[int, tuple[Table, str, list[Prune]]],
     return token
 
 
-def _kept_files(request: Request, token: str, lister: Any) -> Optional[list[Any]]:
+def _kept_files(request: Request, token: str, table: Table,
+                lister: Any) -> Optional[list[Any]]:
     """The files of the partitions the load ``token`` keeps (what its scan reads), or None
-    when that load is not over within ``KEPT_BOUND_WAIT`` or failed."""
+    when that load is not over within ``KEPT_BOUND_WAIT``, failed, or kept partitions that
+    cannot be located (see :func:`hive_splits.kept_files.kept_files`)."""
     deadline = time.monotonic() + KEPT_BOUND_WAIT
     future = request.loads.get(token)
     while future is None and time.monotonic() < deadline:   # submitted after the builds
@@ -899,20 +902,7 @@ def _kept_files(request: Request, token: str, lister: Any) -> Optional[list[Any]
     except Exception as exc:   # noqa: BLE001 - late or failed: every file bounds it
         log.info("dpp: a bound reads every file: its relation's load %s (%s)", token, exc)
         return None
-    if any(not kp.path for kp in result.partitions):
-        # a catalog table's kept partitions Spark lists itself carry no location (the
-        # loader fetched none): their files are not known here, so every file bounds it
-        return None
-    files: list[Any] = []
-    for kp in result.partitions:
-        listed = result.listings.get(kp.path)
-        if listed is None:
-            try:
-                listed = lister.list(kp.path)[1]
-            except FileNotFoundError:   # read as empty, as Spark reads a missing location
-                listed = []
-        files.extend(listed)
-    return files
+    return kept_files(table, result, lister)
 
 
 # the report's note on a filter bounded by file statistics, kept for its rows
