@@ -49,11 +49,13 @@ demo: venv
 # until MINUTES are up; a mismatch is shrunk and written to tests/fuzz_regressions. Last line:
 # "fuzz: <N> cases, <W> mismatches, <P> pruned"; non-zero exit on any mismatch. `make test`
 # runs a fixed seed for a few minutes (tests/test_fuzz.py); `fuzz-long` is every road, longer.
+# FOCUS='extra=compare_fact;relation=catalog' keeps only the cases of a shape (tests.fuzz.cli).
 MINUTES ?= 5
 SEED ?= 1
 BACKEND ?= classic
 fuzz: venv system
-	$(PYTHON) -m tests.fuzz --minutes $(MINUTES) --seed $(SEED) --backend $(BACKEND)
+	$(PYTHON) -m tests.fuzz --minutes $(MINUTES) --seed $(SEED) --backend $(BACKEND) \
+		$(if $(FOCUS),--focus '$(FOCUS)')
 
 fuzz-long: venv system
 	$(PYTHON) -m tests.fuzz --minutes 30 --seed $(SEED) --backend classic

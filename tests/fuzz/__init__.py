@@ -10,7 +10,7 @@ by modification times then engages); read as one of the three relation kinds
 duplicates, NULL keys, keys of other types and keys through expressions and collations; a
 query written as SQL or as DataFrames (joins of every type, IN/EXISTS, CTEs, unions,
 aggregates, windows, LIMIT, samples of the join (sorted or not), nondeterministic functions,
-a write read back); session settings
+a write read back, the rows compared with a second reference to the fact); session settings
 (ANSI, time zones, case sensitivity, AQE, a small value limit, statistics pruning); and steps
 between two runs (files added, removed or rewritten, the dimension overwritten, a view
 redefined, a setting changed, the same DataFrame reused).

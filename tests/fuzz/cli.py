@@ -22,8 +22,8 @@ from typing import Any, Iterator, Optional
 
 from hive_splits.loader import DROP_KEPT_SWITCH
 from tests.fuzz.generate import draw_case
-from tests.fuzz.model import Case
-from tests.fuzz.runner import Backend, Result, _summary
+from tests.fuzz.model import DIM_FILTERS, EXTRAS, JOIN_SHAPES, KEYS, RELATIONS, STEPS, Case
+from tests.fuzz.runner import Backend, Result, _summary, bounded
 
 # The Python that runs the fuzzer is the one Spark's workers must use (a plain `python -m`).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -34,6 +34,7 @@ class Tally:
     cases: int = 0
     mismatches: int = 0
     pruned: int = 0
+    bounded: int = 0               # cases a bound from file statistics served
     both_raised: int = 0
     data_errors: int = 0
     harness_errors: int = 0
@@ -82,10 +83,48 @@ def backend(kind: str, workdir: Path) -> Iterator[Backend]:
         spark.stop()
 
 
+# what ``--focus`` may name: a field of the case's query, its fact's relation kind, its step
+_FOCUS_VALUES: dict[str, tuple[str, ...]] = {
+    "api": ("sql", "df"), "shape": JOIN_SHAPES, "key": KEYS, "dim_filter": DIM_FILTERS,
+    "extra": EXTRAS, "relation": RELATIONS, "step": STEPS}
+FOCUS_FIELDS = tuple(_FOCUS_VALUES)
+
+
+def parse_focus(text: Optional[str]) -> dict[str, set[str]]:
+    """``--focus extra=compare_fact,compare_fact_rev;relation=catalog``: the cases drawn are
+    kept only where each named field has one of the values (the rest of the draw is as
+    ever), to search around a shape a bug was found in."""
+    focus: dict[str, set[str]] = {}
+    for part in filter(None, (p.strip() for p in (text or "").split(";"))):
+        name, sep, values = part.partition("=")
+        name = name.strip()
+        if not sep or name not in FOCUS_FIELDS or not values.strip():
+            raise ValueError(f"--focus {part!r}: expected FIELD=VALUE[,VALUE...] with FIELD "
+                             f"one of {', '.join(FOCUS_FIELDS)}")
+        chosen = {v.strip() for v in values.split(",") if v.strip()}
+        unknown = sorted(chosen - set(_FOCUS_VALUES[name]))
+        if unknown:
+            raise ValueError(f"--focus {name}: {', '.join(map(repr, unknown))} is not one of "
+                             f"{', '.join(_FOCUS_VALUES[name])}")
+        focus[name] = chosen
+    return focus
+
+
+def _in_focus(case: Case, focus: dict[str, set[str]]) -> bool:
+    for name, values in focus.items():
+        have = (case.fact.relation if name == "relation" else case.step if name == "step"
+                else getattr(case.query, name))
+        if str(have) not in values:
+            return False
+    return True
+
+
 def fuzz(b: Backend, seed: int, seconds: float, workdir: Path, *, shrink_s: float = 180.0,
          regressions: Optional[Path] = None, max_cases: Optional[int] = None,
-         out: Any = sys.stdout, verbose: bool = False) -> Tally:
-    """Cases from ``seed`` until ``seconds`` are up; returns the tally."""
+         out: Any = sys.stdout, verbose: bool = False,
+         focus: Optional[dict[str, set[str]]] = None) -> Tally:
+    """Cases from ``seed`` until ``seconds`` are up (only those in ``focus``, see
+    :func:`parse_focus`); returns the tally."""
     from tests.fuzz.check import run_case
     from tests.fuzz.shrink import shrink, write_regression
 
@@ -94,7 +133,7 @@ def fuzz(b: Backend, seed: int, seconds: float, workdir: Path, *, shrink_s: floa
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and (max_cases is None or tally.cases < max_cases):
         case = draw_case(rng, seed)
-        if not b.supports(case):
+        if not b.supports(case) or (focus and not _in_focus(case, focus)):
             continue
         try:
             res = run_case(b, case, workdir)
@@ -105,6 +144,7 @@ def fuzz(b: Backend, seed: int, seconds: float, workdir: Path, *, shrink_s: floa
             continue
         tally.cases += 1
         tally.pruned += res.pruned
+        tally.bounded += bounded(res.reports)
         if verbose:
             print(f"case {tally.cases}: {'pruned' if res.pruned else 'unpruned'}"
                   f"{' mutated' if res.mutated else ''}"
@@ -209,10 +249,18 @@ def main(argv: list[str]) -> int:
                     help="where shrunk cases are written as tests (tests/fuzz_regressions)")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--verbose", action="store_true", help="a line per case")
+    ap.add_argument("--focus", default=None, metavar="FIELD=V[,V];...",
+                    help="only cases with these values, e.g. "
+                         "'extra=compare_fact,compare_fact_rev;relation=catalog' (fields: "
+                         + ", ".join(FOCUS_FIELDS) + ")")
     ap.add_argument("--self-test", type=int, default=0, metavar="CASES",
                     help=f"instead of fuzzing: draw CASES cases and rerun each pruned one with "
                          f"{DROP_KEPT_SWITCH}=1, which must then mismatch")
     a = ap.parse_args(argv)
+    try:
+        focus = parse_focus(a.focus)
+    except ValueError as exc:
+        ap.error(str(exc))
     workdir = a.workdir or Path(tempfile.mkdtemp(prefix="dpp-fuzz-"))
     workdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -229,7 +277,7 @@ def main(argv: list[str]) -> int:
         with backend(a.backend, workdir) as b:
             tally = fuzz(b, a.seed, a.minutes * 60.0 - (time.monotonic() - start), workdir,
                          shrink_s=a.shrink_seconds, regressions=a.regressions,
-                         verbose=a.verbose)
+                         verbose=a.verbose, focus=focus)
     finally:
         if a.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -238,6 +286,7 @@ def main(argv: list[str]) -> int:
           f"{tally.harness_errors} cases the harness could not set up")
     print("by relation (cases/pruned): " + ", ".join(
         f"{k} {n}/{p}" for k, (n, p) in sorted(tally.by_relation.items()))
+        + f"; bounded by file statistics: {tally.bounded}"
         + f"; pruned cases that mismatched: {tally.pruned_mismatched}"
         + (f"; with a partition dropped by {DROP_KEPT_SWITCH}: {tally.mutated}, of which "
            f"{tally.mutated_mismatched} mismatched" if os.environ.get(DROP_KEPT_SWITCH) else ""))

@@ -117,7 +117,7 @@ SELECTIVE = ("lt", "in")
 DIRECT = ("eq", "plus0", "cast_dim", "two_level", "func", "le", "range", "eq_lt")
 PLAIN = ("none", "agg", "union_all", "cte", "view", "write", "window", "distinct",
          "derived_fact", "neighbour", "union_limit", "outer_not_null", "outer_is_null",
-         "shuffled_fact")
+         "shuffled_fact", "compare_fact", "compare_fact_rev")
 
 
 def _pick(rng: random.Random, options: tuple, likely: tuple, p: float = 0.87) -> str:

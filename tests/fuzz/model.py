@@ -41,7 +41,12 @@ EXTRAS = ("none", "agg", "window", "order_limit", "limit_count", "union", "union
           # SQL only: the fact joined to the fact itself (on its unique ids) before the join
           # with the build side: a shuffle join below it where Spark would not broadcast the
           # fact (see the broadcast setting), so a data key's filter is built for its rows
-          "shuffled_fact")
+          "shuffled_fact",
+          # the query's rows compared with a second reference to the fact (unfiltered, so
+          # its side of the comparison is bounded by the other side's file statistics: the
+          # first reference's kept partitions where its load keeps some), either operand
+          # first, as TPC-DS q72's ``inv_quantity_on_hand < cs_quantity``
+          "compare_fact", "compare_fact_rev")
 # extras that draw rows at random above the join: Spark's own dynamic pruning changes what
 # they draw (it reads fewer files below them), so dpp's run has it off too
 SAMPLED = ("sample", "order_sample")

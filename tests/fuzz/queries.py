@@ -9,7 +9,15 @@ from tests.fuzz.model import CATALOG_TYPES, REVERSED, Case
 
 NUMERIC = ("int", "bigint", "smallint", "decimal", "double")
 # extras over the fact's columns (its first partition column, its ids)
-FACT_COLUMN_EXTRAS = ("agg", "window", "outer_not_null", "outer_is_null")
+FACT_COLUMN_EXTRAS = ("agg", "window", "outer_not_null", "outer_is_null", "compare_fact",
+                      "compare_fact_rev")
+
+
+def compare_condition(extra: str, t: str, g: str) -> str:
+    """The comparison of the query's rows ``t`` with the second reference ``g`` to the fact:
+    an equi-key on the ids (a few matches each) and the data columns compared."""
+    cmp = f"{g}.x < {t}.x" if extra == "compare_fact" else f"{t}.x <= {g}.x"
+    return f"{t}.id % 3 = {g}.id % 3 AND {cmp}"
 
 
 def key_pairs(case: Case) -> list[tuple[str, str, str]]:
@@ -128,6 +136,9 @@ def sql_text(case: Case, fact: str, dim: str) -> str:
         return base     # no fact column comes out to group, order or test
     if q.extra == "agg":
         return f"SELECT `{c0}`, count(*) AS n, sum(id) AS s FROM ({base}) t GROUP BY `{c0}`"
+    if q.extra in ("compare_fact", "compare_fact_rev"):
+        return (f"SELECT t.*, g.id AS gid FROM ({base}) t JOIN {fact} g "
+                f"ON {compare_condition(q.extra, 't', 'g')}")
     if q.extra in ("outer_not_null", "outer_is_null"):
         test = "IS NOT NULL" if q.extra == "outer_not_null" else "IS NULL"
         return f"SELECT * FROM ({base}) t WHERE t.`{c0}` {test}"
@@ -194,6 +205,10 @@ def dataframe(case: Case, spark: Any, fact: str, dim: str) -> Any:
     c0 = c0.lower() if q.lower_names else c0
     if s in REVERSED and q.extra in FACT_COLUMN_EXTRAS:
         return out
+    if q.extra in ("compare_fact", "compare_fact_rev"):
+        g = spark.table(fact).alias("g")
+        return (out.alias("t").join(g, F.expr(compare_condition(q.extra, "t", "g")))
+                .select("t.*", F.col("g.id").alias("gid")))
     if q.extra == "agg":
         return out.groupBy(c0).agg(F.count("*").alias("n"), F.sum("id").alias("s"))
     if q.extra == "window":

@@ -150,6 +150,12 @@ def pruned(reports: list[dict]) -> bool:
     return any(t.get("pruning") == "applied" for r in reports for t in r.get("tables", []))
 
 
+def bounded(reports: list[dict]) -> bool:
+    """Whether a run used a bound read from file statistics (a comparison's other side)."""
+    return any("statistics" in (f.get("build_column") or "") and f.get("outcome") == "complete"
+               for r in reports for f in r.get("filters", []))
+
+
 class CaseRun:
     """One case on one backend: its world, the two modes' relations, the runs."""
 
