@@ -8,7 +8,7 @@ reading ``LoadResult.partitions`` as a file set without doing so would read no f
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Optional
 
 from hive_splits.listing import FileEntry, Lister
 from hive_splits.loader import KeptPartition, LoadResult
@@ -57,13 +57,13 @@ def _located(table: Table, partitions: list[KeptPartition]) -> Optional[list[str
         log.info("kept partitions of %s not located: %s", table.name, exc)
         return None
     by_spec = {cp.values: cp for cp in fetched}
-    paths = {}
+    found: dict[int, str] = {}   # id of an unlocated kept partition -> its folder
     for kp, spec in zip(missing, specs):
         cp = by_spec.get(spec)
         if cp is None or not cp.location:   # dropped meanwhile, or a partition without one
             return None
-        paths[id(kp)] = local_path(cp.location)
-    return [kp.path or paths[id(kp)] for kp in partitions]
+        found[id(kp)] = local_path(cp.location)
+    return [kp.path or found[id(kp)] for kp in partitions]
 
 
 __all__ = ["kept_files"]
